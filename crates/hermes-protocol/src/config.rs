@@ -1,0 +1,331 @@
+//! `config.yaml` types (FEATURES §13) and their loader.
+//!
+//! Key names follow the Python system so users can move between the two. Every section has
+//! defaults (`#[serde(default)]`); unknown keys produce warnings, never errors; a broken file
+//! gives an error with line and column.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Default iteration budget per turn (FEATURES §3).
+pub const DEFAULT_MAX_TURNS: u32 = 90;
+/// Default terminal tool timeout in seconds (FEATURES §4).
+pub const DEFAULT_TERMINAL_TIMEOUT_S: u64 = 180;
+
+/// The whole `config.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// `model:` — a model name, or a table with provider, model, base URL.
+    pub model: ModelSetting,
+    /// `fallback_providers:` — tried in order when the primary fails (issue 3).
+    pub fallback_providers: Vec<ModelConfig>,
+    /// `toolsets:` — toolsets enabled for the CLI (default `hermes-cli`).
+    pub toolsets: Vec<String>,
+    /// `agent:` section.
+    pub agent: AgentConfig,
+    /// `terminal:` section.
+    pub terminal: TerminalConfig,
+    /// `local:` section — the embedded GGUF model (our addition, FEATURES §14).
+    pub local: LocalModelConfig,
+    /// `display:` section.
+    pub display: DisplayConfig,
+    /// `timezone:` — IANA name used for dates in prompts and cron.
+    pub timezone: Option<String>,
+    /// Sections of the Python system that this build reads elsewhere or not yet; kept so
+    /// that they are not reported as unknown keys.
+    pub compression: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub memory: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub skills: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub prompt_caching: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub mcp_servers: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub platform_toolsets: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub approvals: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub cron: Option<yaml_serde::Value>,
+    /// See [`Config::compression`].
+    pub gateway: Option<yaml_serde::Value>,
+}
+
+/// `model:` as written: either a bare model name or a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ModelSetting {
+    /// `model: some/model-name`
+    Name(String),
+    /// `model: {provider: …, default: …, base_url: …}`
+    Table(ModelConfig),
+}
+
+impl Default for ModelSetting {
+    fn default() -> Self {
+        ModelSetting::Table(ModelConfig::default())
+    }
+}
+
+impl ModelSetting {
+    /// The setting as a table (a bare name becomes `default`).
+    pub fn to_config(&self) -> ModelConfig {
+        match self {
+            ModelSetting::Name(n) => ModelConfig {
+                default: Some(n.clone()),
+                ..ModelConfig::default()
+            },
+            ModelSetting::Table(t) => t.clone(),
+        }
+    }
+}
+
+/// A provider/model choice (`model:` table, and each `fallback_providers` entry).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelConfig {
+    /// Provider id or alias (`openrouter`, `openai`, `custom`, `local`, …).
+    pub provider: Option<String>,
+    /// Model name (the Python system calls this key `default`; `model` is accepted too).
+    #[serde(alias = "model")]
+    pub default: Option<String>,
+    /// Base URL of an OpenAI-compatible endpoint (e.g. `http://127.0.0.1:8080/v1`).
+    pub base_url: Option<String>,
+    /// Context window override in tokens.
+    pub context_length: Option<u64>,
+    /// API key written in the config (prefer `.env`).
+    pub api_key: Option<String>,
+    /// Force an api_mode (`chat_completions`, …) instead of detecting it.
+    pub api_mode: Option<String>,
+    /// Maximum output tokens per call.
+    pub max_tokens: Option<u32>,
+}
+
+/// `agent:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// Iteration budget per turn (default 90).
+    pub max_turns: u32,
+    /// Retries of a failed model call (default 3).
+    pub api_max_retries: u32,
+    /// Toolsets removed after all others are resolved.
+    pub disabled_toolsets: Vec<String>,
+    /// Prompt profile: `full` or `compact` (small local context windows); `None` = automatic.
+    pub prompt_profile: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_turns: DEFAULT_MAX_TURNS,
+            api_max_retries: 3,
+            disabled_toolsets: Vec::new(),
+            prompt_profile: None,
+        }
+    }
+}
+
+/// `terminal:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TerminalConfig {
+    /// Working directory for tools (default: the process's cwd).
+    pub cwd: Option<PathBuf>,
+    /// Default command timeout in seconds (default 180).
+    pub timeout: u64,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            cwd: None,
+            timeout: DEFAULT_TERMINAL_TIMEOUT_S,
+        }
+    }
+}
+
+/// `local:` section — the embedded model (FEATURES §14).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LocalModelConfig {
+    /// GGUF path; relative paths are looked up in `HERMES_HOME/models/`.
+    pub model_path: Option<PathBuf>,
+    /// Context window in tokens (default: 4096, capped by the model's training context).
+    pub context_length: Option<u32>,
+    /// Inference threads (default: the number of cores).
+    pub threads: Option<u32>,
+    /// Maximum tokens generated per call (default 512).
+    pub max_tokens: Option<u32>,
+}
+
+/// `display:` section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DisplayConfig {
+    /// Skin name.
+    pub skin: Option<String>,
+    /// `off|new|all|verbose`.
+    pub tool_progress: Option<String>,
+    /// `interrupt|queue|steer`.
+    pub busy_input_mode: Option<String>,
+}
+
+/// A problem with `config.yaml`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The YAML is malformed or a value has the wrong type.
+    #[error("{path} line {line}, column {column}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line (0 when unknown).
+        line: usize,
+        /// 1-based column (0 when unknown).
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A loaded config with the warnings found while reading it.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// The settings (defaults where the file is silent or absent).
+    pub config: Config,
+    /// Unknown keys and other non-fatal findings, e.g. ``unknown key `agent.max_turn` ``.
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Loads `path`; a missing file yields the defaults. Errors carry line and column.
+    pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedConfig::default()),
+            Err(source) => Err(ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses YAML text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<LoadedConfig, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(LoadedConfig::default());
+        }
+        let mut warnings = Vec::new();
+        let de = yaml_serde::Deserializer::from_str(text);
+        let config: Config = serde_ignored::deserialize(de, |p| {
+            warnings.push(format!("unknown key `{p}` (ignored)"));
+        })
+        .map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.to_string(),
+            }
+        })?;
+        Ok(LoadedConfig { config, warnings })
+    }
+
+    /// Serializes back to YAML (for `hermes config show`).
+    pub fn to_yaml(&self) -> String {
+        yaml_serde::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Parses a `.env` style `KEY=value` map without touching the process environment.
+/// Lines starting with `#` and blank lines are skipped; `export ` prefixes and matching
+/// quotes are removed.
+pub fn parse_env_file(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        if let Some((k, v)) = line.split_once('=') {
+            let v = v.trim();
+            let v = if v.len() >= 2
+                && ((v.starts_with('"') && v.ends_with('"'))
+                    || (v.starts_with('\'') && v.ends_with('\'')))
+            {
+                &v[1..v.len() - 1]
+            } else {
+                v
+            };
+            out.insert(k.trim().to_string(), v.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_model_name_and_table_both_parse() {
+        let c = Config::parse("model: gpt-4o\n", Path::new("c.yaml")).unwrap();
+        assert_eq!(
+            c.config.model.to_config().default.as_deref(),
+            Some("gpt-4o")
+        );
+        let c = Config::parse(
+            "model:\n  provider: custom\n  default: m\n  base_url: http://x/v1\nagent:\n  max_turns: 7\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        let m = c.config.model.to_config();
+        assert_eq!(m.provider.as_deref(), Some("custom"));
+        assert_eq!(c.config.agent.max_turns, 7);
+        assert_eq!(c.config.terminal.timeout, 180);
+    }
+
+    #[test]
+    fn unknown_keys_warn() {
+        let c = Config::parse("agent:\n  max_turn: 7\nfoo: 1\n", Path::new("c.yaml")).unwrap();
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("agent.max_turn"));
+    }
+
+    #[test]
+    fn broken_yaml_reports_line_and_column() {
+        let err = Config::parse("agent:\n  max_turns: [1,\n", Path::new("c.yaml")).unwrap_err();
+        match err {
+            ConfigError::Parse { line, .. } => assert!(line >= 2),
+            other => panic!("unexpected {other:?}"),
+        }
+        let err = Config::parse("agent:\n  max_turns: lots\n", Path::new("c.yaml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("line 2"), "{msg}");
+    }
+
+    #[test]
+    fn env_file_parsing() {
+        let m = parse_env_file("# c\nexport A=1\nB=\"two\"\n\nC = 'x=y'\n");
+        assert_eq!(m["A"], "1");
+        assert_eq!(m["B"], "two");
+        assert_eq!(m["C"], "x=y");
+    }
+}

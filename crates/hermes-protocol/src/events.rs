@@ -1,0 +1,127 @@
+//! The submission queue ([`Op`]) and the observer stream ([`AgentEvent`]) between a front end
+//! and the agent core (CONVENTIONS pattern 1; ARCHITECTURE §3 for the `--json` shape).
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Usage;
+
+/// What a front end asks of a running agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Run one turn with this user input.
+    UserInput {
+        /// The user's text.
+        text: String,
+    },
+    /// Cancel the running turn (Ctrl-C, `/stop`): the model request and running tools stop,
+    /// and every tool call already made gets a result.
+    Interrupt,
+    /// Stop the agent task after the current turn.
+    Shutdown,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// The model gave a final answer.
+    Completed,
+    /// The iteration budget ran out; the final text is the summary (or a fallback notice).
+    BudgetExhausted,
+    /// The user interrupted the turn.
+    Interrupted,
+    /// The turn failed (provider error after retries, storage failure); `final_text` says why.
+    Failed,
+}
+
+/// One observable step of a turn, sent to every sink (terminal, `--json`, gateway, API SSE).
+///
+/// Serialized as `{"type": "<snake_case variant>", …fields}`; new fields may be added,
+/// none renamed (ARCHITECTURE §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A turn began in this session.
+    TurnStarted {
+        /// Session id (`YYYYMMDD_HHMMSS_<6 hex>`).
+        session_id: String,
+    },
+    /// A piece of visible answer text.
+    TextDelta {
+        /// The text piece.
+        text: String,
+    },
+    /// A piece of reasoning text.
+    ReasoningDelta {
+        /// The text piece.
+        text: String,
+    },
+    /// A tool call started.
+    ToolStarted {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// A short one-line preview of the arguments (≤ 80 chars).
+        args_preview: String,
+    },
+    /// Progress reported by a running tool.
+    ToolProgress {
+        /// Call id.
+        call_id: String,
+        /// Progress text.
+        message: String,
+    },
+    /// A tool call finished.
+    ToolFinished {
+        /// Call id.
+        call_id: String,
+        /// False when the result is an error.
+        ok: bool,
+        /// A short preview of the result (≤ 120 chars).
+        preview: String,
+        /// Wall time of the call in milliseconds.
+        duration_ms: u64,
+    },
+    /// A status line: retries, compression, fallbacks, diagnostics.
+    Status {
+        /// Human-readable text.
+        message: String,
+    },
+    /// The turn ended.
+    TurnFinished {
+        /// How it ended.
+        outcome: TurnOutcome,
+        /// The final answer text (or the reason for failure).
+        final_text: String,
+        /// Tokens used by all model calls of this turn.
+        usage: Usage,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_with_snake_case_type_tag() {
+        let e = AgentEvent::ToolFinished {
+            call_id: "c".into(),
+            ok: true,
+            preview: "p".into(),
+            duration_ms: 3,
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "tool_finished");
+        assert_eq!(v["duration_ms"], 3);
+        let t = AgentEvent::TurnFinished {
+            outcome: TurnOutcome::BudgetExhausted,
+            final_text: String::new(),
+            usage: Usage::default(),
+        };
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["outcome"], "budget_exhausted");
+        assert_eq!(v["usage"]["cache_read_tokens"], 0);
+    }
+}

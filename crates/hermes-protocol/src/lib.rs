@@ -1,0 +1,22 @@
+//! # hermes-protocol
+//!
+//! Owns the plain data every layer shares: [`Message`] and its parts, [`ToolCall`],
+//! [`ToolSpec`], [`Usage`], [`FinishReason`], [`AssistantMessage`], the [`AgentEvent`]
+//! observer stream and the [`Op`] submission queue, session ids, the `HERMES_HOME`
+//! layout ([`HermesHome`]) and the `config.yaml` types ([`config`]).
+//! It must not do I/O beyond reading config files, and never depends on another hermes crate
+//! (ARCHITECTURE §1: the protocol layer is at the bottom).
+
+pub mod config;
+mod events;
+mod home;
+mod ids;
+mod message;
+
+pub use events::{AgentEvent, Op, TurnOutcome};
+pub use home::HermesHome;
+pub use ids::{SessionId, new_session_id};
+pub use message::{
+    AssistantMessage, ContentPart, FinishReason, Message, Reasoning, Role, ToolCall, ToolResult,
+    ToolSpec, Usage,
+};

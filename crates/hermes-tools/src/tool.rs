@@ -1,0 +1,126 @@
+//! The tool interface (ARCHITECTURE §3; CONVENTIONS pattern 3).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hermes_protocol::{HermesHome, ToolSpec};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Read or write access of a path-scoped tool (FEATURES §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads the path.
+    Read,
+    /// Writes the path.
+    Write,
+}
+
+/// How a tool may run beside others in one batch (FEATURES §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parallelism {
+    /// Always alone (e.g. `clarify`, `terminal`).
+    Never,
+    /// Read-only and pathless: may run with anything.
+    Safe,
+    /// Touches the path in argument `arg` with this access.
+    PathScoped {
+        /// Name of the argument holding the path.
+        arg: &'static str,
+        /// Read or write.
+        access: Access,
+    },
+}
+
+/// What a tool returns: text for the model, and whether it is an error.
+///
+/// "Tell the model" failures (bad path, command failed) are `is_error = true` results, never
+/// panics or `Err` (CONVENTIONS pattern 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Text for the model.
+    pub content: String,
+    /// True when the call failed or was refused.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+    /// An error result for the model.
+    pub fn error(content: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// A request for the user to approve a dangerous command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The command text.
+    pub command: String,
+    /// Why it needs approval (e.g. "recursive delete").
+    pub reason: String,
+}
+
+/// The user's answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Run it this once.
+    Once,
+    /// Run it and stop asking for this kind of command in this session.
+    Session,
+    /// Do not run it.
+    Deny,
+}
+
+/// Asks the user (REPL prompt, gateway `/approve`) or applies a fixed policy (one-shot, cron).
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides on one dangerous command.
+    async fn approve(&self, request: &ApprovalRequest) -> Approval;
+}
+
+/// Everything a tool call may use besides its arguments.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Working directory for relative paths and commands.
+    pub cwd: PathBuf,
+    /// The hermes home (deny-list, spill files).
+    pub home: HermesHome,
+    /// Cancelled on interrupt; long tools must stop promptly.
+    pub cancel: CancellationToken,
+    /// Approval policy for dangerous commands.
+    pub approver: Arc<dyn Approver>,
+    /// Skip approval for dangerous (not hard-line) commands (`--yolo`).
+    pub yolo: bool,
+    /// Default terminal timeout in seconds.
+    pub terminal_timeout_s: u64,
+    /// Called with progress text while the tool runs.
+    pub progress: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+/// One tool. Registration is explicit: each toolset module lists its tools.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    /// Name, description and argument schema shown to the model.
+    fn spec(&self) -> ToolSpec;
+    /// The toolset this tool belongs to (`file`, `terminal`, …).
+    fn toolset(&self) -> &'static str;
+    /// How it may run beside other tools.
+    fn parallelism(&self) -> Parallelism;
+    /// `Err(reason)` when this machine cannot run the tool (missing binary or key); such a
+    /// tool is left out of the schema list.
+    fn available(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Runs the call with already-coerced arguments.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
+}
