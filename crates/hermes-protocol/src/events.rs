@@ -17,6 +17,16 @@ pub enum Op {
     /// Cancel the running turn (Ctrl-C, `/stop`): the model request and running tools stop,
     /// and every tool call already made gets a result.
     Interrupt,
+    /// Start a new session (`/new`, `/reset`): a fresh session id and system prompt.
+    NewSession,
+    /// Remove the last `count` user turns (and everything after them) from the active
+    /// history (`/undo [N]`); they stay in the store, marked inactive.
+    Undo {
+        /// How many user turns to remove (≥ 1).
+        count: u32,
+    },
+    /// Remove the last user turn and run it again (`/retry`).
+    Retry,
     /// Stop the agent task after the current turn.
     Shutdown,
 }
