@@ -1,0 +1,108 @@
+//! The store's typed errors.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong in [`crate::SessionStore`].
+///
+/// Each variant names the operation (`op`, e.g. `"append_message"`) and the database file
+/// (`db`, `":memory:"` for an in-memory store) so a log line says what failed and where.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The parent directory of the database file could not be created.
+    #[error("cannot create directory {path} for the session store: {source}")]
+    CreateDir {
+        /// The directory that could not be created.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// SQLite refused to open the database file.
+    #[error("cannot open session store {db}: {source}")]
+    Open {
+        /// The database file.
+        db: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// A SQLite statement failed.
+    #[error("session store {db}: {op} failed: {source}")]
+    Sqlite {
+        /// The store operation that failed (the public method name).
+        op: &'static str,
+        /// The database file.
+        db: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// Another connection held the write lock for longer than the retry budget
+    /// ([`crate::WRITE_RETRY_BUDGET`], case C21). Nothing was written; the call may be retried.
+    #[error(
+        "session store {db}: {op} gave up after {waited:?}: the database stayed locked by another \
+         process (nothing was written; try again later)"
+    )]
+    Busy {
+        /// The store operation that could not get the lock.
+        op: &'static str,
+        /// The database file.
+        db: String,
+        /// How long the store kept retrying.
+        waited: Duration,
+    },
+    /// Applying a schema migration failed.
+    #[error("session store {db}: migration to schema version {version} failed: {source}")]
+    Migration {
+        /// The schema version the failed step would have produced.
+        version: i64,
+        /// The database file.
+        db: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// The file was written by a newer hermes with a schema this build does not know.
+    #[error(
+        "session store {db} has schema version {found}, newer than the {supported} this hermes \
+         understands; upgrade hermes"
+    )]
+    SchemaTooNew {
+        /// The database file.
+        db: String,
+        /// `PRAGMA user_version` found in the file.
+        found: i64,
+        /// [`crate::SCHEMA_VERSION`].
+        supported: i64,
+    },
+    /// No session has the given id.
+    #[error("session `{id}` not found")]
+    SessionNotFound {
+        /// The id that was looked up.
+        id: String,
+    },
+    /// A stored value could not be decoded (e.g. invalid JSON in `tool_calls`).
+    #[error("session store {db}: corrupt {what} in message {message_id}: {detail}")]
+    Corrupt {
+        /// The database file.
+        db: String,
+        /// Which column (`tool_calls`, `reasoning`, `content_json`, `role`).
+        what: &'static str,
+        /// The message row id.
+        message_id: i64,
+        /// The decoder's error text.
+        detail: String,
+    },
+    /// Encoding a value to JSON failed (export or message columns).
+    #[error("cannot encode {what} as JSON: {source}")]
+    Json {
+        /// What was being encoded.
+        what: &'static str,
+        /// The serde error.
+        source: serde_json::Error,
+    },
+}
+
+impl StoreError {
+    /// True for [`StoreError::Busy`]: the write may succeed if retried later.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Busy { .. })
+    }
+}

@@ -1,0 +1,126 @@
+//! Schema and migrations: an ordered list of SQL steps; step `i` (0-based) brings the file from
+//! `PRAGMA user_version = i` to `i + 1`. Steps are only ever appended, never edited.
+//!
+//! Search design (FEATURES §10): two FTS5 tables keyed by the message row id, both kept in sync
+//! by triggers on `messages`:
+//! - `messages_fts(content, tools)` with `unicode61`: words in the text, tool names and tool
+//!   argument text;
+//! - `messages_trgm(body)` with `trigram`: the same text in one column, for CJK substring search.
+//!
+//! Deactivating a message (`active = 0`) does not touch either index: inactive messages stay
+//! searchable (FEATURES §9). Deleting a message removes it from both.
+
+/// The SQL text every message trigger uses to flatten tool names and argument text.
+macro_rules! tool_text {
+    ($row:literal) => {
+        concat!(
+            "trim(coalesce(",
+            $row,
+            ".tool_name, '') || ' ' || coalesce((SELECT group_concat(",
+            "coalesce(json_extract(j.value, '$.name'), '') || ' ' || ",
+            "coalesce(json_extract(j.value, '$.arguments'), ''), ' ') FROM json_each(CASE WHEN ",
+            "json_valid(",
+            $row,
+            ".tool_calls) THEN ",
+            $row,
+            ".tool_calls ELSE '[]' END) AS j), ''))"
+        )
+    };
+}
+
+const V1: &str = concat!(
+    "
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    session_key TEXT,
+    title TEXT,
+    model TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT '',
+    parent_session_id TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    tool_call_count INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL,
+    cwd TEXT,
+    history_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_started ON sessions(started_at);
+CREATE INDEX sessions_source ON sessions(source, started_at);
+CREATE INDEX sessions_title ON sessions(title);
+CREATE INDEX sessions_key ON sessions(session_key);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL DEFAULT '',
+    content_json TEXT,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    tool_name TEXT,
+    reasoning TEXT,
+    finish_reason TEXT,
+    timestamp REAL NOT NULL,
+    token_count INTEGER,
+    active INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX messages_session ON messages(session_id, id);
+
+CREATE TABLE session_usage (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL,
+    PRIMARY KEY (session_id, model, provider)
+);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(content, tools, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE messages_trgm USING fts5(body, tokenize = 'trigram');
+
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, tools) VALUES (new.id, new.content, ",
+    tool_text!("new"),
+    ");
+    INSERT INTO messages_trgm(rowid, body) VALUES (new.id, trim(new.content || ' ' || ",
+    tool_text!("new"),
+    "));
+END;
+
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM messages_trgm WHERE rowid = old.id;
+END;
+
+CREATE TRIGGER messages_au AFTER UPDATE OF content, tool_calls, tool_name ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM messages_trgm WHERE rowid = old.id;
+    INSERT INTO messages_fts(rowid, content, tools) VALUES (new.id, new.content, ",
+    tool_text!("new"),
+    ");
+    INSERT INTO messages_trgm(rowid, body) VALUES (new.id, trim(new.content || ' ' || ",
+    tool_text!("new"),
+    "));
+END;
+"
+);
+
+/// The migration steps, oldest first.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes (`PRAGMA user_version` after migrating).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,0 +1,271 @@
+//! Full-text search over messages (FEATURES §10 `session_search` discovery).
+//!
+//! The query is parsed by the sanitizer, then:
+//! 1. the rendered FTS5 expression runs against `messages_fts` (`unicode61`, ranked by
+//!    `bm25`), which finds words, tool names and tool arguments;
+//! 2. when any term contains CJK characters, the same terms also run as substring matches
+//!    (`LIKE '%term%'`) against the `trigram` table `messages_trgm` (the trigram index serves
+//!    terms of 3+ chars; shorter ones scan), because `unicode61` keeps a run of CJK characters
+//!    as one token and cannot find `笔记` inside `我的笔记本`. Its extra hits are appended
+//!    after the ranked ones with rank `0.0`. OR-groups keep their meaning; `NOT term`
+//!    excludes, and AND (explicit or implicit) requires every term of a group.
+//!
+//! Inactive messages are included (FEATURES §9) and flagged in [`SearchHit::active`].
+
+use hermes_protocol::Role;
+use rusqlite::{Connection, Row, ToSql};
+
+use crate::error::StoreError;
+use crate::sanitize::{Item, Op, parse_query, render};
+use crate::store::{SessionStore, from_ts};
+use crate::types::{SearchHit, SearchQuery};
+
+/// Hits returned when [`SearchQuery::limit`] is 0.
+const DEFAULT_LIMIT: usize = 20;
+
+/// Chars of context kept on each side of a substring hit in its snippet.
+const SNIPPET_CONTEXT: usize = 40;
+
+const HIT_COLUMNS: &str = "m.id, m.session_id, m.role, s.title, s.started_at, m.active";
+
+impl SessionStore {
+    /// Searches message text, tool names and tool arguments; best hits first.
+    ///
+    /// `query.text` goes through [`crate::sanitize_fts_query`], so any input is a valid query;
+    /// a query without letters or digits returns no hits. Errors only for database failures.
+    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
+        let items = parse_query(&query.text);
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let limit = if query.limit == 0 {
+            DEFAULT_LIMIT
+        } else {
+            query.limit
+        };
+        let filters = Filters {
+            session_id: query.session_id.as_deref(),
+            role: query.role.map(Role::as_str),
+            limit: i64::try_from(limit).unwrap_or(i64::MAX),
+        };
+        let conn = self.lock();
+        let mut hits =
+            word_search(&conn, &render(&items), &filters).map_err(self.sql_err("search"))?;
+        if has_cjk_term(&items) && hits.len() < limit {
+            let extra =
+                substring_search(&conn, &items, &filters).map_err(self.sql_err("search"))?;
+            for hit in extra {
+                if hits.len() >= limit {
+                    break;
+                }
+                if !hits.iter().any(|h| h.message_id == hit.message_id) {
+                    hits.push(hit);
+                }
+            }
+        }
+        Ok(hits)
+    }
+}
+
+struct Filters<'a> {
+    session_id: Option<&'a str>,
+    role: Option<&'static str>,
+    limit: i64,
+}
+
+fn hit_from_row(row: &Row<'_>, snippet: String, rank: f64) -> rusqlite::Result<SearchHit> {
+    let role: String = row.get(2)?;
+    Ok(SearchHit {
+        message_id: row.get(0)?,
+        session_id: row.get(1)?,
+        role: Role::parse(&role).unwrap_or(Role::User),
+        session_title: row.get(3)?,
+        started_at: from_ts(row.get(4)?),
+        active: row.get::<_, i64>(5)? != 0,
+        snippet,
+        rank,
+    })
+}
+
+fn word_search(conn: &Connection, fts: &str, f: &Filters<'_>) -> rusqlite::Result<Vec<SearchHit>> {
+    let sql = format!(
+        "SELECT {HIT_COLUMNS}, snippet(messages_fts, -1, '>>>', '<<<', '…', 16), \
+         bm25(messages_fts) AS rank \
+         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
+         JOIN sessions s ON s.id = m.session_id \
+         WHERE messages_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
+         AND (?3 IS NULL OR m.role = ?3) ORDER BY rank LIMIT ?4"
+    );
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map(
+        rusqlite::params![fts, f.session_id, f.role, f.limit],
+        |row| {
+            let snippet: String = row.get(6)?;
+            let rank: f64 = row.get(7)?;
+            hit_from_row(row, snippet, rank)
+        },
+    )?;
+    rows.collect()
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x1100..=0x11FF      // Hangul Jamo
+        | 0x2E80..=0x2FDF    // CJK radicals
+        | 0x3040..=0x30FF    // Hiragana, Katakana
+        | 0x3100..=0x312F    // Bopomofo
+        | 0x3130..=0x318F    // Hangul compatibility Jamo
+        | 0x31F0..=0x31FF    // Katakana extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // half-width Katakana
+        | 0x20000..=0x323AF  // CJK extensions B–H
+    )
+}
+
+fn has_cjk_term(items: &[Item]) -> bool {
+    items
+        .iter()
+        .any(|i| matches!(i, Item::Term { text, .. } if text.chars().any(is_cjk)))
+}
+
+/// `(a AND b AND NOT c) OR (d)` over `LIKE` conditions; returns the SQL and the patterns.
+fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
+    let mut groups: Vec<Vec<(bool, String)>> = vec![Vec::new()];
+    let mut negate = false;
+    for item in items {
+        match item {
+            Item::Op(Op::Or) => groups.push(Vec::new()),
+            Item::Op(Op::Not) => negate = true,
+            Item::Op(Op::And) => {}
+            Item::Term { text, .. } => {
+                if let Some(group) = groups.last_mut() {
+                    group.push((!negate, text.clone()));
+                }
+                negate = false;
+            }
+        }
+    }
+    let mut params = Vec::new();
+    let mut positives = Vec::new();
+    let mut sql_groups = Vec::new();
+    for group in groups.into_iter().filter(|g| !g.is_empty()) {
+        let mut conds = Vec::new();
+        for (positive, text) in group {
+            params.push(format!("%{}%", escape_like(&text)));
+            let cond = format!("messages_trgm.body LIKE ?{} ESCAPE '\\'", params.len() + 3);
+            if positive {
+                conds.push(cond);
+                positives.push(text);
+            } else {
+                conds.push(format!("NOT ({cond})"));
+            }
+        }
+        sql_groups.push(format!("({})", conds.join(" AND ")));
+    }
+    (sql_groups.join(" OR "), params, positives)
+}
+
+fn escape_like(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn substring_search(
+    conn: &Connection,
+    items: &[Item],
+    f: &Filters<'_>,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let (expr, patterns, positives) = like_expression(items);
+    if expr.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {HIT_COLUMNS}, messages_trgm.body \
+         FROM messages_trgm JOIN messages m ON m.id = messages_trgm.rowid \
+         JOIN sessions s ON s.id = m.session_id \
+         WHERE ({expr}) AND (?1 IS NULL OR m.session_id = ?1) \
+         AND (?2 IS NULL OR m.role = ?2) ORDER BY m.id DESC LIMIT ?3"
+    );
+    let mut params: Vec<&dyn ToSql> = vec![&f.session_id, &f.role, &f.limit];
+    for p in &patterns {
+        params.push(p);
+    }
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map(params.as_slice(), |row| {
+        let body: String = row.get(6)?;
+        hit_from_row(row, substring_snippet(&body, &positives), 0.0)
+    })?;
+    rows.collect()
+}
+
+/// Up to [`SNIPPET_CONTEXT`] chars either side of the first positive term found in `body`
+/// (ASCII case-insensitive), the term wrapped in `>>>`/`<<<`.
+fn substring_snippet(body: &str, terms: &[String]) -> String {
+    let chars: Vec<char> = body.chars().collect();
+    let lower: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
+    for term in terms {
+        let needle: Vec<char> = term.chars().map(|c| c.to_ascii_lowercase()).collect();
+        if needle.is_empty() || needle.len() > lower.len() {
+            continue;
+        }
+        if let Some(at) = lower
+            .windows(needle.len())
+            .position(|w| w == needle.as_slice())
+        {
+            let end = at + needle.len();
+            let from = at.saturating_sub(SNIPPET_CONTEXT);
+            let to = (end + SNIPPET_CONTEXT).min(chars.len());
+            let mut out = String::new();
+            if from > 0 {
+                out.push('…');
+            }
+            out.extend(&chars[from..at]);
+            out.push_str(">>>");
+            out.extend(&chars[at..end]);
+            out.push_str("<<<");
+            out.extend(&chars[end..to]);
+            if to < chars.len() {
+                out.push('…');
+            }
+            return out;
+        }
+    }
+    chars.iter().take(SNIPPET_CONTEXT * 2).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_expression_keeps_or_groups_and_not() {
+        let items = parse_query("笔记 OR note-book NOT draft");
+        let (sql, params, positives) = like_expression(&items);
+        assert_eq!(params, vec!["%笔记%", "%note-book%", "%draft%"]);
+        assert_eq!(positives, vec!["笔记", "note-book"]);
+        assert!(sql.contains(" OR "));
+        assert!(sql.contains("NOT (messages_trgm.body LIKE ?6"));
+    }
+
+    #[test]
+    fn escapes_like_wildcards() {
+        assert_eq!(escape_like("a%b_c\\"), "a\\%b\\_c\\\\");
+    }
+
+    #[test]
+    fn snippet_marks_the_term() {
+        assert_eq!(
+            substring_snippet("我的笔记本", &["笔记".to_string()]),
+            "我的>>>笔记<<<本"
+        );
+    }
+}
