@@ -1,0 +1,217 @@
+//! OpenAI-compatible Chat Completions adapter (FEATURES §2): OpenAI, OpenRouter, Nous Portal,
+//! DeepSeek, Gemini's OpenAI endpoint, vLLM, llama.cpp server, Ollama, LM Studio — anything
+//! that serves `POST {base_url}/chat/completions`.
+//!
+//! The request always asks for SSE streaming; a server that answers with
+//! `content-type: application/json` anyway is decoded as a whole body. Non-2xx statuses become
+//! [`LlmError::from_http`].
+
+mod assemble;
+mod request;
+mod stream;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+pub use assemble::{ChatAssembler, PromptHint, decode_completion_body, map_usage};
+pub use request::{build_body, estimate_prompt_tokens, message_to_wire};
+pub use stream::decode_sse;
+
+use crate::client::{ChatRequest, EventStream, ModelClient};
+use crate::error::{ErrorClass, LlmError};
+use crate::redact::mask_secret;
+
+/// Installs the `ring` rustls crypto provider as the process default, once. Safe to call any
+/// number of times from any thread (a provider already installed, by us or anyone, is kept).
+/// reqwest is built with `rustls-no-provider`, so a client cannot be built before this runs.
+pub fn init_tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Err means another thread installed one first; that provider is fine.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
+/// Settings of one Chat Completions endpoint.
+#[derive(Clone)]
+pub struct OpenAiChatConfig {
+    /// Base URL including the version path, e.g. `https://openrouter.ai/api/v1`; the adapter
+    /// appends `/chat/completions`.
+    pub base_url: String,
+    /// Bearer key sent as `Authorization: Bearer …`; `None` for local servers.
+    pub api_key: Option<String>,
+    /// Model name used when a request leaves `ChatRequest.model` empty.
+    pub model: String,
+    /// Provider id reported by [`ModelClient::provider`] (`openrouter`, `custom`, …).
+    pub provider_id: String,
+    /// Extra request headers (e.g. OpenRouter's `HTTP-Referer`, `X-Title`).
+    pub extra_headers: Vec<(String, String)>,
+    /// Context window in tokens, when known (reported, and used to explain empty responses).
+    pub context_window: Option<u64>,
+    /// Connect timeout and the longest silence allowed between two reads of the response.
+    pub timeout: Duration,
+}
+
+impl OpenAiChatConfig {
+    /// A config with no key, no extra headers, provider id `custom` and a 120 s timeout.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiChatConfig {
+        OpenAiChatConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            provider_id: "custom".to_string(),
+            extra_headers: Vec::new(),
+            context_window: None,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenAiChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiChatConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_deref().map(mask_secret))
+            .field("model", &self.model)
+            .field("provider_id", &self.provider_id)
+            .field(
+                "extra_headers",
+                &self.extra_headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("context_window", &self.context_window)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// A [`ModelClient`] for one Chat Completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatClient {
+    config: OpenAiChatConfig,
+    endpoint: String,
+    headers: HeaderMap,
+    http: reqwest::Client,
+}
+
+impl OpenAiChatClient {
+    /// Builds the client (calls [`init_tls`]). Errors (class `format_error`) when a header name
+    /// or value, or the key, is not a valid HTTP header, or the HTTP client cannot be built.
+    pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChatClient, LlmError> {
+        init_tls();
+        let bad = |what: &str| {
+            LlmError::new(
+                ErrorClass::FormatError,
+                None,
+                format!("invalid client configuration: {what}"),
+            )
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| bad("the API key contains characters not allowed in a header"))?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        for (k, v) in &config.extra_headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| bad(&format!("header name {k:?}")))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|_| bad(&format!("value of header {k:?}")))?;
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.timeout)
+            .read_timeout(config.timeout)
+            .build()
+            .map_err(|e| bad(&format!("HTTP client: {e}")))?;
+        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(OpenAiChatClient {
+            config,
+            endpoint,
+            headers,
+            http,
+        })
+    }
+
+    /// The URL requests are POSTed to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The settings this client was built with.
+    pub fn config(&self) -> &OpenAiChatConfig {
+        &self.config
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelClient for OpenAiChatClient {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let body = build_body(request, &self.config.model);
+        let hint = PromptHint {
+            estimated_prompt_tokens: estimate_prompt_tokens(request),
+            context_window: self.config.context_window,
+        };
+        let cancel = request.cancel.clone();
+        let send = self
+            .http
+            .post(&self.endpoint)
+            .headers(self.headers.clone())
+            .json(&body)
+            .send();
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(interrupted()),
+            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
+        };
+        let status = response.status();
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"));
+        if !status.is_success() || is_json {
+            let headers = response.headers().clone();
+            let text = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(interrupted()),
+                t = response.text() => t.map_err(|e| LlmError::from_transport(&e))?,
+            };
+            if !status.is_success() {
+                return Err(LlmError::from_http(status.as_u16(), &headers, &text));
+            }
+            let events = decode_completion_body(&text, hint)?;
+            return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
+        }
+        let bytes = response
+            .bytes_stream()
+            .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
+        Ok(decode_sse(bytes, hint, cancel))
+    }
+
+    fn provider(&self) -> &str {
+        &self.config.provider_id
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.config.context_window
+    }
+}
+
+fn interrupted() -> LlmError {
+    LlmError::new(
+        ErrorClass::Unknown,
+        None,
+        "the request was interrupted before the provider answered",
+    )
+}

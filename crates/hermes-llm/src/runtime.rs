@@ -1,0 +1,487 @@
+//! Runtime resolution: which provider, api_mode, base URL, model and key (ARCHITECTURE §5).
+//!
+//! Order: CLI flags (`--provider`, `--model`, `--base-url`) → `config.yaml` `model:` section →
+//! provider API-key env vars (first found of `OPENROUTER_API_KEY`, `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `NOUS_API_KEY`, `DEEPSEEK_API_KEY`, `GEMINI_API_KEY`, `XAI_API_KEY`) →
+//! the embedded local model if installed → [`ResolveError::NothingConfigured`], whose message
+//! says how to configure one. The environment is passed in (process env merged with
+//! `HERMES_HOME/.env` by the caller); this module never reads the process env itself.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_protocol::config::ModelConfig;
+
+use crate::client::ModelClient;
+use crate::error::{ErrorClass, LlmError};
+use crate::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use crate::redact::mask_secret;
+
+/// The wire protocol spoken with a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApiMode {
+    /// OpenAI-compatible `POST /chat/completions`.
+    ChatCompletions,
+    /// Anthropic `POST /v1/messages`.
+    AnthropicMessages,
+    /// OpenAI `POST /responses`.
+    OpenAiResponses,
+    /// The embedded GGUF model (FEATURES §14).
+    Local,
+}
+
+impl ApiMode {
+    /// The config spelling: `chat_completions`, `anthropic_messages`, `codex_responses`
+    /// (alias `responses`), `local`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiMode::ChatCompletions => "chat_completions",
+            ApiMode::AnthropicMessages => "anthropic_messages",
+            ApiMode::OpenAiResponses => "codex_responses",
+            ApiMode::Local => "local",
+        }
+    }
+
+    /// Parses the config spelling (case-insensitive); `None` for anything else.
+    pub fn parse(s: &str) -> Option<ApiMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "chat_completions" | "chat" | "openai" => Some(ApiMode::ChatCompletions),
+            "anthropic_messages" | "anthropic" | "messages" => Some(ApiMode::AnthropicMessages),
+            "codex_responses" | "responses" | "openai_responses" => Some(ApiMode::OpenAiResponses),
+            "local" => Some(ApiMode::Local),
+            _ => None,
+        }
+    }
+}
+
+/// The resolved model connection.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Runtime {
+    /// Canonical provider id (`openrouter`, `openai`, `custom`, `local`, …).
+    pub provider: String,
+    /// Wire protocol.
+    pub api_mode: ApiMode,
+    /// Base URL including the version path (empty for `local`).
+    pub base_url: String,
+    /// Model name (for `local`: the GGUF file path).
+    pub model: String,
+    /// API key; never printed by `Debug` (masked as `first6...last4`).
+    pub api_key: Option<String>,
+    /// Context window override in tokens (`model.context_length`).
+    pub context_window: Option<u64>,
+    /// One line per decision, keys redacted, for `hermes doctor` and logs.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("provider", &self.provider)
+            .field("api_mode", &self.api_mode)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_deref().map(mask_secret))
+            .field("context_window", &self.context_window)
+            .field("trace", &self.trace)
+            .finish()
+    }
+}
+
+/// Everything resolution looks at.
+#[derive(Debug, Clone, Default)]
+pub struct ResolveInputs {
+    /// `--provider` flag.
+    pub provider: Option<String>,
+    /// `--model` flag.
+    pub model: Option<String>,
+    /// `--base-url` flag.
+    pub base_url: Option<String>,
+    /// `config.yaml` `model:` section.
+    pub config: ModelConfig,
+    /// Environment (process env merged with `HERMES_HOME/.env`).
+    pub env: BTreeMap<String, String>,
+    /// Path of the installed embedded model, if any.
+    pub local_model_available: Option<PathBuf>,
+}
+
+/// Why no runtime could be resolved; every message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// Nothing at all is configured.
+    #[error(
+        "no model provider is configured. Configure one of:\n  \
+         - run `hermes setup` (interactive), or `hermes model pull` to install the embedded local model;\n  \
+         - set an API key, e.g. `export OPENROUTER_API_KEY=sk-or-...` (or OPENAI_API_KEY, ANTHROPIC_API_KEY, \
+         NOUS_API_KEY, DEEPSEEK_API_KEY, GEMINI_API_KEY, XAI_API_KEY) in the shell or in HERMES_HOME/.env;\n  \
+         - or point at an OpenAI-compatible server in HERMES_HOME/config.yaml:\n      \
+         model:\n        provider: custom\n        base_url: http://127.0.0.1:8080/v1\n        default: my-model"
+    )]
+    NothingConfigured,
+    /// The provider name is not known.
+    #[error(
+        "unknown provider `{0}`; use one of: openrouter, openai, anthropic, nous, deepseek, gemini, xai, custom, \
+         llamacpp, vllm, ollama, lmstudio, local"
+    )]
+    UnknownProvider(String),
+    /// A hosted provider was chosen but its key is missing.
+    #[error(
+        "provider `{provider}` needs an API key: set {env_var} in the environment or HERMES_HOME/.env, \
+         or `model.api_key` in config.yaml"
+    )]
+    MissingApiKey {
+        /// Canonical provider id.
+        provider: String,
+        /// The env var that would hold the key.
+        env_var: String,
+    },
+    /// `custom` without a base URL.
+    #[error(
+        "provider `custom` needs a base URL: pass --base-url or set `model.base_url` in config.yaml \
+         (e.g. http://127.0.0.1:8080/v1 for a llama.cpp server)"
+    )]
+    MissingBaseUrl,
+    /// `local` chosen but no model installed.
+    #[error(
+        "provider `local` is selected but no local model is installed: run `hermes model pull`, or set \
+         `model.default` to a GGUF file path"
+    )]
+    LocalModelMissing,
+}
+
+struct Hosted {
+    id: &'static str,
+    env_var: &'static str,
+    base_url: &'static str,
+    default_model: &'static str,
+    api_mode: ApiMode,
+}
+
+/// Hosted providers, in env-var detection order.
+const HOSTED: &[Hosted] = &[
+    Hosted {
+        id: "openrouter",
+        env_var: "OPENROUTER_API_KEY",
+        base_url: "https://openrouter.ai/api/v1",
+        default_model: "anthropic/claude-sonnet-4",
+        api_mode: ApiMode::ChatCompletions,
+    },
+    Hosted {
+        id: "openai",
+        env_var: "OPENAI_API_KEY",
+        base_url: "https://api.openai.com/v1",
+        default_model: "gpt-4.1",
+        api_mode: ApiMode::ChatCompletions,
+    },
+    Hosted {
+        id: "anthropic",
+        env_var: "ANTHROPIC_API_KEY",
+        base_url: "https://api.anthropic.com",
+        default_model: "claude-sonnet-4-5",
+        api_mode: ApiMode::AnthropicMessages,
+    },
+    Hosted {
+        id: "nous",
+        env_var: "NOUS_API_KEY",
+        base_url: "https://inference-api.nousresearch.com/v1",
+        default_model: "Hermes-4-70B",
+        api_mode: ApiMode::ChatCompletions,
+    },
+    Hosted {
+        id: "deepseek",
+        env_var: "DEEPSEEK_API_KEY",
+        base_url: "https://api.deepseek.com/v1",
+        default_model: "deepseek-chat",
+        api_mode: ApiMode::ChatCompletions,
+    },
+    Hosted {
+        id: "gemini",
+        env_var: "GEMINI_API_KEY",
+        base_url: "https://generativelanguage.googleapis.com/v1beta/openai",
+        default_model: "gemini-2.5-flash",
+        api_mode: ApiMode::ChatCompletions,
+    },
+    Hosted {
+        id: "xai",
+        env_var: "XAI_API_KEY",
+        base_url: "https://api.x.ai/v1",
+        default_model: "grok-4",
+        api_mode: ApiMode::ChatCompletions,
+    },
+];
+
+/// A provider name after alias resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CanonicalProvider {
+    /// A hosted provider id from the built-in table.
+    Hosted(&'static str),
+    /// An OpenAI-compatible server; the alias may imply a default local URL.
+    Custom {
+        /// Default base URL implied by the alias (`llamacpp` → `http://127.0.0.1:8080/v1`).
+        default_base_url: Option<&'static str>,
+    },
+    /// The embedded model.
+    Local,
+}
+
+/// Resolves a provider name or alias (case-insensitive): `or` → openrouter, `claude` →
+/// anthropic, `google` → gemini, `grok`/`x-ai` → xai, `nous-portal` → nous; `llamacpp`
+/// (`llama.cpp`, `llama-cpp`) → custom at `http://127.0.0.1:8080/v1`, `ollama` →
+/// `http://127.0.0.1:11434/v1`, `vllm` → `http://127.0.0.1:8000/v1`, `lmstudio`
+/// (`lm-studio`) → `http://127.0.0.1:1234/v1`; `local`/`embedded` → the embedded model.
+pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
+    let n = name.trim().to_ascii_lowercase();
+    let hosted = |id: &'static str| Some(CanonicalProvider::Hosted(id));
+    let custom = |url: Option<&'static str>| {
+        Some(CanonicalProvider::Custom {
+            default_base_url: url,
+        })
+    };
+    match n.as_str() {
+        "openrouter" | "or" | "open-router" => hosted("openrouter"),
+        "openai" => hosted("openai"),
+        "anthropic" | "claude" => hosted("anthropic"),
+        "nous" | "nous-portal" | "nousresearch" => hosted("nous"),
+        "deepseek" => hosted("deepseek"),
+        "gemini" | "google" => hosted("gemini"),
+        "xai" | "x-ai" | "grok" => hosted("xai"),
+        "custom" | "openai-compatible" => custom(None),
+        "llamacpp" | "llama.cpp" | "llama-cpp" | "llama_cpp" => {
+            custom(Some("http://127.0.0.1:8080/v1"))
+        }
+        "ollama" => custom(Some("http://127.0.0.1:11434/v1")),
+        "vllm" => custom(Some("http://127.0.0.1:8000/v1")),
+        "lmstudio" | "lm-studio" | "lm_studio" => custom(Some("http://127.0.0.1:1234/v1")),
+        "local" | "embedded" => Some(CanonicalProvider::Local),
+        _ => None,
+    }
+}
+
+fn hosted(id: &str) -> Option<&'static Hosted> {
+    HOSTED.iter().find(|h| h.id == id)
+}
+
+fn non_empty(v: &Option<String>) -> Option<String> {
+    v.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// Picks a value from the flag or the config, recording which in the trace.
+fn pick(flag: &Option<String>, config: &Option<String>, what: &str, trace: &mut Vec<String>) -> Option<String> {
+    if let Some(v) = non_empty(flag) {
+        trace.push(format!("{what} `{v}` from the command-line flag"));
+        return Some(v);
+    }
+    if let Some(v) = non_empty(config) {
+        trace.push(format!("{what} `{v}` from config.yaml model section"));
+        return Some(v);
+    }
+    None
+}
+
+/// Resolves the runtime (see the module doc for the order). Errors say how to fix the setup.
+pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
+    let mut trace = Vec::new();
+    let cfg = &inputs.config;
+    let provider = pick(&inputs.provider, &cfg.provider, "provider", &mut trace);
+    let model = pick(&inputs.model, &cfg.default, "model", &mut trace);
+    let base_url = pick(&inputs.base_url, &cfg.base_url, "base_url", &mut trace);
+    let config_key = non_empty(&cfg.api_key);
+    let forced_mode = cfg.api_mode.as_deref().and_then(ApiMode::parse);
+
+    let canonical = match &provider {
+        Some(p) => Some(
+            canonical_provider(p).ok_or_else(|| ResolveError::UnknownProvider(p.clone()))?,
+        ),
+        None if base_url.is_some() => {
+            trace.push("no provider given but a base_url is: using provider `custom`".to_string());
+            Some(CanonicalProvider::Custom {
+                default_base_url: None,
+            })
+        }
+        None => None,
+    };
+
+    let mut rt = match canonical {
+        Some(CanonicalProvider::Local) => local_runtime(inputs, model, &mut trace)?,
+        Some(CanonicalProvider::Custom { default_base_url }) => {
+            let url = match (base_url, default_base_url) {
+                (Some(u), _) => u,
+                (None, Some(d)) => {
+                    trace.push(format!("base_url `{d}` is the default for this server alias"));
+                    d.to_string()
+                }
+                (None, None) => return Err(ResolveError::MissingBaseUrl),
+            };
+            if let Some(k) = &config_key {
+                trace.push(format!("API key from config.yaml ({})", mask_secret(k)));
+            } else {
+                trace.push("no API key (local OpenAI-compatible server)".to_string());
+            }
+            let model = model.unwrap_or_else(|| {
+                trace.push("no model given: sending `default` (single-model servers ignore it)".to_string());
+                "default".to_string()
+            });
+            Runtime {
+                provider: "custom".to_string(),
+                api_mode: ApiMode::ChatCompletions,
+                base_url: url,
+                model,
+                api_key: config_key,
+                context_window: None,
+                trace: Vec::new(),
+            }
+        }
+        Some(CanonicalProvider::Hosted(id)) => {
+            let h = hosted(id).ok_or_else(|| ResolveError::UnknownProvider(id.to_string()))?;
+            let key = match config_key {
+                Some(k) => {
+                    trace.push(format!("API key from config.yaml ({})", mask_secret(&k)));
+                    k
+                }
+                None => match inputs.env.get(h.env_var).filter(|v| !v.trim().is_empty()) {
+                    Some(k) => {
+                        trace.push(format!("API key from {} ({})", h.env_var, mask_secret(k)));
+                        k.trim().to_string()
+                    }
+                    None => {
+                        return Err(ResolveError::MissingApiKey {
+                            provider: h.id.to_string(),
+                            env_var: h.env_var.to_string(),
+                        });
+                    }
+                },
+            };
+            hosted_runtime(h, key, model, base_url, &mut trace)
+        }
+        None => {
+            let found = HOSTED.iter().find_map(|h| {
+                inputs
+                    .env
+                    .get(h.env_var)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(|k| (h, k.trim().to_string()))
+            });
+            match found {
+                Some((h, key)) => {
+                    trace.push(format!(
+                        "provider `{}` chosen because {} is set ({})",
+                        h.id,
+                        h.env_var,
+                        mask_secret(&key)
+                    ));
+                    hosted_runtime(h, key, model, None, &mut trace)
+                }
+                None if inputs.local_model_available.is_some() => {
+                    trace.push("no provider, base_url or API key configured: using the installed local model".to_string());
+                    local_runtime(inputs, model, &mut trace)?
+                }
+                None => return Err(ResolveError::NothingConfigured),
+            }
+        }
+    };
+    if let Some(mode) = forced_mode {
+        if mode != rt.api_mode {
+            trace.push(format!("api_mode forced to {} by config.yaml", mode.as_str()));
+            rt.api_mode = mode;
+        }
+    }
+    rt.context_window = cfg.context_length;
+    if let Some(w) = cfg.context_length {
+        trace.push(format!("context window {w} tokens from config.yaml"));
+    }
+    trace.push(format!(
+        "resolved: provider={} api_mode={} base_url={} model={}",
+        rt.provider,
+        rt.api_mode.as_str(),
+        rt.base_url,
+        rt.model
+    ));
+    rt.trace = trace;
+    Ok(rt)
+}
+
+fn hosted_runtime(
+    h: &Hosted,
+    key: String,
+    model: Option<String>,
+    base_url: Option<String>,
+    trace: &mut Vec<String>,
+) -> Runtime {
+    let base_url = base_url.unwrap_or_else(|| h.base_url.to_string());
+    let model = model.unwrap_or_else(|| {
+        trace.push(format!("model `{}` is the default for {}", h.default_model, h.id));
+        h.default_model.to_string()
+    });
+    Runtime {
+        provider: h.id.to_string(),
+        api_mode: h.api_mode,
+        base_url,
+        model,
+        api_key: Some(key),
+        context_window: None,
+        trace: Vec::new(),
+    }
+}
+
+fn local_runtime(
+    inputs: &ResolveInputs,
+    model: Option<String>,
+    trace: &mut Vec<String>,
+) -> Result<Runtime, ResolveError> {
+    let path = match (model, &inputs.local_model_available) {
+        (Some(m), _) if m.ends_with(".gguf") => m,
+        (_, Some(p)) => {
+            trace.push(format!("local model file {}", p.display()));
+            p.display().to_string()
+        }
+        (_, None) => return Err(ResolveError::LocalModelMissing),
+    };
+    Ok(Runtime {
+        provider: "local".to_string(),
+        api_mode: ApiMode::Local,
+        base_url: String::new(),
+        model: path,
+        api_key: None,
+        context_window: None,
+        trace: Vec::new(),
+    })
+}
+
+/// Builds the client for a resolved runtime. Only [`ApiMode::ChatCompletions`] is built here;
+/// the local model is constructed by the `local` module, and the other modes return a
+/// `format_error` saying they are not available yet. OpenRouter gets its attribution headers.
+pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
+    match rt.api_mode {
+        ApiMode::ChatCompletions => {
+            let mut cfg = OpenAiChatConfig::new(rt.base_url.clone(), rt.model.clone());
+            cfg.api_key = rt.api_key.clone();
+            cfg.provider_id = rt.provider.clone();
+            cfg.context_window = rt.context_window;
+            cfg.timeout = Duration::from_secs(120);
+            if rt.provider == "openrouter" {
+                cfg.extra_headers = vec![
+                    ("HTTP-Referer".to_string(), "https://github.com/NousResearch/hermes-agent".to_string()),
+                    ("X-Title".to_string(), "hermes".to_string()),
+                ];
+            }
+            Ok(Arc::new(OpenAiChatClient::new(cfg)?))
+        }
+        ApiMode::Local => Err(LlmError::new(
+            ErrorClass::FormatError,
+            None,
+            "the local model client is constructed by hermes_llm::local (build with the `local` feature)",
+        )),
+        other => Err(LlmError::new(
+            ErrorClass::FormatError,
+            None,
+            format!(
+                "api_mode {} is not implemented yet; use an OpenAI-compatible endpoint (e.g. provider openrouter)",
+                other.as_str()
+            ),
+        )),
+    }
+}
