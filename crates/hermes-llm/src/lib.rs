@@ -7,7 +7,19 @@
 //! exists outside this crate (ARCHITECTURE §1). It must not persist anything or run tools.
 
 mod client;
-mod error;
+pub mod error;
+pub mod hermes_format;
+pub mod openai_chat;
+mod redact;
+pub mod retry;
+pub mod runtime;
 
 pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent};
-pub use error::{ErrorClass, LlmError};
+pub use error::{ErrorClass, LlmError, classify};
+pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig, init_tls};
+pub use redact::{mask_secret, redact_secrets};
+pub use retry::backoff_delay;
+pub use runtime::{ApiMode, ResolveError, ResolveInputs, Runtime, build_client, resolve};
+
+#[cfg(feature = "local")]
+pub mod local;
