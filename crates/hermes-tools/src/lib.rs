@@ -1,12 +1,25 @@
 //! # hermes-tools
 //!
-//! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition,
-//! argument coercion by schema, the built-in `file`, `terminal` and `process` tools,
-//! dangerous-command approval and the write deny-list. It must not talk to models or the
-//! session store; the agent loop decides when tools run (ARCHITECTURE §1).
+//! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition
+//! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
+//! ([`file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification and
+//! the write deny-list ([`safety`]). It must not talk to models or the session store; the
+//! agent loop decides when tools run (ARCHITECTURE §1).
 
+mod coerce;
+pub mod file;
+mod registry;
+pub mod safety;
+pub mod terminal;
 mod tool;
+mod toolsets;
 
+pub use coerce::coerce_args;
+pub use registry::{Registry, RegistryError, ToolSet, closest_names};
+pub use safety::{CommandSafety, check_write_path, classify_command};
+pub use terminal::ProcessRegistry;
 pub use tool::{
-    Access, Approval, ApprovalRequest, Approver, Parallelism, Tool, ToolContext, ToolOutput,
+    Access, Approval, ApprovalRequest, Approver, FixedApprover, Parallelism, Tool, ToolContext,
+    ToolOutput,
 };
+pub use toolsets::{DEFAULT_TOOLSET, TOOLSET_DEFS, ToolsetDef, ToolsetSelection, UnknownToolset};

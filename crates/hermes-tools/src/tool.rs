@@ -124,3 +124,53 @@ pub trait Tool: Send + Sync {
     /// Runs the call with already-coerced arguments.
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
 }
+
+/// An [`Approver`] that always gives the same answer: `FixedApprover(Approval::Deny)` is the
+/// policy of one-shot mode without `--yolo` and of cron (FEATURES §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedApprover(pub Approval);
+
+#[async_trait::async_trait]
+impl Approver for FixedApprover {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        self.0
+    }
+}
+
+impl ToolContext {
+    /// A context for tests and headless use: `cwd`, hermes home `home`, a fresh cancel token,
+    /// approvals denied ([`FixedApprover`]), no `--yolo`, the default 180 s terminal timeout
+    /// and progress discarded.
+    #[doc(hidden)]
+    pub fn for_tests(cwd: impl Into<PathBuf>, home: HermesHome) -> ToolContext {
+        ToolContext {
+            cwd: cwd.into(),
+            home,
+            cancel: CancellationToken::new(),
+            approver: Arc::new(FixedApprover(Approval::Deny)),
+            yolo: false,
+            terminal_timeout_s: hermes_protocol::config::DEFAULT_TERMINAL_TIMEOUT_S,
+            progress: Arc::new(|_| {}),
+        }
+    }
+
+    /// Resolves a tool's path argument: `~` and `~/…` expand to `$HOME`, relative paths are
+    /// joined to [`ToolContext::cwd`].
+    pub fn resolve_path(&self, path: &str) -> PathBuf {
+        let expanded = if path == "~" || path.starts_with("~/") {
+            match std::env::var_os("HOME") {
+                Some(h) => {
+                    PathBuf::from(h).join(path.trim_start_matches('~').trim_start_matches('/'))
+                }
+                None => PathBuf::from(path),
+            }
+        } else {
+            PathBuf::from(path)
+        };
+        if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        }
+    }
+}

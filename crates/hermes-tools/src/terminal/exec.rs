@@ -1,0 +1,156 @@
+//! Running one shell command in its own process group (tokio::process + process-wrap).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::output::OutputBuffer;
+
+/// How long output is still drained after the shell exits. A backgrounded grandchild may hold
+/// the pipe open forever (case C28), so EOF is not awaited beyond this.
+pub(crate) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(750);
+
+/// Raw bytes kept in memory for a foreground command, head and tail each.
+const KEEP_BYTES: usize = 512 * 1024;
+
+/// How a foreground command ended.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// The shell exited with this code (128 + signal when killed by a signal).
+    Exited(i32),
+    /// The timeout elapsed; the process group was killed.
+    TimedOut,
+    /// The cancel token fired; the process group was killed.
+    Cancelled,
+}
+
+/// The result of [`run_foreground`].
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) ending: Ending,
+    /// Captured stdout and stderr (interleaved as read), ANSI stripped, not yet capped.
+    pub(crate) output: String,
+}
+
+/// Builds `bash -c 'set +m; <command>'` (not interactive, not a login shell, job control off;
+/// case C28) with stdin closed, stdout/stderr piped, pagers disabled, in its own process group.
+pub(crate) fn shell_command(command: &str, workdir: &Path) -> CommandWrap {
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("set +m\n{command}"))
+        .current_dir(workdir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0");
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader());
+    wrapped
+}
+
+/// Spawns a task that copies `reader` into `buffer` until EOF or error.
+pub(crate) fn pump<R>(reader: Option<R>, buffer: Arc<Mutex<OutputBuffer>>) -> Option<JoinHandle<()>>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let mut reader = reader?;
+    Some(tokio::spawn(async move {
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            match reader.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buffer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(&chunk[..n]),
+            }
+        }
+    }))
+}
+
+/// Exit code of a status: the code, or 128 + signal number when killed by a signal.
+pub(crate) fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+/// Kills the process group when dropped before [`GroupGuard::disarm`] (future dropped).
+struct GroupGuard {
+    child: Box<dyn ChildWrapper>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.child.start_kill();
+        }
+    }
+}
+
+/// Runs `command` in the foreground: waits for the shell to exit, the timeout, or `cancel`
+/// (the latter two kill the whole process group). After the shell exits, output is drained
+/// for at most [`DRAIN_AFTER_EXIT`]; processes the command backgrounded keep running.
+///
+/// # Errors
+/// The spawn error (e.g. `bash` missing or `workdir` not a directory).
+pub(crate) async fn run_foreground(
+    command: &str,
+    workdir: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> std::io::Result<Finished> {
+    let mut child = shell_command(command, workdir).spawn()?;
+    let buffer = Arc::new(Mutex::new(OutputBuffer::new(KEEP_BYTES, KEEP_BYTES)));
+    let readers: Vec<JoinHandle<()>> = [
+        pump(child.stdout().take(), buffer.clone()),
+        pump(child.stderr().take(), buffer.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut guard = GroupGuard { child, armed: true };
+    let ending = tokio::select! {
+        status = guard.child.wait() => Ending::Exited(status.map(exit_code).unwrap_or(-1)),
+        _ = tokio::time::sleep(timeout) => Ending::TimedOut,
+        _ = cancel.cancelled() => Ending::Cancelled,
+    };
+    if !matches!(ending, Ending::Exited(_)) {
+        let _ = guard.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), guard.child.wait()).await;
+    }
+    guard.armed = false;
+    let drain = futures_join(readers);
+    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, drain.0).await;
+    for handle in drain.1 {
+        handle.abort();
+    }
+    let output = buffer.lock().unwrap_or_else(|e| e.into_inner()).render();
+    Ok(Finished { ending, output })
+}
+
+/// A future that waits for every reader task, plus abort handles for them.
+fn futures_join(
+    readers: Vec<JoinHandle<()>>,
+) -> (
+    impl std::future::Future<Output = ()>,
+    Vec<tokio::task::AbortHandle>,
+) {
+    let aborts = readers.iter().map(JoinHandle::abort_handle).collect();
+    let fut = async move {
+        for r in readers {
+            let _ = r.await;
+        }
+    };
+    (fut, aborts)
+}
