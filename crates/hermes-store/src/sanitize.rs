@@ -1,7 +1,8 @@
 //! The FTS5 query sanitizer (FEATURES §10; vectors/fts_query_sanitizer.json; cases C19, C21).
 //!
 //! Any user or model text becomes a valid FTS5 `MATCH` expression:
-//! - balanced `"…"` phrases are kept (empty or punctuation-only phrases are dropped); an
+//! - balanced `"…"` phrases are kept, with a `*` right after the closing quote as a prefix
+//!   marker (empty or punctuation-only phrases are dropped); an
 //!   unbalanced `"` is treated as a space (`unbalanced "quote` → `unbalanced quote`);
 //! - `(`, `)` and whitespace separate terms; explicit uppercase `OR`/`AND`/`NOT` between terms
 //!   are kept, a run of operators collapses to its first one, and operators at the start or end
@@ -92,12 +93,12 @@ pub(crate) fn parse_query(input: &str) -> Vec<Item> {
     let mut raw = Vec::new();
     for token in split_tokens(&input) {
         match token {
-            Token::Phrase(text) => {
+            Token::Phrase(text, prefix) => {
                 if text.chars().any(char::is_alphanumeric) {
                     raw.push(Item::Term {
                         text,
                         quoted: true,
-                        prefix: false,
+                        prefix,
                     });
                 }
             }
@@ -112,7 +113,8 @@ pub(crate) fn parse_query(input: &str) -> Vec<Item> {
 }
 
 enum Token {
-    Phrase(String),
+    /// Phrase text and whether `*` followed the closing quote (prefix phrase).
+    Phrase(String, bool),
     Word(String),
 }
 
@@ -139,7 +141,11 @@ fn split_tokens(input: &str) -> Vec<Token> {
                 phrase.push(chars[i]);
                 i += 1;
             }
-            tokens.push(Token::Phrase(phrase));
+            let prefix = i < chars.len() && chars.get(i + 1) == Some(&'*');
+            if prefix {
+                i += 1;
+            }
+            tokens.push(Token::Phrase(phrase, prefix));
         } else if c == '"' || c.is_whitespace() || c == '(' || c == ')' {
             flush_word(&mut word, &mut tokens);
         } else {
