@@ -3,7 +3,7 @@
 //!
 //! First match wins: `.hermes.md` / `HERMES.md` (from the working directory up to the git
 //! root), then `AGENTS.md`, `CLAUDE.md`, and `.cursorrules` plus `.cursor/rules/*.mdc` in the
-//! working directory. Links are followed only to regular files inside the project (the git
+//! working directory. `@path` import lines are expanded one level. Links are followed only to regular files inside the project (the git
 //! root, or the working directory when there is none); loops, dangling links and links that
 //! leave the project are skipped with a note, and the search goes on. This module reads files
 //! with blocking I/O.
@@ -114,7 +114,7 @@ pub struct ContextFiles {
 enum Resolved {
     Missing,
     Skipped(String),
-    File(String),
+    File { real: PathBuf, text: String },
 }
 
 impl ContextFiles {
@@ -187,7 +187,8 @@ impl ContextFiles {
                 self.notes.push(note);
                 false
             }
-            Resolved::File(text) => {
+            Resolved::File { real, text } => {
+                let text = self.expand_imports(&text, &real, &name, root);
                 let findings = scan_for_injection(&text, ScanScope::Context);
                 if findings.is_empty() {
                     self.loaded.push(LoadedContextFile {
@@ -211,6 +212,47 @@ impl ContextFiles {
                 true
             }
         }
+    }
+
+    /// Replaces import lines (`@AGENTS.md`, `@./docs/rules.md`: a line holding only `@` and a
+    /// relative path, as Claude Code and Gemini CLI write them) with the imported file's text,
+    /// one level deep. The import goes through the same link checks as the file itself; one
+    /// that cannot be resolved safely stays as written and gets a note.
+    fn expand_imports(&mut self, text: &str, real: &Path, name: &str, root: &Path) -> String {
+        let base = real.parent().unwrap_or(root);
+        let mut out = String::with_capacity(text.len());
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim();
+            let target = trimmed
+                .strip_prefix('@')
+                .filter(|t| !t.is_empty() && !t.contains(char::is_whitespace))
+                .filter(|t| !Path::new(t).is_absolute() && !t.starts_with('~'));
+            let Some(target) = target else {
+                out.push_str(line);
+                continue;
+            };
+            let import_name = format!("{name} import @{target}");
+            match resolve(&base.join(target), &import_name, root) {
+                Resolved::File {
+                    real: imported,
+                    text: imported_text,
+                } if imported != real => {
+                    out.push_str(imported_text.trim_end());
+                    out.push('\n');
+                }
+                Resolved::Skipped(note) => {
+                    self.notes.push(note);
+                    out.push_str(line);
+                }
+                Resolved::Missing => {
+                    self.notes
+                        .push(format!("{import_name} skipped: the file does not exist"));
+                    out.push_str(line);
+                }
+                Resolved::File { .. } => out.push_str(line),
+            }
+        }
+        out
     }
 
     /// Whether nothing was found (no file loaded and none blocked).
@@ -275,7 +317,7 @@ pub fn find_git_root(cwd: &Path) -> Option<PathBuf> {
 /// was checked out as a plain file holds just its target (`CLAUDE.md`, `/home/x/.hermes.md`).
 fn pointer_target(text: &str) -> Option<&str> {
     let t = text.trim();
-    if t.is_empty() || t.len() > 300 || t.contains(char::is_whitespace) {
+    if t.is_empty() || t.len() > 300 || t.starts_with('@') || t.contains(char::is_whitespace) {
         return None;
     }
     let lower = t.to_ascii_lowercase();
@@ -331,7 +373,7 @@ fn resolve(path: &Path, name: &str, root: &Path) -> Resolved {
         let text = String::from_utf8_lossy(&bytes);
         let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text).to_string();
         let Some(target) = pointer_target(&text) else {
-            return Resolved::File(text);
+            return Resolved::File { real, text };
         };
         if target.starts_with('~') {
             return Resolved::Skipped(format!(

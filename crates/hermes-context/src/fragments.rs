@@ -99,8 +99,9 @@ impl Fragment {
 /// Renders a tagged guidance fragment for the tools present.
 ///
 /// Format of the fragment: groups separated by blank lines; each line starts with
-/// `[tool_a,tool_b] ` and is kept when any of those tools is in `tool_names`. A group whose
-/// lines are all dropped disappears. Returns the kept lines without their tags (groups joined
+/// `[tool_a,tool_b] ` and is kept when any of those tools is in `tool_names`. A line starting
+/// with `#` or ending with `:` is a heading: a group whose only kept lines are headings
+/// disappears, so a heading never stands alone. Returns the kept lines without their tags (groups joined
 /// by one blank line), or an empty string when no tool matched.
 pub fn render_guidance(fragment: Fragment, tool_names: &[String]) -> String {
     let mut groups: Vec<String> = Vec::new();
@@ -142,6 +143,24 @@ mod tests {
             out,
             "Project context file `{{category}}` was not loaded: the injection scan flagged it (x).\n"
         );
+    }
+
+    #[test]
+    fn placeholders_match_what_the_builder_supplies() {
+        let expected: [(Fragment, &[&str]); 8] = [
+            (Fragment::IdentityDefault, &[]),
+            (Fragment::IdentityCompact, &[]),
+            (Fragment::GuidanceFull, &[]),
+            (Fragment::GuidanceCompact, &[]),
+            (Fragment::ContextFile, &["file", "content"]),
+            (Fragment::ContextTruncated, &["omitted", "file", "path"]),
+            (Fragment::ContextBlocked, &["file", "category"]),
+            (Fragment::Metadata, &["date", "model", "provider"]),
+        ];
+        for (fragment, names) in expected {
+            assert_eq!(fragment.placeholders(), names.to_vec(), "{fragment:?}");
+        }
+        assert_eq!(Fragment::ALL.len(), expected.len());
     }
 
     #[test]
