@@ -2,7 +2,7 @@
 //! and the size cap.
 //!
 //! First match wins: `.hermes.md` / `HERMES.md` (from the working directory up to the git
-//! root), then `AGENTS.md`, `CLAUDE.md`, and `.cursorrules` plus `.cursor/rules/*.mdc` in the
+//! root; the working directory only outside a git repository), then `AGENTS.md`, `CLAUDE.md`, and `.cursorrules` plus `.cursor/rules/*.mdc` in the
 //! working directory. `@path` import lines are expanded one level. Links are followed only to regular files inside the project (the git
 //! root, or the working directory when there is none); loops, dangling links and links that
 //! leave the project are skipped with a note, and the search goes on. This module reads files
