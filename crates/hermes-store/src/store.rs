@@ -13,7 +13,7 @@ use crate::error::StoreError;
 use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
 use crate::types::{NewSession, SessionRecord};
 
-/// Total time a write keeps retrying while another connection holds the lock (case C21: it
+/// Default total time a write keeps retrying while another connection holds the lock (case C21: it
 /// must outlast multi-second maintenance locks; 30 s).
 pub const WRITE_RETRY_BUDGET: Duration = Duration::from_secs(30);
 
@@ -44,6 +44,7 @@ pub struct SessionStore {
     conn: Mutex<Connection>,
     db: String,
     writes: AtomicU64,
+    retry_budget: Duration,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -105,6 +106,7 @@ impl SessionStore {
             conn: Mutex::new(conn),
             db,
             writes: AtomicU64::new(0),
+            retry_budget: WRITE_RETRY_BUDGET,
         };
         store.migrate()?;
         Ok(store)
@@ -143,6 +145,14 @@ impl SessionStore {
                 }
             }
         }
+    }
+
+    /// Replaces the write retry budget (default [`WRITE_RETRY_BUDGET`]). A short budget suits
+    /// interactive callers that prefer an early [`StoreError::Busy`] over waiting; the
+    /// store stays usable after a `Busy` error.
+    pub fn with_retry_budget(mut self, budget: Duration) -> SessionStore {
+        self.retry_budget = budget;
+        self
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -190,7 +200,7 @@ impl SessionStore {
                 }
                 Err(TxError::Sql(e)) if is_busy(&e) => {
                     let waited = start.elapsed();
-                    if waited >= WRITE_RETRY_BUDGET {
+                    if waited >= self.retry_budget {
                         tracing::warn!(op, db = %self.db, attempts, ?waited, "giving up: database stayed locked");
                         return Err(StoreError::Busy {
                             op,

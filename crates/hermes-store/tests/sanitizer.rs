@@ -21,17 +21,24 @@ fn session(store: &SessionStore, id: &str) {
 
 #[test]
 fn every_vector_in_fts_query_sanitizer_json() {
-    let text = std::fs::read_to_string(format!("{SHARED}/vectors/fts_query_sanitizer.json")).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{SHARED}/vectors/fts_query_sanitizer.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let cases = doc["cases"].as_array().unwrap();
     assert!(cases.len() >= 10);
     let store = SessionStore::open_in_memory().unwrap();
     session(&store, "s1");
-    store.append_message("s1", &Message::user("some text"), None).unwrap();
+    store
+        .append_message("s1", &Message::user("some text"), None)
+        .unwrap();
     for case in cases {
         let input = case[0].as_str().unwrap();
         let expected = case[1].as_str().unwrap();
-        assert_eq!(sanitize_fts_query(input).trim(), expected.trim(), "input {input:?}");
+        assert_eq!(
+            sanitize_fts_query(input).trim(),
+            expected.trim(),
+            "input {input:?}"
+        );
         // And the output is a valid query.
         store.search(&SearchQuery::new(input)).unwrap();
     }
@@ -40,7 +47,10 @@ fn every_vector_in_fts_query_sanitizer_json() {
 fn case_c19() -> serde_json::Value {
     let text = std::fs::read_to_string(format!("{SHARED}/cases/cases.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let list = doc.as_array().cloned().unwrap_or_else(|| doc["cases"].as_array().unwrap().clone());
+    let list = doc
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| doc["cases"].as_array().unwrap().clone());
     list.into_iter().find(|c| c["id"] == "C19").unwrap()
 }
 
@@ -51,16 +61,30 @@ fn case_c19_hyphenated_term_with_cjk_and_or_finds_both_rows() {
     let trigger = case["trigger"].as_str().unwrap();
     let query = trigger.split('\'').nth(1).unwrap();
     let expected = &case["expected"];
-    assert_eq!(sanitize_fts_query(query), expected["sanitized_query"].as_str().unwrap());
+    assert_eq!(
+        sanitize_fts_query(query),
+        expected["sanitized_query"].as_str().unwrap()
+    );
 
     let store = SessionStore::open_in_memory().unwrap();
     session(&store, "c19");
-    let rows: Vec<&str> = expected["rows"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    let rows: Vec<&str> = expected["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
     let mut ids = Vec::new();
     for row in &rows {
-        ids.push(store.append_message("c19", &Message::assistant(*row), None).unwrap());
+        ids.push(
+            store
+                .append_message("c19", &Message::assistant(*row), None)
+                .unwrap(),
+        );
     }
-    store.append_message("c19", &Message::user("unrelated words"), None).unwrap();
+    store
+        .append_message("c19", &Message::user("unrelated words"), None)
+        .unwrap();
     let hits = store.search(&SearchQuery::new(query)).unwrap();
     let mut found: Vec<i64> = hits.iter().map(|h| h.message_id).collect();
     found.sort();
@@ -79,19 +103,35 @@ fn explicit_operators_are_kept_between_terms() {
 fn all_punctuation_query_returns_no_hits_not_an_error() {
     let store = SessionStore::open_in_memory().unwrap();
     session(&store, "s");
-    store.append_message("s", &Message::user("hello - world"), None).unwrap();
+    store
+        .append_message("s", &Message::user("hello - world"), None)
+        .unwrap();
     assert_eq!(sanitize_fts_query("-- ** !! \" ( )"), "");
-    assert!(store.search(&SearchQuery::new("-- ** !! \" ( )")).unwrap().is_empty());
+    assert!(
+        store
+            .search(&SearchQuery::new("-- ** !! \" ( )"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn operators_and_syntax_behave_as_documented_in_search() {
     let store = SessionStore::open_in_memory().unwrap();
     session(&store, "s");
-    let a = store.append_message("s", &Message::user("cats and dogs"), None).unwrap();
-    let b = store.append_message("s", &Message::user("cats only"), None).unwrap();
+    let a = store
+        .append_message("s", &Message::user("cats and dogs"), None)
+        .unwrap();
+    let b = store
+        .append_message("s", &Message::user("cats only"), None)
+        .unwrap();
     let ids = |q: &str| {
-        let mut v: Vec<i64> = store.search(&SearchQuery::new(q)).unwrap().iter().map(|h| h.message_id).collect();
+        let mut v: Vec<i64> = store
+            .search(&SearchQuery::new(q))
+            .unwrap()
+            .iter()
+            .map(|h| h.message_id)
+            .collect();
         v.sort();
         v
     };

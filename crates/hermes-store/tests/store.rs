@@ -73,7 +73,8 @@ fn a_newer_schema_is_refused_with_a_clear_error() {
     let path = dir.path().join("state.db");
     drop(SessionStore::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 5).unwrap();
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 5)
+        .unwrap();
     drop(conn);
     let err = SessionStore::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::SchemaTooNew { found, .. } if found == SCHEMA_VERSION + 5));
@@ -139,7 +140,9 @@ fn tool_call_arguments_are_stored_verbatim() {
 #[test]
 fn appending_to_an_unknown_session_is_an_error_and_writes_nothing() {
     let store = SessionStore::open_in_memory().unwrap();
-    let err = store.append_message("nope", &Message::user("hi"), None).unwrap_err();
+    let err = store
+        .append_message("nope", &Message::user("hi"), None)
+        .unwrap_err();
     assert!(matches!(err, StoreError::SessionNotFound { ref id } if id == "nope"));
     assert_eq!(store.stats().unwrap().messages, 0);
 }
@@ -150,8 +153,12 @@ fn messages_survive_reopen_because_each_is_committed() {
     let path = dir.path().join("state.db");
     let store = SessionStore::open(&path).unwrap();
     store.create_session(&new_session("s", "cli")).unwrap();
-    store.append_message("s", &Message::user("first"), None).unwrap();
-    store.append_message("s", &assistant_with_everything(), None).unwrap();
+    store
+        .append_message("s", &Message::user("first"), None)
+        .unwrap();
+    store
+        .append_message("s", &assistant_with_everything(), None)
+        .unwrap();
     // A second handle (another process in real life) sees both while the first is still open.
     let other = SessionStore::open(&path).unwrap();
     assert_eq!(other.load_messages("s").unwrap().len(), 2);
@@ -169,10 +176,19 @@ fn deactivate_hides_messages_from_load_but_keeps_them() {
     store.create_session(&new_session("s", "cli")).unwrap();
     let mut ids = Vec::new();
     for text in ["one", "two", "three", "four"] {
-        ids.push(store.append_message("s", &Message::user(text), None).unwrap());
+        ids.push(
+            store
+                .append_message("s", &Message::user(text), None)
+                .unwrap(),
+        );
     }
     assert_eq!(store.deactivate_messages_from("s", ids[2]).unwrap(), 2);
-    let active: Vec<String> = store.load_messages("s").unwrap().iter().map(|m| m.message.text()).collect();
+    let active: Vec<String> = store
+        .load_messages("s")
+        .unwrap()
+        .iter()
+        .map(|m| m.message.text())
+        .collect();
     assert_eq!(active, vec!["one", "two"]);
     let all = store.load_all_messages("s").unwrap();
     assert_eq!(all.len(), 4);
@@ -184,7 +200,9 @@ fn deactivate_hides_messages_from_load_but_keeps_them() {
     assert_eq!(store.deactivate_messages_from("s", ids[3]).unwrap(), 0);
     assert_eq!(store.get_session("s").unwrap().unwrap().history_version, 1);
     // New messages after an undo are active and come after the old ones.
-    let new_id = store.append_message("s", &Message::user("retry"), None).unwrap();
+    let new_id = store
+        .append_message("s", &Message::user("retry"), None)
+        .unwrap();
     assert!(new_id > ids[3]);
     assert_eq!(store.load_messages("s").unwrap().len(), 3);
     assert!(matches!(
@@ -204,11 +222,17 @@ fn usage_accumulates_per_session_and_per_model() {
         cache_write_tokens: 5,
         reasoning_tokens: 3,
     };
-    store.add_usage("s", "gpt-test", "openrouter", &u, None).unwrap();
+    store
+        .add_usage("s", "gpt-test", "openrouter", &u, None)
+        .unwrap();
     let rec = store.get_session("s").unwrap().unwrap();
     assert_eq!(rec.cost_usd, None);
-    store.add_usage("s", "gpt-test", "openrouter", &u, Some(0.25)).unwrap();
-    store.add_usage("s", "small", "local", &u, Some(0.0)).unwrap();
+    store
+        .add_usage("s", "gpt-test", "openrouter", &u, Some(0.25))
+        .unwrap();
+    store
+        .add_usage("s", "small", "local", &u, Some(0.0))
+        .unwrap();
     let rec = store.get_session("s").unwrap().unwrap();
     assert_eq!(rec.input_tokens, 300);
     assert_eq!(rec.output_tokens, 60);
@@ -235,14 +259,27 @@ fn find_latest_list_title_end_delete() {
         ("20260102_090000_cccccc", "cli"),
     ] {
         store.create_session(&new_session(id, source)).unwrap();
-        store.append_message(id, &Message::user(format!("hello  from\n{id}")), None).unwrap();
+        store
+            .append_message(id, &Message::user(format!("hello  from\n{id}")), None)
+            .unwrap();
     }
-    store.set_title("20260101_110000_bbbbbb", "Telegram chat").unwrap();
-    assert!(matches!(store.set_title("zzz", "t"), Err(StoreError::SessionNotFound { .. })));
+    store
+        .set_title("20260101_110000_bbbbbb", "Telegram chat")
+        .unwrap();
+    assert!(matches!(
+        store.set_title("zzz", "t"),
+        Err(StoreError::SessionNotFound { .. })
+    ));
 
     let find = |k: &str| store.find_session(k).unwrap().map(|s| s.id);
-    assert_eq!(find("20260101_100000_aaaaaa").as_deref(), Some("20260101_100000_aaaaaa"));
-    assert_eq!(find("Telegram chat").as_deref(), Some("20260101_110000_bbbbbb"));
+    assert_eq!(
+        find("20260101_100000_aaaaaa").as_deref(),
+        Some("20260101_100000_aaaaaa")
+    );
+    assert_eq!(
+        find("Telegram chat").as_deref(),
+        Some("20260101_110000_bbbbbb")
+    );
     assert_eq!(find("20260102").as_deref(), Some("20260102_090000_cccccc"));
     assert_eq!(find("20260101"), None, "ambiguous prefix");
     assert_eq!(find("nothing"), None);
@@ -250,7 +287,10 @@ fn find_latest_list_title_end_delete() {
 
     let latest = store.latest_session(None).unwrap().unwrap();
     assert_eq!(latest.id, "20260102_090000_cccccc");
-    let latest_gw = store.latest_session(Some("gateway:telegram")).unwrap().unwrap();
+    let latest_gw = store
+        .latest_session(Some("gateway:telegram"))
+        .unwrap()
+        .unwrap();
     assert_eq!(latest_gw.id, "20260101_110000_bbbbbb");
     assert!(store.latest_session(Some("cron")).unwrap().is_none());
 
@@ -259,21 +299,39 @@ fn find_latest_list_title_end_delete() {
     assert_eq!(list[0].id, "20260102_090000_cccccc");
     assert_eq!(list[2].id, "20260101_100000_aaaaaa");
     assert_eq!(list[0].message_count, 1);
-    assert_eq!(list[0].preview.as_deref(), Some("hello from 20260102_090000_cccccc"));
+    assert_eq!(
+        list[0].preview.as_deref(),
+        Some("hello from 20260102_090000_cccccc")
+    );
     let page = store.list_sessions(1, 1).unwrap();
     assert_eq!(page.len(), 1);
     assert_eq!(page[0].id, "20260101_110000_bbbbbb");
 
-    store.end_session("20260101_100000_aaaaaa", "user_exit").unwrap();
-    let ended = store.get_session("20260101_100000_aaaaaa").unwrap().unwrap();
+    store
+        .end_session("20260101_100000_aaaaaa", "user_exit")
+        .unwrap();
+    let ended = store
+        .get_session("20260101_100000_aaaaaa")
+        .unwrap()
+        .unwrap();
     assert!(ended.ended_at.is_some());
     assert_eq!(ended.end_reason.as_deref(), Some("user_exit"));
 
     assert!(store.delete_session("20260101_100000_aaaaaa").unwrap());
     assert!(!store.delete_session("20260101_100000_aaaaaa").unwrap());
-    assert!(store.get_session("20260101_100000_aaaaaa").unwrap().is_none());
+    assert!(
+        store
+            .get_session("20260101_100000_aaaaaa")
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(store.stats().unwrap().messages, 2);
-    assert!(store.search(&hermes_store::SearchQuery::new("aaaaaa")).unwrap().is_empty());
+    assert!(
+        store
+            .search(&hermes_store::SearchQuery::new("aaaaaa"))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
 
@@ -282,9 +340,19 @@ fn export_markdown_and_json() {
     let store = SessionStore::open_in_memory().unwrap();
     store.create_session(&new_session("s", "cli")).unwrap();
     store.set_title("s", "Reading files").unwrap();
-    store.append_message("s", &Message::user("read main.rs"), None).unwrap();
-    store.append_message("s", &assistant_with_everything(), None).unwrap();
-    store.append_message("s", &Message::tool("call_1|fc_1", "read_file", "fn main() {}"), None).unwrap();
+    store
+        .append_message("s", &Message::user("read main.rs"), None)
+        .unwrap();
+    store
+        .append_message("s", &assistant_with_everything(), None)
+        .unwrap();
+    store
+        .append_message(
+            "s",
+            &Message::tool("call_1|fc_1", "read_file", "fn main() {}"),
+            None,
+        )
+        .unwrap();
 
     let md = store.export_session("s", Format::Markdown).unwrap();
     assert!(md.starts_with("# Reading files\n"));
@@ -293,7 +361,8 @@ fn export_markdown_and_json() {
     assert!(md.contains("## tool `read_file`"));
     assert!(md.contains("> The user wants the file."));
 
-    let json: serde_json::Value = serde_json::from_str(&store.export_session("s", Format::Json).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&store.export_session("s", Format::Json).unwrap()).unwrap();
     assert_eq!(json["session"]["id"], "s");
     assert_eq!(json["messages"].as_array().unwrap().len(), 3);
     let back: Message = serde_json::from_value(json["messages"][1]["message"].clone()).unwrap();
@@ -314,7 +383,9 @@ fn many_writes_pass_the_checkpoint_interval() {
         let store = SessionStore::open(&path).unwrap();
         store.create_session(&new_session("s", "cli")).unwrap();
         for i in 0..120 {
-            store.append_message("s", &Message::user(format!("message {i}")), None).unwrap();
+            store
+                .append_message("s", &Message::user(format!("message {i}")), None)
+                .unwrap();
         }
     }
     // Drop ran a truncating checkpoint: the WAL file is empty or gone.

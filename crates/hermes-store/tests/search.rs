@@ -1,0 +1,178 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+//! Full-text search: words, tool names/arguments, CJK substrings, filters, inactive messages.
+
+use hermes_protocol::{Message, Role, ToolCall};
+use hermes_store::{NewSession, SearchQuery, SessionStore};
+
+fn store_with(ids: &[&str]) -> SessionStore {
+    let store = SessionStore::open_in_memory().unwrap();
+    for id in ids {
+        store
+            .create_session(&NewSession {
+                id: (*id).into(),
+                source: "cli".into(),
+                model: "m".into(),
+                provider: "p".into(),
+                ..NewSession::default()
+            })
+            .unwrap();
+    }
+    store
+}
+
+fn ids(store: &SessionStore, q: SearchQuery) -> Vec<i64> {
+    let mut v: Vec<i64> = store
+        .search(&q)
+        .unwrap()
+        .iter()
+        .map(|h| h.message_id)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn cjk_substring_is_found_through_the_trigram_index() {
+    let store = store_with(&["s"]);
+    let hit = store
+        .append_message("s", &Message::user("我的笔记本在桌子上"), None)
+        .unwrap();
+    store
+        .append_message("s", &Message::user("记录一下"), None)
+        .unwrap();
+    store
+        .append_message("s", &Message::user("notebook"), None)
+        .unwrap();
+    let hits = store.search(&SearchQuery::new("笔记")).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].message_id, hit);
+    assert!(
+        hits[0].snippet.contains(">>>笔记<<<"),
+        "{}",
+        hits[0].snippet
+    );
+    // Three or more chars use the trigram index proper.
+    assert_eq!(ids(&store, SearchQuery::new("笔记本在")), vec![hit]);
+    // Japanese and Korean too.
+    let ja = store
+        .append_message("s", &Message::user("東京タワーに行きました"), None)
+        .unwrap();
+    let ko = store
+        .append_message("s", &Message::user("오늘 회의록을 정리했다"), None)
+        .unwrap();
+    assert_eq!(ids(&store, SearchQuery::new("タワー")), vec![ja]);
+    assert_eq!(ids(&store, SearchQuery::new("회의록")), vec![ko]);
+}
+
+#[test]
+fn cjk_query_keeps_not_and_or_meaning() {
+    let store = store_with(&["s"]);
+    let a = store
+        .append_message("s", &Message::user("笔记本 draft"), None)
+        .unwrap();
+    let b = store
+        .append_message("s", &Message::user("我的笔记本"), None)
+        .unwrap();
+    let c = store
+        .append_message("s", &Message::user("plain words"), None)
+        .unwrap();
+    assert_eq!(ids(&store, SearchQuery::new("笔记 NOT draft")), vec![b]);
+    assert_eq!(
+        ids(&store, SearchQuery::new("笔记 OR plain")),
+        vec![a, b, c]
+    );
+    assert_eq!(ids(&store, SearchQuery::new("笔记 draft")), vec![a]);
+}
+
+#[test]
+fn tool_names_and_arguments_are_searchable() {
+    let store = store_with(&["s"]);
+    let mut call = Message::assistant("");
+    call.tool_calls = vec![ToolCall::new(
+        "c1",
+        "read_file",
+        r#"{"path":"crates/hermes-store/src/schema.rs"}"#,
+    )];
+    let call_id = store.append_message("s", &call, None).unwrap();
+    let result_id = store
+        .append_message("s", &Message::tool("c1", "web_search", "no results"), None)
+        .unwrap();
+    assert_eq!(ids(&store, SearchQuery::new("read_file")), vec![call_id]);
+    assert_eq!(ids(&store, SearchQuery::new("schema.rs")), vec![call_id]);
+    assert_eq!(ids(&store, SearchQuery::new("web_search")), vec![result_id]);
+}
+
+#[test]
+fn filters_by_session_and_role_and_limits() {
+    let store = store_with(&["a", "b"]);
+    let a_user = store
+        .append_message("a", &Message::user("rust borrow checker"), None)
+        .unwrap();
+    let a_asst = store
+        .append_message("a", &Message::assistant("the borrow checker says"), None)
+        .unwrap();
+    let b_user = store
+        .append_message("b", &Message::user("borrow money"), None)
+        .unwrap();
+    assert_eq!(
+        ids(&store, SearchQuery::new("borrow")),
+        vec![a_user, a_asst, b_user]
+    );
+    let mut q = SearchQuery::new("borrow");
+    q.session_id = Some("a".into());
+    assert_eq!(ids(&store, q.clone()), vec![a_user, a_asst]);
+    q.role = Some(Role::Assistant);
+    assert_eq!(ids(&store, q), vec![a_asst]);
+    let mut q = SearchQuery::new("borrow");
+    q.limit = 2;
+    assert_eq!(store.search(&q).unwrap().len(), 2);
+    // Substring hits respect the filters as well.
+    let cjk = store
+        .append_message("b", &Message::user("借钱的笔记"), None)
+        .unwrap();
+    let mut q = SearchQuery::new("笔记");
+    q.session_id = Some("a".into());
+    assert!(ids(&store, q.clone()).is_empty());
+    q.session_id = Some("b".into());
+    assert_eq!(ids(&store, q), vec![cjk]);
+}
+
+#[test]
+fn hits_carry_session_metadata_snippet_and_rank() {
+    let store = store_with(&["s"]);
+    store.set_title("s", "Borrowing").unwrap();
+    store
+        .append_message(
+            "s",
+            &Message::user("a long sentence about the borrow checker in rust"),
+            None,
+        )
+        .unwrap();
+    store
+        .append_message("s", &Message::user("borrow borrow borrow"), None)
+        .unwrap();
+    let hits = store.search(&SearchQuery::new("borrow")).unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(hits[0].rank <= hits[1].rank, "best first");
+    assert!(hits.iter().all(|h| h.rank < 0.0), "bm25 ranks are negative");
+    assert_eq!(hits[0].session_title.as_deref(), Some("Borrowing"));
+    assert_eq!(hits[0].role, Role::User);
+    assert!(hits.iter().all(|h| h.snippet.contains(">>>borrow<<<")));
+}
+
+#[test]
+fn inactive_messages_stay_searchable_and_are_flagged() {
+    let store = store_with(&["s"]);
+    let keep = store
+        .append_message("s", &Message::user("zebra one"), None)
+        .unwrap();
+    let gone = store
+        .append_message("s", &Message::user("zebra two"), None)
+        .unwrap();
+    store.deactivate_messages_from("s", gone).unwrap();
+    let hits = store.search(&SearchQuery::new("zebra")).unwrap();
+    assert_eq!(hits.len(), 2);
+    let flag = |id: i64| hits.iter().find(|h| h.message_id == id).unwrap().active;
+    assert!(flag(keep));
+    assert!(!flag(gone));
+}
