@@ -144,6 +144,46 @@ impl OpenAiChatClient {
         &self.endpoint
     }
 
+    /// `GET {base_url}/models`: the ids in `data[].id`, in server order. Errors as for a chat
+    /// call (HTTP status → [`LlmError::from_http`], transport → timeout class, a body that is
+    /// not a model list → format_error).
+    pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
+        let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+        let mut headers = self.headers.clone();
+        headers.remove(CONTENT_TYPE);
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self
+            .http
+            .get(url)
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| LlmError::from_transport(&e))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| LlmError::from_transport(&e))?;
+        if !status.is_success() {
+            return Err(LlmError::from_http(status.as_u16(), &headers, &text));
+        }
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            LlmError::new(ErrorClass::FormatError, None, format!("model list is not JSON: {e}"))
+        })?;
+        let Some(data) = value.get("data").and_then(|d| d.as_array()) else {
+            return Err(LlmError::new(
+                ErrorClass::FormatError,
+                None,
+                "model list has no `data` array",
+            ));
+        };
+        Ok(data
+            .iter()
+            .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_string))
+            .collect())
+    }
+
     /// The settings this client was built with.
     pub fn config(&self) -> &OpenAiChatConfig {
         &self.config
