@@ -1,0 +1,184 @@
+//! [`LocalClient`]: the `local` provider behind the [`ModelClient`] trait (FEATURES §14).
+
+use std::sync::Arc;
+
+use hermes_protocol::{AssistantMessage, FinishReason, Usage};
+use tokio::sync::mpsc;
+
+use super::engine::{GenerateOptions, LocalConfig, LocalModel, StopReason, local_error};
+use super::prompt::{COMPACT_SYSTEM_PROMPT, build_turns};
+use super::tool_parse::ToolCallParser;
+use crate::client::{ChatRequest, EventStream, ModelClient, StreamEvent};
+use crate::error::{ErrorClass, LlmError};
+
+/// Which system text the local model sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SystemProfile {
+    /// The request's system prompt as given.
+    #[default]
+    AsGiven,
+    /// [`COMPACT_SYSTEM_PROMPT`] instead of the request's system prompt, for small
+    /// context windows (the tools block is still added when tools are offered).
+    Compact,
+}
+
+/// The embedded model as a [`ModelClient`]: provider `local`, model = GGUF file stem,
+/// context window = the configured `n_ctx`.
+///
+/// Each [`ModelClient::stream`] call renders the prompt, then generates on a blocking
+/// thread, streaming [`StreamEvent::TextDelta`] (tool-call markup held back),
+/// [`StreamEvent::ToolCallStarted`] per accepted call and a final
+/// [`StreamEvent::Completed`]. When `request.cancel` fires the generation stops between
+/// tokens and the stream ends without `Completed`.
+#[derive(Debug, Clone)]
+pub struct LocalClient {
+    model: Arc<LocalModel>,
+    profile: SystemProfile,
+}
+
+impl LocalClient {
+    /// Wraps an already loaded model (share one `Arc<LocalModel>` between clients).
+    pub fn new(model: Arc<LocalModel>) -> LocalClient {
+        LocalClient {
+            model,
+            profile: SystemProfile::AsGiven,
+        }
+    }
+
+    /// Loads the GGUF of `config` and wraps it. Blocking (memory-maps the file); errors
+    /// as [`LocalModel::load`].
+    pub fn load(config: &LocalConfig) -> Result<LocalClient, LlmError> {
+        Ok(LocalClient::new(Arc::new(LocalModel::load(config)?)))
+    }
+
+    /// Chooses the system prompt profile.
+    pub fn with_profile(mut self, profile: SystemProfile) -> LocalClient {
+        self.profile = profile;
+        self
+    }
+
+    /// The shared model.
+    pub fn local_model(&self) -> &Arc<LocalModel> {
+        &self.model
+    }
+
+    /// The exact prompt text this client would feed the model for `request`.
+    pub fn render_prompt(&self, request: &ChatRequest) -> String {
+        let system = match self.profile {
+            SystemProfile::AsGiven => request.system.as_str(),
+            SystemProfile::Compact => COMPACT_SYSTEM_PROMPT.trim_end(),
+        };
+        let turns = build_turns(system, &request.messages, &request.tools);
+        self.model.render(&turns)
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelClient for LocalClient {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let prompt = self.render_prompt(request);
+        let prompt_tokens = self.model.count_tokens(&prompt);
+        let n_ctx = self.model.n_ctx() as usize;
+        if prompt_tokens >= n_ctx {
+            return Err(local_error(
+                ErrorClass::ContextOverflow,
+                format!(
+                    "the prompt takes {prompt_tokens} tokens but the context window is {n_ctx} tokens"
+                ),
+            ));
+        }
+        let options = GenerateOptions {
+            max_tokens: request
+                .max_tokens
+                .unwrap_or(self.model.default_max_tokens()),
+            temperature: request.temperature,
+            seed: self.model.seed(),
+        };
+        let declared: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let cancel = request.cancel.clone();
+        let model = Arc::clone(&self.model);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
+
+        tokio::task::spawn_blocking(move || {
+            let mut parser = ToolCallParser::new(declared);
+            let result = model.generate(&prompt, &options, &cancel, |piece| {
+                let before = parser.accepted_calls();
+                let visible = parser.push(piece);
+                if !visible.is_empty() && tx.send(Ok(StreamEvent::TextDelta(visible))).is_err() {
+                    return false;
+                }
+                if parser.accepted_calls() > before
+                    && let Some(call) = parser.last_call()
+                {
+                    let started = StreamEvent::ToolCallStarted {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                    };
+                    if tx.send(Ok(started)).is_err() {
+                        return false;
+                    }
+                }
+                true
+            });
+            let generation = match result {
+                Ok(g) => g,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            if matches!(generation.stop, StopReason::Cancelled | StopReason::Aborted) {
+                return;
+            }
+            let calls_before = parser.accepted_calls();
+            let (tail, parsed) = parser.finish();
+            if !tail.is_empty() {
+                let _ = tx.send(Ok(StreamEvent::TextDelta(tail)));
+            }
+            for call in parsed.tool_calls.iter().skip(calls_before) {
+                let _ = tx.send(Ok(StreamEvent::ToolCallStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                }));
+            }
+            for d in &parsed.diagnostics {
+                tracing::warn!(target: "hermes_llm::local", "{d}");
+            }
+            let finish_reason = if !parsed.tool_calls.is_empty() {
+                FinishReason::ToolCalls
+            } else if generation.stop == StopReason::Length {
+                FinishReason::Length
+            } else {
+                FinishReason::Stop
+            };
+            let message = AssistantMessage {
+                text: parsed.text,
+                reasoning: None,
+                tool_calls: parsed.tool_calls,
+                usage: Usage {
+                    input_tokens: generation.prompt_tokens,
+                    output_tokens: generation.generated_tokens,
+                    ..Usage::default()
+                },
+                finish_reason: Some(finish_reason),
+                diagnostics: parsed.diagnostics,
+            };
+            let _ = tx.send(Ok(StreamEvent::Completed(message)));
+        });
+
+        let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        Ok(Box::pin(stream))
+    }
+
+    fn provider(&self) -> &str {
+        "local"
+    }
+
+    fn model(&self) -> &str {
+        self.model.name()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        Some(u64::from(self.model.n_ctx()))
+    }
+}

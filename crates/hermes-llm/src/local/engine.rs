@@ -1,0 +1,457 @@
+//! The llama.cpp engine: one process-wide backend, a loaded GGUF model, and a blocking
+//! generation loop (FEATURES §14). Everything here blocks the calling thread; the async
+//! client runs it on a blocking thread (ARCHITECTURE §6).
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use tokio_util::sync::CancellationToken;
+
+use super::prompt::{ChatTurn, render_chatml};
+use crate::error::{ErrorClass, LlmError};
+
+/// Default context window in tokens (capped by the model's training context).
+pub const DEFAULT_N_CTX: u32 = 4096;
+/// Default output cap in tokens when the request sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 512;
+/// Prompt tokens decoded per llama.cpp batch during prefill.
+const PREFILL_BATCH: usize = 512;
+
+/// How to load and run a local GGUF model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalConfig {
+    /// Path of the `.gguf` file.
+    pub model_path: PathBuf,
+    /// Context window in tokens; `None` = [`DEFAULT_N_CTX`]. Always capped by the
+    /// model's `n_ctx_train`.
+    pub n_ctx: Option<u32>,
+    /// CPU threads; `None` = all available cores.
+    pub threads: Option<usize>,
+    /// Output cap when a request sets no `max_tokens`; `None` = [`DEFAULT_MAX_TOKENS`].
+    pub default_max_tokens: Option<u32>,
+    /// Seed for sampling when a request asks for a temperature above zero.
+    pub seed: u32,
+}
+
+impl LocalConfig {
+    /// A configuration with every default for the model at `model_path`.
+    pub fn new(model_path: impl Into<PathBuf>) -> LocalConfig {
+        LocalConfig {
+            model_path: model_path.into(),
+            n_ctx: None,
+            threads: None,
+            default_max_tokens: None,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// Knobs of one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateOptions {
+    /// Stop after this many generated tokens (finish reason `Length`).
+    pub max_tokens: u32,
+    /// `None` or ≤ 0 = greedy decoding; otherwise temperature sampling with top-k 40,
+    /// top-p 0.95, min-p 0.05.
+    pub temperature: Option<f32>,
+    /// Seed for the sampling distribution.
+    pub seed: u32,
+}
+
+/// Why a generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced an end-of-generation token (EOS / end of turn).
+    EndOfTurn,
+    /// `max_tokens` reached or the context window is full.
+    Length,
+    /// The cancellation token fired.
+    Cancelled,
+    /// The piece callback asked to stop (e.g. the receiver went away).
+    Aborted,
+}
+
+/// Counts and timings of one finished generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Prompt tokens fed to the model.
+    pub prompt_tokens: u64,
+    /// Tokens generated (including the end-of-turn token when one stopped it).
+    pub generated_tokens: u64,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Wall time of the prompt prefill.
+    pub prefill_time: Duration,
+    /// Wall time of the token-by-token decode.
+    pub decode_time: Duration,
+}
+
+/// The process-wide llama.cpp backend (it may be initialised only once per process).
+fn backend() -> Result<&'static LlamaBackend, LlmError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    let result = BACKEND.get_or_init(|| {
+        llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+        LlamaBackend::init().map_err(|e| e.to_string())
+    });
+    result
+        .as_ref()
+        .map_err(|e| local_error(ErrorClass::Unknown, format!("llama.cpp backend: {e}")))
+}
+
+/// Builds an [`LlmError`] for the local provider (no HTTP status).
+pub(crate) fn local_error(class: ErrorClass, message: impl Into<String>) -> LlmError {
+    LlmError {
+        class,
+        status: None,
+        message: format!("local model: {}", message.into()),
+        retry_after: None,
+    }
+}
+
+/// A GGUF chat model loaded once and shared by every call (generations are serialized:
+/// llama.cpp contexts of one model must not be created concurrently).
+pub struct LocalModel {
+    model: LlamaModel,
+    name: String,
+    n_ctx: u32,
+    threads: i32,
+    default_max_tokens: u32,
+    seed: u32,
+    template: Option<LlamaChatTemplate>,
+    busy: Mutex<()>,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("name", &self.name)
+            .field("n_ctx", &self.n_ctx)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalModel {
+    /// Loads the GGUF at `config.model_path` (memory-mapped, CPU only).
+    ///
+    /// Errors: a missing or unreadable file is [`ErrorClass::ModelNotFound`]; a file
+    /// llama.cpp cannot load is [`ErrorClass::FormatError`].
+    pub fn load(config: &LocalConfig) -> Result<LocalModel, LlmError> {
+        let path = &config.model_path;
+        if !path.is_file() {
+            return Err(local_error(
+                ErrorClass::ModelNotFound,
+                format!(
+                    "no GGUF file at {} (run `hermes model pull` or configure a path)",
+                    path.display()
+                ),
+            ));
+        }
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| {
+                local_error(
+                    ErrorClass::FormatError,
+                    format!("cannot load {}: {e}", path.display()),
+                )
+            })?;
+        let train = model.n_ctx_train().max(1);
+        let n_ctx = config.n_ctx.unwrap_or(DEFAULT_N_CTX).clamp(1, train);
+        let threads = config
+            .threads
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1)
+            .clamp(1, 256);
+        let template = model.chat_template(None).ok();
+        Ok(LocalModel {
+            model,
+            name: model_name(path),
+            n_ctx,
+            threads: i32::try_from(threads).unwrap_or(1),
+            default_max_tokens: config.default_max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            seed: config.seed,
+            template,
+            busy: Mutex::new(()),
+        })
+    }
+
+    /// Model name: the file stem of the GGUF path.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Context window in tokens used for every generation.
+    pub fn n_ctx(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// Output cap used when a request sets none.
+    pub fn default_max_tokens(&self) -> u32 {
+        self.default_max_tokens
+    }
+
+    /// Seed configured for sampling.
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
+    /// True when the GGUF carries its own chat template (otherwise ChatML is used).
+    pub fn has_chat_template(&self) -> bool {
+        self.template.is_some()
+    }
+
+    /// Renders turns with the model's own chat template, ending with an open assistant
+    /// turn; falls back to ChatML when the GGUF has no template or llama.cpp does not
+    /// recognise it.
+    pub fn render(&self, turns: &[ChatTurn]) -> String {
+        if let Some(template) = &self.template {
+            let messages: Result<Vec<LlamaChatMessage>, _> = turns
+                .iter()
+                .map(|t| LlamaChatMessage::new(t.role.clone(), t.content.clone()))
+                .collect();
+            if let Ok(messages) = messages
+                && let Ok(text) = self.model.apply_chat_template(template, &messages, true)
+            {
+                return text;
+            }
+            tracing::debug!("chat template not usable by llama.cpp; using ChatML");
+        }
+        render_chatml(turns, true)
+    }
+
+    /// Number of tokens `text` takes (special tokens such as `<|im_start|>` parsed).
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.tokenize(text).len()
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<llama_cpp_2::token::LlamaToken> {
+        let vocab = self.model.vocab();
+        // Add BOS only when the model wants one and the template did not write it already.
+        let bos_text = vocab
+            .text(vocab.bos())
+            .and_then(|c| c.to_str().ok())
+            .unwrap_or("");
+        let add_special = bos_text.is_empty() || !text.starts_with(bos_text);
+        vocab.tokenize(text.as_bytes(), add_special, true)
+    }
+
+    /// Runs one generation for a rendered `prompt`, calling `on_piece` with each chunk of
+    /// decoded text (complete UTF-8 only); `on_piece` returns `false` to stop.
+    /// `cancel` is checked between prefill batches and between tokens.
+    ///
+    /// Errors: a prompt that leaves no room in the context window is
+    /// [`ErrorClass::ContextOverflow`]; llama.cpp failures are [`ErrorClass::Unknown`].
+    pub fn generate(
+        &self,
+        prompt: &str,
+        options: &GenerateOptions,
+        cancel: &CancellationToken,
+        mut on_piece: impl FnMut(&str) -> bool,
+    ) -> Result<Generation, LlmError> {
+        let _busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let backend = backend()?;
+        let tokens = self.tokenize(prompt);
+        let n_ctx = self.n_ctx as usize;
+        if tokens.len() >= n_ctx {
+            return Err(local_error(
+                ErrorClass::ContextOverflow,
+                format!(
+                    "the prompt takes {} tokens but the context window is {} tokens",
+                    tokens.len(),
+                    n_ctx
+                ),
+            ));
+        }
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(self.n_ctx))
+            .with_n_batch(PREFILL_BATCH as u32)
+            .with_n_threads(self.threads)
+            .with_n_threads_batch(self.threads);
+        let mut ctx = self
+            .model
+            .new_context(backend, params)
+            .map_err(|e| local_error(ErrorClass::Unknown, format!("context: {e}")))?;
+
+        let decode_err = |e: llama_cpp_2::DecodeError| {
+            local_error(ErrorClass::Unknown, format!("llama.cpp decode failed: {e}"))
+        };
+        let batch_err = |e: llama_cpp_2::llama_batch::BatchAddError| {
+            local_error(ErrorClass::Unknown, format!("llama.cpp batch: {e}"))
+        };
+
+        // Prefill in batches; logits only for the very last prompt token.
+        let started = Instant::now();
+        let mut batch = LlamaBatch::new(PREFILL_BATCH, 1);
+        let last = tokens.len().saturating_sub(1);
+        for (chunk_no, chunk) in tokens.chunks(PREFILL_BATCH).enumerate() {
+            if cancel.is_cancelled() {
+                return Ok(self.finished(&tokens, 0, StopReason::Cancelled, started, None));
+            }
+            batch.clear();
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = chunk_no * PREFILL_BATCH + i;
+                batch
+                    .add(*token, pos as i32, &[0], pos == last)
+                    .map_err(batch_err)?;
+            }
+            ctx.decode(&mut batch).map_err(decode_err)?;
+        }
+        let prefill_done = Instant::now();
+
+        let mut sampler = sampler_for(options);
+        let vocab = self.model.vocab();
+        let mut utf8 = Utf8Stream::default();
+        let mut piece = Vec::new();
+        let mut pos = tokens.len();
+        let mut generated: u64 = 0;
+        let budget = u64::from(options.max_tokens.max(1));
+        let stop = loop {
+            if cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            generated += 1;
+            if vocab.is_eog(token) {
+                break StopReason::EndOfTurn;
+            }
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, false, None);
+            let text = utf8.push(&piece);
+            if !text.is_empty() && !on_piece(&text) {
+                break StopReason::Aborted;
+            }
+            if generated >= budget || pos >= n_ctx {
+                break StopReason::Length;
+            }
+            batch.clear();
+            batch
+                .add(token, pos as i32, &[0], true)
+                .map_err(batch_err)?;
+            pos += 1;
+            ctx.decode(&mut batch).map_err(decode_err)?;
+        };
+        let tail = utf8.finish();
+        if !tail.is_empty() && stop != StopReason::Cancelled {
+            on_piece(&tail);
+        }
+        Ok(self.finished(&tokens, generated, stop, started, Some(prefill_done)))
+    }
+
+    fn finished(
+        &self,
+        tokens: &[llama_cpp_2::token::LlamaToken],
+        generated: u64,
+        stop: StopReason,
+        started: Instant,
+        prefill_done: Option<Instant>,
+    ) -> Generation {
+        let now = Instant::now();
+        let prefill_done = prefill_done.unwrap_or(now);
+        Generation {
+            prompt_tokens: tokens.len() as u64,
+            generated_tokens: generated,
+            stop,
+            prefill_time: prefill_done - started,
+            decode_time: now - prefill_done,
+        }
+    }
+}
+
+/// Greedy when no positive temperature is asked for; otherwise a top-k/top-p/min-p chain.
+fn sampler_for(options: &GenerateOptions) -> LlamaSampler {
+    match options.temperature {
+        Some(t) if t > 0.0 => LlamaSampler::chain_simple([
+            LlamaSampler::top_k(40),
+            LlamaSampler::top_p(0.95, 1),
+            LlamaSampler::min_p(0.05, 1),
+            LlamaSampler::temp(t),
+            LlamaSampler::dist(options.seed),
+        ]),
+        _ => LlamaSampler::greedy(),
+    }
+}
+
+/// The display name of a model file: its file stem.
+pub fn model_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "local".to_string())
+}
+
+/// Joins token bytes into UTF-8 text, holding back an incomplete trailing character
+/// (a multi-byte character may be split across tokens) and replacing invalid bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Utf8Stream {
+    held: Vec<u8>,
+}
+
+impl Utf8Stream {
+    /// Adds bytes; returns the text that is complete so far.
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
+        self.held.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.held) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.held.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let good = e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.held[..good]));
+                    match e.error_len() {
+                        None => {
+                            self.held.drain(..good);
+                            return out;
+                        }
+                        Some(bad) => {
+                            out.push('\u{FFFD}');
+                            self.held.drain(..good + bad);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Flushes what is left (an incomplete character becomes U+FFFD).
+    pub(crate) fn finish(&mut self) -> String {
+        let out = String::from_utf8_lossy(&self.held).into_owned();
+        self.held.clear();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_stream_holds_split_characters() {
+        let mut s = Utf8Stream::default();
+        let bytes = "é€".as_bytes();
+        assert_eq!(s.push(&bytes[..1]), "");
+        assert_eq!(s.push(&bytes[1..3]), "é");
+        assert_eq!(s.push(&bytes[3..]), "€");
+        assert_eq!(s.push(&[0xff, b'a']), "\u{FFFD}a");
+        assert_eq!(s.push(&[0xe2]), "");
+        assert_eq!(s.finish(), "\u{FFFD}");
+    }
+
+    #[test]
+    fn model_name_is_file_stem() {
+        assert_eq!(
+            model_name(Path::new("/x/SmolLM2-135M-Instruct.Q4_1.gguf")),
+            "SmolLM2-135M-Instruct.Q4_1"
+        );
+    }
+}

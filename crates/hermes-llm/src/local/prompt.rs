@@ -1,0 +1,165 @@
+//! Turning a [`ChatRequest`](crate::ChatRequest) into chat turns for the embedded model
+//! (FEATURES §14): the system text with a Hermes `<tools>` block, assistant tool calls
+//! written back as `<tool_call>` text, and tool results as `<tool_response>` blocks in a
+//! `tool` turn (the Hermes function-calling format). The model's own chat template renders
+//! the turns (see [`super::LocalModel`]); [`render_chatml`] is the fallback for GGUF files
+//! without one.
+
+use hermes_protocol::{ContentPart, Message, Role, ToolSpec};
+
+/// The tool-use instructions shown to the model; `{tools}` is replaced by one JSON line
+/// per tool.
+pub const TOOLS_PROMPT: &str = include_str!("tools_prompt.md");
+
+/// A short system prompt for small local context windows (the "compact" profile): a
+/// few dozen tokens instead of the full agent prompt.
+pub const COMPACT_SYSTEM_PROMPT: &str = include_str!("compact_system.md");
+
+/// One rendered turn: a role name (`system`, `user`, `assistant`, `tool`) and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatTurn {
+    /// Role name as the chat template expects it.
+    pub role: String,
+    /// Turn text, already including any tool markup.
+    pub content: String,
+}
+
+impl ChatTurn {
+    fn new(role: &str, content: String) -> ChatTurn {
+        ChatTurn {
+            role: role.to_string(),
+            content,
+        }
+    }
+}
+
+/// The `<tools>` instruction block for `tools` (empty string when there are none). Each
+/// tool is one line `{"type":"function","function":{"name","description","parameters"}}`
+/// in the given order, so the prompt stays byte-stable across calls.
+pub fn tools_block(tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                "{{\"type\": \"function\", \"function\": {{\"name\": {}, \"description\": {}, \"parameters\": {}}}}}",
+                json_string(&t.name),
+                json_string(&t.description),
+                t.parameters
+            )
+        })
+        .collect();
+    TOOLS_PROMPT.replace("{tools}", &lines.join("\n"))
+}
+
+/// Builds the turn list: one system turn (the system text, any system messages found in
+/// history, then the tools block; omitted when all are empty so the template's default
+/// system line applies), then the history. Consecutive tool results share one `tool` turn.
+pub fn build_turns(system: &str, messages: &[Message], tools: &[ToolSpec]) -> Vec<ChatTurn> {
+    let mut system_parts: Vec<String> = Vec::new();
+    if !system.trim().is_empty() {
+        system_parts.push(system.trim_end().to_string());
+    }
+    for m in messages.iter().filter(|m| m.role == Role::System) {
+        let text = m.text();
+        if !text.trim().is_empty() {
+            system_parts.push(text.trim_end().to_string());
+        }
+    }
+    let block = tools_block(tools);
+    if !block.is_empty() {
+        system_parts.push(block.trim_end().to_string());
+    }
+
+    let mut turns = Vec::new();
+    if !system_parts.is_empty() {
+        turns.push(ChatTurn::new("system", system_parts.join("\n\n")));
+    }
+    for m in messages {
+        match m.role {
+            Role::System => {}
+            Role::User => turns.push(ChatTurn::new("user", content_text(m))),
+            Role::Assistant => turns.push(ChatTurn::new("assistant", assistant_text(m))),
+            Role::Tool => {
+                let block = tool_response(m);
+                match turns.last_mut() {
+                    Some(last) if last.role == "tool" => {
+                        last.content.push('\n');
+                        last.content.push_str(&block);
+                    }
+                    _ => turns.push(ChatTurn::new("tool", block)),
+                }
+            }
+        }
+    }
+    turns
+}
+
+/// Renders turns in ChatML (`<|im_start|>role\ncontent<|im_end|>\n`), ending with an open
+/// assistant turn when `add_assistant` is set. Used when the GGUF has no chat template or
+/// llama.cpp does not recognise it.
+pub fn render_chatml(turns: &[ChatTurn], add_assistant: bool) -> String {
+    let mut out = String::new();
+    for t in turns {
+        out.push_str("<|im_start|>");
+        out.push_str(&t.role);
+        out.push('\n');
+        out.push_str(&t.content);
+        out.push_str("<|im_end|>\n");
+    }
+    if add_assistant {
+        out.push_str("<|im_start|>assistant\n");
+    }
+    out
+}
+
+/// Text of a user message; images become a short placeholder (the embedded model reads
+/// text only).
+fn content_text(m: &Message) -> String {
+    let mut out = String::new();
+    for part in &m.content {
+        match part {
+            ContentPart::Text { text } => out.push_str(text),
+            ContentPart::Image { .. } => out.push_str("[image omitted]"),
+        }
+    }
+    out
+}
+
+/// Assistant text followed by its tool calls as `<tool_call>` blocks.
+fn assistant_text(m: &Message) -> String {
+    let mut out = m.text();
+    for call in &m.tool_calls {
+        let args: serde_json::Value = serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+        let body = format!(
+            "{{\"name\": {}, \"arguments\": {}}}",
+            json_string(&call.name),
+            args
+        );
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("<tool_call>\n");
+        out.push_str(&body);
+        out.push_str("\n</tool_call>");
+    }
+    out
+}
+
+/// One tool result as a `<tool_response>` block holding `{"name", "content"}`.
+fn tool_response(m: &Message) -> String {
+    let name = m.tool_name.clone().unwrap_or_default();
+    format!(
+        "<tool_response>\n{{\"name\": {}, \"content\": {}}}\n</tool_response>",
+        json_string(&name),
+        json_string(&m.text())
+    )
+}
+
+/// `s` as a JSON string literal (quotes and escapes included).
+fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
