@@ -353,6 +353,35 @@ impl SessionStore {
         })
     }
 
+    /// Deletes every session started before `cutoff` (with messages, search entries and
+    /// usage rows), for `hermes sessions prune --older-than 90d` (FEATURES §10). Returns how
+    /// many sessions were deleted.
+    pub fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let cutoff = to_ts(cutoff);
+        self.write("prune_sessions", |tx| {
+            let old = "SELECT id FROM sessions WHERE started_at < ?1";
+            tx.execute(
+                &format!("DELETE FROM messages WHERE session_id IN ({old})"),
+                [cutoff],
+            )?;
+            tx.execute(
+                &format!("DELETE FROM session_usage WHERE session_id IN ({old})"),
+                [cutoff],
+            )?;
+            Ok(tx.execute("DELETE FROM sessions WHERE started_at < ?1", [cutoff])?)
+        })
+    }
+
+    /// The most recently started session with this gateway session key, if any.
+    pub fn latest_session_for_key(
+        &self,
+        session_key: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let conn = self.lock();
+        query_session(&conn, "s.session_key = ?1", session_key)
+            .map_err(self.sql_err("latest_session_for_key"))
+    }
+
     fn update_session(
         &self,
         op: &'static str,
@@ -420,6 +449,9 @@ pub(crate) enum TxError {
     Store(StoreError),
 }
 
+/// Lets `?` work on SQLite calls inside store transactions. The `op` is `"write"` and `db`
+/// is empty here; the store re-wraps such errors with the real operation and file name
+/// before returning them.
 impl From<rusqlite::Error> for StoreError {
     fn from(source: rusqlite::Error) -> StoreError {
         // Only used inside `write` closures; `write` re-wraps with the op and db name.

@@ -397,3 +397,37 @@ fn many_writes_pass_the_checkpoint_interval() {
     assert_eq!(stats.active_messages, 120);
     assert!(stats.db_bytes > 0);
 }
+
+#[test]
+fn prune_and_session_key_lookup() {
+    let store = SessionStore::open_in_memory().unwrap();
+    let mut keyed = new_session("old", "gateway:telegram");
+    keyed.session_key = Some("telegram:42:7".into());
+    store.create_session(&keyed).unwrap();
+    store
+        .append_message("old", &Message::user("ancient history"), None)
+        .unwrap();
+    assert_eq!(
+        store
+            .latest_session_for_key("telegram:42:7")
+            .unwrap()
+            .unwrap()
+            .id,
+        "old"
+    );
+    assert!(store.latest_session_for_key("other").unwrap().is_none());
+    // Nothing started before a cutoff in the past.
+    let past = chrono::Utc::now() - chrono::Duration::days(90);
+    assert_eq!(store.prune_sessions(past).unwrap(), 0);
+    let future = chrono::Utc::now() + chrono::Duration::seconds(5);
+    store.create_session(&new_session("newer", "cli")).unwrap();
+    assert_eq!(store.prune_sessions(future).unwrap(), 2);
+    let stats = store.stats().unwrap();
+    assert_eq!((stats.sessions, stats.messages), (0, 0));
+    assert!(
+        store
+            .search(&hermes_store::SearchQuery::new("ancient"))
+            .unwrap()
+            .is_empty()
+    );
+}
