@@ -2,7 +2,7 @@
 //!
 //! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition
 //! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
-//! ([`file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification and
+//! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification and
 //! the write deny-list ([`safety`]). It must not talk to models or the session store; the
 //! agent loop decides when tools run (ARCHITECTURE §1).
 

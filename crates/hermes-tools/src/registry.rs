@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hermes_protocol::ToolSpec;
 
 use crate::tool::Tool;
-use crate::toolsets::{TOOLSET_DEFS, ToolsetSelection, UnknownToolset};
+use crate::toolsets::{TOOLSET_DEFS, ToolsetDef, ToolsetSelection, UnknownToolset};
 
 /// Errors of [`Registry::register`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,25 +14,40 @@ pub enum RegistryError {
     /// A tool with this name is already registered.
     #[error("a tool named `{0}` is already registered")]
     Duplicate(String),
+    /// A composite toolset with this name is already defined.
+    #[error("a toolset named `{0}` is already defined")]
+    DuplicateToolset(String),
 }
 
 /// The explicit list of tools, in registration order (which is the order of tool specs sent
 /// to the model: stable, so prompt caches survive).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
+    toolsets: Vec<ToolsetDef>,
+}
+
+impl Default for Registry {
+    /// No tools; the built-in composite toolsets of [`TOOLSET_DEFS`].
+    fn default() -> Registry {
+        Registry {
+            tools: Vec::new(),
+            toolsets: TOOLSET_DEFS.to_vec(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("tools", &self.names())
+            .field("toolsets", &self.toolset_names())
             .finish()
     }
 }
 
 impl Registry {
-    /// An empty registry.
+    /// A registry with no tools and the built-in composite toolsets ([`TOOLSET_DEFS`]).
     pub fn new() -> Registry {
         Registry::default()
     }
@@ -65,6 +80,18 @@ impl Registry {
         Ok(())
     }
 
+    /// Adds a composite toolset (e.g. a per-platform preset).
+    ///
+    /// # Errors
+    /// [`RegistryError::DuplicateToolset`] when a composite toolset of that name exists.
+    pub fn define_toolset(&mut self, def: ToolsetDef) -> Result<(), RegistryError> {
+        if self.toolsets.iter().any(|d| d.name == def.name) {
+            return Err(RegistryError::DuplicateToolset(def.name.to_string()));
+        }
+        self.toolsets.push(def);
+        Ok(())
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.spec().name == name).cloned()
@@ -87,7 +114,8 @@ impl Registry {
     /// Every known toolset name: the composite definitions and the toolsets of registered
     /// tools, sorted.
     pub fn toolset_names(&self) -> Vec<String> {
-        let mut names: BTreeSet<String> = TOOLSET_DEFS.iter().map(|d| d.name.to_string()).collect();
+        let mut names: BTreeSet<String> =
+            self.toolsets.iter().map(|d| d.name.to_string()).collect();
         names.extend(self.tools.iter().map(|t| t.toolset().to_string()));
         names.into_iter().collect()
     }
@@ -131,7 +159,7 @@ impl Registry {
         if !visited.insert(name.to_string()) {
             return Ok(());
         }
-        let def = TOOLSET_DEFS.iter().find(|d| d.name == name);
+        let def = self.toolsets.iter().find(|d| d.name == name);
         let base: Vec<String> = self
             .tools
             .iter()

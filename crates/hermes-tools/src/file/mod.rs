@@ -11,8 +11,10 @@ use serde_json::Value;
 
 use crate::tool::Tool;
 
-pub use patch::{PatchTool, apply_patch};
-pub use read::{DEFAULT_READ_LIMIT, ReadFileTool, is_binary_prefix};
+pub use patch::{PatchOutcome, PatchTool, apply_patch};
+pub use read::{
+    DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_LIMIT, ReadFileTool, SNIFF_BYTES, is_binary_prefix,
+};
 pub use search::{DEFAULT_MAX_RESULTS, SearchFilesTool};
 pub use write::{WriteFileTool, atomic_write};
 

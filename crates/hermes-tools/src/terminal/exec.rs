@@ -37,12 +37,13 @@ pub(crate) struct Finished {
     pub(crate) output: String,
 }
 
-/// Builds `bash -c 'set +m; <command>'` (not interactive, not a login shell, job control off;
-/// case C28) with stdin closed, stdout/stderr piped, pagers disabled, in its own process group.
+/// Builds `bash -c 'set +m; exec 2>&1; <command>'` (not interactive, not a login shell, job
+/// control off — case C28; stderr joined to stdout so the two stay in order) with stdin closed,
+/// stdout/stderr piped, pagers disabled, in its own process group.
 pub(crate) fn shell_command(command: &str, workdir: &Path) -> CommandWrap {
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
-        .arg(format!("set +m\n{command}"))
+        .arg(format!("set +m\nexec 2>&1\n{command}"))
         .current_dir(workdir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -1,0 +1,66 @@
+//! Every vector of vectors/dangerous_commands.json and vectors/tool_arg_coercion.json.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use hermes_tools::safety::{dangerous_reason, hardline_reason};
+use hermes_tools::{CommandSafety, Registry, classify_command, coerce_args};
+use serde_json::json;
+
+#[test]
+fn dangerous_commands_vectors() {
+    let v = common::load_json("vectors/dangerous_commands.json");
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for case in cases {
+        let cmd = case["cmd"].as_str().unwrap();
+        let dangerous = case["dangerous"].as_bool().unwrap();
+        let hardline = case["hardline"].as_bool().unwrap();
+        assert_eq!(
+            dangerous_reason(cmd).is_some(),
+            dangerous,
+            "dangerous flag of {cmd:?}"
+        );
+        assert_eq!(
+            hardline_reason(cmd).is_some(),
+            hardline,
+            "hardline flag of {cmd:?}"
+        );
+        let verdict = classify_command(cmd);
+        match (hardline, dangerous) {
+            (true, _) => assert!(matches!(verdict, CommandSafety::Blocked { .. }), "{cmd:?}"),
+            (false, true) => assert!(
+                matches!(verdict, CommandSafety::Dangerous { .. }),
+                "{cmd:?}"
+            ),
+            (false, false) => assert_eq!(verdict, CommandSafety::Safe, "{cmd:?}"),
+        }
+    }
+}
+
+#[test]
+fn tool_arg_coercion_vectors() {
+    let v = common::load_json("vectors/tool_arg_coercion.json");
+    let registry = Registry::builtin();
+    let web_extract = json!({
+        "type": "object",
+        "properties": {"urls": {"type": "array", "items": {"type": "string"}}},
+        "required": ["urls"]
+    });
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for case in cases {
+        let tool = case["tool"].as_str().unwrap();
+        let schema = match registry.get(tool) {
+            Some(t) => t.spec().parameters,
+            None if tool == "web_extract" => web_extract.clone(),
+            None => panic!("no schema for {tool}"),
+        };
+        assert_eq!(
+            coerce_args(&schema, case["in"].clone()),
+            case["out"],
+            "{tool} {}",
+            case["in"]
+        );
+    }
+}
