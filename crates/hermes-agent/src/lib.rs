@@ -1,1 +1,18 @@
-//! hermes-agent
+//! # hermes-agent
+//!
+//! Owns the turn (ARCHITECTURE §2): the iteration loop, tool dispatch, conversation repair,
+//! retry of failed model calls, persistence of every completed message, and the
+//! [`AgentHandle`] queue pair (`submit(Op)` / `next_event()`) that every front end uses.
+//! It orchestrates; it must not render output, assemble prompt text, parse provider wire
+//! formats or open SQLite itself — those belong to the crates it calls.
+
+mod agent;
+mod dispatch;
+mod handle;
+mod repair;
+mod turn;
+
+pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
+pub use dispatch::{args_preview, result_preview};
+pub use handle::AgentHandle;
+pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};

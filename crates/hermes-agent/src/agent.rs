@@ -1,0 +1,293 @@
+//! The [`Agent`]: one session's state and the services a turn uses.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_llm::ModelClient;
+use hermes_protocol::{AgentEvent, HermesHome, Message, Role, SessionId, Usage, new_session_id};
+use hermes_store::{NewSession, SessionStore};
+use hermes_tools::{Approver, Tool};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Builds the system prompt of a new session (ARCHITECTURE §2 step 1). Called once per
+/// session; the text is stored with the session and reused byte-for-byte on resume.
+pub trait SystemPromptSource: Send + Sync {
+    /// Returns the full system prompt for a session on this model/provider with these tools.
+    fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String;
+}
+
+impl<F> SystemPromptSource for F
+where
+    F: Fn(&str, &str, &[String]) -> String + Send + Sync,
+{
+    fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String {
+        self(model, provider, tool_names)
+    }
+}
+
+/// The services an agent uses.
+#[derive(Clone)]
+pub struct AgentDeps {
+    /// The model connection.
+    pub client: Arc<dyn ModelClient>,
+    /// The tools offered to the model, in the stable order they are sent.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The session store.
+    pub store: Arc<SessionStore>,
+    /// Approval policy for dangerous commands.
+    pub approver: Arc<dyn Approver>,
+    /// Builds the system prompt of new sessions.
+    pub prompt: Arc<dyn SystemPromptSource>,
+    /// The hermes home.
+    pub home: HermesHome,
+}
+
+/// Per-agent settings (from flags and `config.yaml`).
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Iteration budget per turn (`agent.max_turns`, `--max-turns`; default 90).
+    pub max_turns: u32,
+    /// Retries of a failed model call (`agent.api_max_retries`; default 3).
+    pub api_max_retries: u32,
+    /// First retry delay; doubled per attempt up to `retry_max` (FEATURES §2: 2 s / 60 s).
+    pub retry_base: Duration,
+    /// Largest retry delay before jitter.
+    pub retry_max: Duration,
+    /// Skip approval of dangerous commands (`--yolo`).
+    pub yolo: bool,
+    /// Working directory of tools.
+    pub cwd: PathBuf,
+    /// Default terminal timeout in seconds.
+    pub terminal_timeout_s: u64,
+    /// Session source recorded in the store (`cli`, `gateway`, `cron`, …).
+    pub source: String,
+    /// Output token cap per model call.
+    pub max_tokens: Option<u32>,
+    /// Text appended to the system prompt at call time only (never stored).
+    pub ephemeral_prompt: Option<String>,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            max_turns: hermes_protocol::config::DEFAULT_MAX_TURNS,
+            api_max_retries: 3,
+            retry_base: Duration::from_secs(2),
+            retry_max: Duration::from_secs(60),
+            yolo: false,
+            cwd: PathBuf::from("."),
+            terminal_timeout_s: hermes_protocol::config::DEFAULT_TERMINAL_TIMEOUT_S,
+            source: "cli".to_string(),
+            max_tokens: None,
+            ephemeral_prompt: None,
+        }
+    }
+}
+
+/// A failure that stops the agent from starting or continuing a session.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The session store failed.
+    #[error("session store: {0}")]
+    Store(#[from] hermes_store::StoreError),
+    /// The requested session does not exist.
+    #[error("no session matches `{0}` (see `hermes sessions list`)")]
+    SessionNotFound(String),
+    /// A blocking task panicked or was cancelled.
+    #[error("internal task failed: {0}")]
+    Join(String),
+}
+
+/// One message of the active history, with its store row id once saved.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) id: Option<i64>,
+    pub(crate) message: Message,
+}
+
+/// One session's agent: its history, prompt and services. Driven by [`crate::AgentHandle`]
+/// or directly through [`Agent::run_turn`].
+pub struct Agent {
+    pub(crate) deps: AgentDeps,
+    pub(crate) opts: AgentOptions,
+    pub(crate) session_id: SessionId,
+    pub(crate) system_prompt: String,
+    pub(crate) history: Vec<Entry>,
+    /// Messages whose save failed; retried before the next write (nothing is dropped).
+    pub(crate) unsaved: Vec<usize>,
+    pub(crate) session_usage: Usage,
+}
+
+impl Agent {
+    /// Starts a new session, or resumes `resume` (an id, a title or a unique id prefix).
+    pub async fn start(deps: AgentDeps, opts: AgentOptions, resume: Option<&str>) -> Result<Agent, AgentError> {
+        let mut agent = Agent {
+            deps,
+            opts,
+            session_id: String::new(),
+            system_prompt: String::new(),
+            history: Vec::new(),
+            unsaved: Vec::new(),
+            session_usage: Usage::default(),
+        };
+        match resume {
+            Some(key) => agent.resume(key).await?,
+            None => agent.new_session().await?,
+        }
+        Ok(agent)
+    }
+
+    /// The current session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The stored system prompt of the current session.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// The active history (without the system prompt).
+    pub fn history(&self) -> Vec<Message> {
+        self.history.iter().map(|e| e.message.clone()).collect()
+    }
+
+    /// Tokens used by this session's model calls since the agent started.
+    pub fn session_usage(&self) -> Usage {
+        self.session_usage
+    }
+
+    /// The model client.
+    pub fn client(&self) -> &Arc<dyn ModelClient> {
+        &self.deps.client
+    }
+
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.deps.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// Begins a fresh session with a newly built system prompt.
+    pub async fn new_session(&mut self) -> Result<(), AgentError> {
+        let id = new_session_id();
+        let client = &self.deps.client;
+        let prompt = self.deps.prompt.build(client.model(), client.provider(), &self.tool_names());
+        let record = NewSession {
+            id: id.clone(),
+            source: self.opts.source.clone(),
+            session_key: None,
+            title: None,
+            model: client.model().to_string(),
+            provider: client.provider().to_string(),
+            system_prompt: prompt.clone(),
+            parent_session_id: None,
+            cwd: Some(self.opts.cwd.display().to_string()),
+        };
+        self.blocking(move |s| s.create_session(&record)).await?;
+        self.session_id = id;
+        self.system_prompt = prompt;
+        self.history.clear();
+        self.unsaved.clear();
+        self.session_usage = Usage::default();
+        Ok(())
+    }
+
+    /// Loads an existing session: its stored prompt (byte-for-byte) and active messages.
+    pub async fn resume(&mut self, key: &str) -> Result<(), AgentError> {
+        let k = key.to_string();
+        let record = self
+            .blocking(move |s| s.find_session(&k))
+            .await?
+            .ok_or_else(|| AgentError::SessionNotFound(key.to_string()))?;
+        let id = record.id.clone();
+        let messages = self.blocking(move |s| s.load_messages(&id)).await?;
+        self.session_id = record.id;
+        self.system_prompt = record.system_prompt;
+        self.history = messages
+            .into_iter()
+            .filter(|m| m.message.role != Role::System)
+            .map(|m| Entry {
+                id: Some(m.id),
+                message: m.message,
+            })
+            .collect();
+        self.unsaved.clear();
+        self.session_usage = Usage::default();
+        Ok(())
+    }
+
+    /// Removes the last `count` user turns from the active history (`/undo`). Returns the
+    /// text of the earliest removed user message, or `None` when there was nothing to undo.
+    pub async fn undo(&mut self, count: u32) -> Result<Option<String>, AgentError> {
+        let user_positions: Vec<usize> = self
+            .history
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.message.role == Role::User)
+            .map(|(i, _)| i)
+            .collect();
+        let count = count.max(1) as usize;
+        if user_positions.is_empty() {
+            return Ok(None);
+        }
+        let cut = user_positions[user_positions.len().saturating_sub(count)];
+        self.flush_unsaved().await;
+        if let Some(first_id) = self.history[cut..].iter().find_map(|e| e.id) {
+            let sid = self.session_id.clone();
+            self.blocking(move |s| s.deactivate_messages_from(&sid, first_id)).await?;
+        }
+        let text = self.history[cut].message.text();
+        self.history.truncate(cut);
+        self.unsaved.retain(|&i| i < cut);
+        Ok(Some(text))
+    }
+
+    /// Appends `message` to the history and commits it to the store at once (invariant 3).
+    /// A failed write is reported as a status event and retried before the next write; the
+    /// message is kept in memory meanwhile.
+    pub(crate) async fn persist(&mut self, message: Message, events: &UnboundedSender<AgentEvent>) {
+        self.flush_unsaved().await;
+        let index = self.history.len();
+        self.history.push(Entry {
+            id: None,
+            message: message.clone(),
+        });
+        let sid = self.session_id.clone();
+        match self.blocking(move |s| s.append_message(&sid, &message, None)).await {
+            Ok(id) => self.history[index].id = Some(id),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not save message; will retry");
+                let _ = events.send(AgentEvent::Status {
+                    message: format!("warning: could not save a message yet ({e}); it will be saved on the next write"),
+                });
+                self.unsaved.push(index);
+            }
+        }
+    }
+
+    async fn flush_unsaved(&mut self) {
+        let pending = std::mem::take(&mut self.unsaved);
+        for index in pending {
+            let Some(entry) = self.history.get(index) else { continue };
+            let message = entry.message.clone();
+            let sid = self.session_id.clone();
+            match self.blocking(move |s| s.append_message(&sid, &message, None)).await {
+                Ok(id) => self.history[index].id = Some(id),
+                Err(_) => self.unsaved.push(index),
+            }
+        }
+    }
+
+    /// Runs a blocking store call off the async threads (ARCHITECTURE §6).
+    pub(crate) async fn blocking<T, F>(&self, f: F) -> Result<T, AgentError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SessionStore) -> Result<T, hermes_store::StoreError> + Send + 'static,
+    {
+        let store = self.deps.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| AgentError::Join(e.to_string()))?
+            .map_err(AgentError::from)
+    }
+}

@@ -1,0 +1,130 @@
+//! Tool dispatch: argument parsing and coercion, unknown tools, previews (FEATURES §3).
+
+use std::sync::Arc;
+
+use hermes_protocol::ToolCall;
+use hermes_tools::{Tool, ToolContext, ToolOutput};
+use serde_json::Value;
+
+const ARGS_PREVIEW_CHARS: usize = 80;
+const RESULT_PREVIEW_CHARS: usize = 120;
+
+/// Cuts `text` to at most `max` chars on a char boundary, adding `…` when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A one-line preview of a call's arguments (≤ 80 chars): the most telling argument
+/// (`command`, `path`, `pattern`, `query`, `url`) when present, else compact JSON.
+pub fn args_preview(arguments: &str) -> String {
+    let text = match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(map)) => ["command", "path", "pattern", "query", "url", "action"]
+            .iter()
+            .find_map(|k| map.get(*k).and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| Value::Object(map).to_string()),
+        _ => arguments.to_string(),
+    };
+    clip(&text.replace(['\n', '\r'], " "), ARGS_PREVIEW_CHARS)
+}
+
+/// A one-line preview of a result (≤ 120 chars of its first non-empty line).
+pub fn result_preview(content: &str) -> String {
+    let line = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    clip(line.trim(), RESULT_PREVIEW_CHARS)
+}
+
+/// Names among `tools` closest to `name` (by edit distance, then shared prefix), best first.
+fn closest_names(tools: &[Arc<dyn Tool>], name: &str, n: usize) -> Vec<String> {
+    let mut scored: Vec<(usize, String)> = tools
+        .iter()
+        .map(|t| {
+            let candidate = t.spec().name;
+            (strsim::levenshtein(&candidate.to_lowercase(), &name.to_lowercase()), candidate)
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .filter(|(d, c)| *d <= c.len().max(name.len()) / 2 + 1)
+        .take(n)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// Checks that a call can run: the tool exists and the arguments are one JSON object.
+/// Returns the tool and the arguments coerced by its schema (the stored call keeps the
+/// model's text), or the error result to give the model instead of running anything.
+pub(crate) fn prepare_call(tools: &[Arc<dyn Tool>], call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
+    let Some(tool) = tools.iter().find(|t| t.spec().name == call.name).cloned() else {
+        let close = closest_names(tools, &call.name, 3);
+        let hint = if close.is_empty() {
+            let all: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+            format!("Available tools: {}.", all.join(", "))
+        } else {
+            format!("Did you mean: {}?", close.join(", "))
+        };
+        return Err(ToolOutput::error(format!(
+            "Unknown tool `{}`; nothing was run. {hint}",
+            call.name
+        )));
+    };
+    let parsed = match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(Value::Object(map)) => Value::Object(map),
+        Ok(other) => {
+            return Err(ToolOutput::error(format!(
+                "The arguments of `{}` must be one JSON object, got {}; the tool was not run.",
+                call.name,
+                json_kind(&other)
+            )));
+        }
+        Err(e) => {
+            return Err(ToolOutput::error(format!(
+                "The arguments of `{}` are not valid JSON ({e}); the tool was not run. Send the arguments again as one complete JSON object.",
+                call.name
+            )));
+        }
+    };
+    let schema = tool.spec().parameters;
+    Ok((tool, hermes_tools::coerce_args(&schema, parsed)))
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Runs one prepared call, racing it against the context's cancellation token.
+pub(crate) async fn run_prepared(tool: Arc<dyn Tool>, args: Value, ctx: &ToolContext) -> ToolOutput {
+    tokio::select! {
+        out = tool.call(args, ctx) => out,
+        () = ctx.cancel.cancelled() => ToolOutput::error(CANCELLED_TEXT),
+    }
+}
+
+/// Result text for a call cancelled by the user (FEATURES §3 Interrupt).
+pub(crate) const CANCELLED_TEXT: &str = "[cancelled by user: the tool call was interrupted before it finished]";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_are_short_single_lines() {
+        assert_eq!(args_preview(r#"{"path":"src/main.rs","offset":3}"#), "src/main.rs");
+        assert_eq!(args_preview(r#"{"command":"ls\n-la"}"#), "ls -la");
+        let long = format!(r#"{{"command":"{}"}}"#, "x".repeat(200));
+        assert_eq!(args_preview(&long).chars().count(), 80);
+        assert_eq!(result_preview("\n\n  first line  \nsecond"), "first line");
+    }
+}

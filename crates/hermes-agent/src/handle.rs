@@ -1,0 +1,125 @@
+//! The queue-pair handle (CONVENTIONS pattern 1): front ends `submit` [`Op`]s and read
+//! [`AgentEvent`]s; the agent runs in its own task.
+
+use std::sync::{Arc, Mutex};
+
+use hermes_protocol::{AgentEvent, Op, TurnOutcome, Usage};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+
+/// A running agent. Dropping the handle closes the op queue; the task ends after the
+/// current turn.
+pub struct AgentHandle {
+    ops: UnboundedSender<Op>,
+    events: UnboundedReceiver<AgentEvent>,
+    current: Arc<Mutex<CancellationToken>>,
+    session_id: Arc<Mutex<String>>,
+    task: JoinHandle<Agent>,
+}
+
+impl AgentHandle {
+    /// Moves `agent` into a new task and returns its handle.
+    pub fn spawn(agent: Agent) -> AgentHandle {
+        let (ops_tx, mut ops_rx) = unbounded_channel::<Op>();
+        let (ev_tx, ev_rx) = unbounded_channel::<AgentEvent>();
+        let current = Arc::new(Mutex::new(CancellationToken::new()));
+        let session_id = Arc::new(Mutex::new(agent.session_id().to_string()));
+        let task_current = current.clone();
+        let task_session = session_id.clone();
+        let task = tokio::spawn(async move {
+            let mut agent = agent;
+            while let Some(op) = ops_rx.recv().await {
+                let token = CancellationToken::new();
+                if let Ok(mut slot) = task_current.lock() {
+                    *slot = token.clone();
+                }
+                match op {
+                    Op::UserInput { text } => {
+                        agent.run_turn(&text, &ev_tx, token).await;
+                    }
+                    Op::Retry => match agent.undo(1).await {
+                        Ok(Some(text)) => {
+                            agent.run_turn(&text, &ev_tx, token).await;
+                        }
+                        Ok(None) => status_and_finish(&ev_tx, "nothing to retry"),
+                        Err(e) => status_and_finish(&ev_tx, &format!("retry failed: {e}")),
+                    },
+                    Op::Undo { count } => match agent.undo(count).await {
+                        Ok(Some(_)) => status_and_finish(&ev_tx, &format!("removed the last {} turn(s)", count.max(1))),
+                        Ok(None) => status_and_finish(&ev_tx, "nothing to undo"),
+                        Err(e) => status_and_finish(&ev_tx, &format!("undo failed: {e}")),
+                    },
+                    Op::NewSession => match agent.new_session().await {
+                        Ok(()) => {
+                            if let Ok(mut s) = task_session.lock() {
+                                *s = agent.session_id().to_string();
+                            }
+                            status_and_finish(&ev_tx, &format!("new session {}", agent.session_id()));
+                        }
+                        Err(e) => status_and_finish(&ev_tx, &format!("could not start a new session: {e}")),
+                    },
+                    Op::Interrupt => {}
+                    Op::Shutdown => break,
+                }
+            }
+            agent
+        });
+        AgentHandle {
+            ops: ops_tx,
+            events: ev_rx,
+            current,
+            session_id,
+            task,
+        }
+    }
+
+    /// Queues an op. `Op::Interrupt` takes effect at once: it cancels the running turn's
+    /// model request and tools.
+    pub fn submit(&self, op: Op) {
+        if op == Op::Interrupt {
+            self.interrupt();
+            return;
+        }
+        let _ = self.ops.send(op);
+    }
+
+    /// Cancels the running turn, if any.
+    pub fn interrupt(&self) {
+        if let Ok(token) = self.current.lock() {
+            token.cancel();
+        }
+    }
+
+    /// The next event, or `None` once the agent task has ended.
+    pub async fn next_event(&mut self) -> Option<AgentEvent> {
+        self.events.recv().await
+    }
+
+    /// The current session id (changes after `Op::NewSession`).
+    pub fn session_id(&self) -> String {
+        self.session_id.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops accepting ops and waits for the task, returning the agent.
+    pub async fn shutdown(self) -> Option<Agent> {
+        let _ = self.ops.send(Op::Shutdown);
+        drop(self.ops);
+        self.task.await.ok()
+    }
+}
+
+/// Control ops answer with a status line and a `TurnFinished` so front ends waiting for the
+/// end of an op see one.
+fn status_and_finish(events: &UnboundedSender<AgentEvent>, message: &str) {
+    let _ = events.send(AgentEvent::Status {
+        message: message.to_string(),
+    });
+    let _ = events.send(AgentEvent::TurnFinished {
+        outcome: TurnOutcome::Completed,
+        final_text: String::new(),
+        usage: Usage::default(),
+    });
+}

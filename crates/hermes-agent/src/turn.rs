@@ -1,0 +1,344 @@
+//! One turn of the loop (ARCHITECTURE §2 steps 2–5).
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent};
+use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, ToolCall, TurnOutcome, Usage};
+use hermes_tools::{ToolContext, ToolOutput};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+use crate::dispatch::{CANCELLED_TEXT, args_preview, prepare_call, result_preview, run_prepared};
+use crate::repair::repair_history;
+
+const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
+const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md");
+const TRUNCATED_CALL_TEXT: &str = include_str!("../prompts/truncated_tool_call.md");
+/// Longest provider-requested wait honored (FEATURES §2).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// Why a model call produced no message.
+enum CallFailure {
+    Cancelled,
+    Failed(LlmError),
+}
+
+impl Agent {
+    /// Runs one turn for `input`: persists the user message, loops model calls and tool
+    /// batches within the iteration budget, and emits events to `events` (a closed channel is
+    /// ignored). Returns how the turn ended; the same outcome is sent as `TurnFinished`.
+    pub async fn run_turn(
+        &mut self,
+        input: &str,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: CancellationToken,
+    ) -> TurnOutcome {
+        let emit = |e: AgentEvent| {
+            let _ = events.send(e);
+        };
+        emit(AgentEvent::TurnStarted {
+            session_id: self.session_id.clone(),
+        });
+        self.persist(Message::user(input), events).await;
+        self.maybe_set_title(input).await;
+
+        let mut usage = Usage::default();
+        let mut final_text = String::new();
+        let mut outcome = TurnOutcome::BudgetExhausted;
+        let budget = self.opts.max_turns.max(1);
+
+        for _iteration in 0..budget {
+            let request = self.request(self.tool_specs(), None, &cancel);
+            let reply = match self.call_model(&request, events, &cancel).await {
+                Ok(reply) => reply,
+                Err(CallFailure::Cancelled) => {
+                    outcome = TurnOutcome::Interrupted;
+                    break;
+                }
+                Err(CallFailure::Failed(e)) => {
+                    final_text = format!("The model call failed: {e}");
+                    outcome = TurnOutcome::Failed;
+                    break;
+                }
+            };
+            usage.add(&reply.usage);
+            self.record_usage(&reply.usage).await;
+            for d in &reply.diagnostics {
+                emit(AgentEvent::Status { message: d.clone() });
+            }
+            self.persist(reply.to_message(), events).await;
+
+            if reply.tool_calls.is_empty() {
+                final_text = reply.text.clone();
+                outcome = TurnOutcome::Completed;
+                break;
+            }
+            let truncated = reply.finish_reason == Some(FinishReason::Length);
+            if !self.run_tools(&reply.tool_calls, truncated, events, &cancel).await {
+                outcome = TurnOutcome::Interrupted;
+                break;
+            }
+        }
+
+        if outcome == TurnOutcome::BudgetExhausted {
+            final_text = self.budget_summary(&mut usage, events, &cancel).await;
+        }
+        if outcome == TurnOutcome::Interrupted {
+            final_text = "Interrupted.".to_string();
+        }
+        self.session_usage.add(&usage);
+        emit(AgentEvent::TurnFinished {
+            outcome: outcome.clone(),
+            final_text,
+            usage,
+        });
+        outcome
+    }
+
+    fn tool_specs(&self) -> Vec<hermes_protocol::ToolSpec> {
+        self.deps.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    /// Builds a request: stored prompt + ephemeral prompt + repaired history + tools.
+    fn request(
+        &self,
+        tools: Vec<hermes_protocol::ToolSpec>,
+        extra_user: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> ChatRequest {
+        let mut system = self.system_prompt.clone();
+        if let Some(eph) = &self.opts.ephemeral_prompt {
+            system.push_str("\n\n");
+            system.push_str(eph);
+        }
+        let (mut messages, report) = repair_history(&self.history());
+        if !report.is_clean() {
+            tracing::debug!(?report, "history repaired before request");
+        }
+        if let Some(text) = extra_user {
+            messages.push(Message::user(text));
+        }
+        ChatRequest {
+            model: self.deps.client.model().to_string(),
+            system,
+            messages,
+            tools,
+            max_tokens: self.opts.max_tokens,
+            temperature: None,
+            cancel: cancel.child_token(),
+        }
+    }
+
+    /// One model call with retries per the error class (FEATURES §2).
+    async fn call_model(
+        &self,
+        request: &ChatRequest,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantMessage, CallFailure> {
+        let mut attempt: u32 = 0;
+        loop {
+            let error = match self.stream_once(request, events, cancel).await {
+                Ok(reply) => return Ok(reply),
+                Err(CallFailure::Cancelled) => return Err(CallFailure::Cancelled),
+                Err(CallFailure::Failed(e)) => e,
+            };
+            attempt += 1;
+            if !error.class.retryable() || attempt > self.opts.api_max_retries {
+                return Err(CallFailure::Failed(error));
+            }
+            let delay = match error.retry_after {
+                Some(d) => d.min(MAX_RETRY_AFTER),
+                None => hermes_llm::backoff_delay(attempt, self.opts.retry_base, self.opts.retry_max),
+            };
+            let _ = events.send(AgentEvent::Status {
+                message: format!(
+                    "{} error ({error}); retry {attempt}/{} in {:.1}s",
+                    class_label(error.class),
+                    self.opts.api_max_retries,
+                    delay.as_secs_f64()
+                ),
+            });
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            }
+        }
+    }
+
+    async fn stream_once(
+        &self,
+        request: &ChatRequest,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantMessage, CallFailure> {
+        let client = self.deps.client.clone();
+        let mut stream = tokio::select! {
+            r = client.stream(request) => r.map_err(CallFailure::Failed)?,
+            () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+        };
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            };
+            match item {
+                Some(Ok(StreamEvent::TextDelta(text))) => {
+                    let _ = events.send(AgentEvent::TextDelta { text });
+                }
+                Some(Ok(StreamEvent::ReasoningDelta(text))) => {
+                    let _ = events.send(AgentEvent::ReasoningDelta { text });
+                }
+                Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
+                Some(Ok(StreamEvent::Completed(reply))) => return Ok(reply),
+                Some(Err(e)) => return Err(CallFailure::Failed(e)),
+                None => {
+                    return Err(CallFailure::Failed(LlmError {
+                        class: ErrorClass::Unknown,
+                        status: None,
+                        message: "the model stream ended before the response was complete".to_string(),
+                        retry_after: None,
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Runs one batch of tool calls in order and persists each result. Returns false when
+    /// the user interrupted (every call still gets a result, so pairs stay intact).
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        truncated: bool,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let ctx = self.tool_context(cancel, events);
+        // Identical (name, arguments) calls in one batch run once (FEATURES §3).
+        let mut done: Vec<(String, String, ToolOutput)> = Vec::new();
+        let mut interrupted = false;
+        for call in calls {
+            let started = Instant::now();
+            let _ = events.send(AgentEvent::ToolStarted {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                args_preview: args_preview(&call.arguments),
+            });
+            let output = if interrupted || cancel.is_cancelled() {
+                interrupted = true;
+                ToolOutput::error(CANCELLED_TEXT)
+            } else if truncated {
+                // Case C03: arguments cut by the output limit are never executed or "repaired".
+                ToolOutput::error(TRUNCATED_CALL_TEXT.trim())
+            } else if let Some((_, _, out)) = done.iter().find(|(n, a, _)| *n == call.name && *a == call.arguments) {
+                out.clone()
+            } else {
+                let out = match prepare_call(&self.deps.tools, call) {
+                    Ok((tool, args)) => run_prepared(tool, args, &ctx).await,
+                    Err(refusal) => refusal,
+                };
+                if cancel.is_cancelled() {
+                    interrupted = true;
+                }
+                done.push((call.name.clone(), call.arguments.clone(), out.clone()));
+                out
+            };
+            let _ = events.send(AgentEvent::ToolFinished {
+                call_id: call.id.clone(),
+                ok: !output.is_error,
+                preview: result_preview(&output.content),
+                duration_ms: started.elapsed().as_millis() as u64,
+            });
+            self.persist(Message::tool(call.id.clone(), call.name.clone(), output.content), events)
+                .await;
+        }
+        !interrupted
+    }
+
+    fn tool_context(&self, cancel: &CancellationToken, events: &UnboundedSender<AgentEvent>) -> ToolContext {
+        let progress_events = events.clone();
+        ToolContext {
+            cwd: self.opts.cwd.clone(),
+            home: self.deps.home.clone(),
+            cancel: cancel.child_token(),
+            approver: self.deps.approver.clone(),
+            yolo: self.opts.yolo,
+            terminal_timeout_s: self.opts.terminal_timeout_s,
+            progress: std::sync::Arc::new(move |message: String| {
+                let _ = progress_events.send(AgentEvent::Status { message });
+            }),
+        }
+    }
+
+    /// Budget exhausted: one tool-less call asking for a summary; a fixed notice if it fails.
+    async fn budget_summary(
+        &mut self,
+        usage: &mut Usage,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> String {
+        let _ = events.send(AgentEvent::Status {
+            message: format!("iteration budget of {} reached; asking for a summary", self.opts.max_turns),
+        });
+        let request = self.request(Vec::new(), Some(BUDGET_SUMMARY_PROMPT.trim()), cancel);
+        let text = match self.call_model(&request, events, cancel).await {
+            Ok(reply) if !reply.text.trim().is_empty() => {
+                usage.add(&reply.usage);
+                self.record_usage(&reply.usage).await;
+                reply.text
+            }
+            _ => {
+                let text = BUDGET_FALLBACK_TEXT
+                    .trim()
+                    .replace("{max_turns}", &self.opts.max_turns.to_string());
+                let _ = events.send(AgentEvent::TextDelta { text: text.clone() });
+                text
+            }
+        };
+        self.persist(Message::assistant(text.clone()), events).await;
+        text
+    }
+
+    async fn record_usage(&self, usage: &Usage) {
+        if usage.is_empty() {
+            return;
+        }
+        let sid = self.session_id.clone();
+        let model = self.deps.client.model().to_string();
+        let provider = self.deps.client.provider().to_string();
+        let u = *usage;
+        if let Err(e) = self.blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None)).await {
+            tracing::warn!(error = %e, "could not record usage");
+        }
+    }
+
+    /// Titles an untitled session from its first user message (≤ 60 chars).
+    async fn maybe_set_title(&self, input: &str) {
+        let user_turns = self
+            .history
+            .iter()
+            .filter(|e| e.message.role == hermes_protocol::Role::User)
+            .count();
+        if user_turns != 1 {
+            return;
+        }
+        let line = input.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let mut title: String = line.chars().take(60).collect();
+        if line.chars().count() > 60 {
+            title.push('…');
+        }
+        if title.is_empty() {
+            return;
+        }
+        let sid = self.session_id.clone();
+        if let Err(e) = self.blocking(move |s| s.set_title(&sid, &title)).await {
+            tracing::warn!(error = %e, "could not set session title");
+        }
+    }
+}
+
+fn class_label(class: ErrorClass) -> String {
+    format!("{class:?}").to_lowercase()
+}
