@@ -4,7 +4,8 @@
 //! - balanced `"…"` phrases are kept, with a `*` right after the closing quote as a prefix
 //!   marker (empty or punctuation-only phrases are dropped); an
 //!   unbalanced `"` is treated as a space (`unbalanced "quote` → `unbalanced quote`);
-//! - `(`, `)` and whitespace separate terms; explicit uppercase `OR`/`AND`/`NOT` between terms
+//! - `(`, `)`, whitespace and control characters separate terms (inside a phrase, a control
+//!   character becomes a space); explicit uppercase `OR`/`AND`/`NOT` between terms
 //!   are kept, a run of operators collapses to its first one, and operators at the start or end
 //!   are dropped (`hello AND` → `hello`);
 //! - a bare term loses leading and trailing punctuation (`***foo` → `foo`), except that
@@ -89,7 +90,12 @@ pub(crate) fn render(items: &[Item]) -> String {
 /// Parses user text into terms and operators, applying every rule of the module docs
 /// (including the length cap), so that [`render`] yields a valid FTS5 expression.
 pub(crate) fn parse_query(input: &str) -> Vec<Item> {
-    let input: String = input.chars().take(MAX_QUERY_CHARS * 4).collect();
+    // Control characters (NUL would end the query early inside SQLite) count as spaces.
+    let input: String = input
+        .chars()
+        .take(MAX_QUERY_CHARS * 4)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let mut raw = Vec::new();
     for token in split_tokens(&input) {
         match token {

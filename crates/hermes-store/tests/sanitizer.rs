@@ -162,6 +162,8 @@ fn fts_syntax_string() -> impl Strategy<Value = String> {
         Just("笔记".to_string()),
         Just("'".to_string()),
         Just(" ".to_string()),
+        Just("\u{0}".to_string()),
+        "[\\x00-\\x1f\\x7f]{1,2}",
         "[a-z0-9_.]{1,6}",
         "\\PC{1,4}",
     ];
@@ -198,5 +200,29 @@ proptest! {
     #[test]
     fn long_input_is_capped(text in "[a-z -]{2000,3000}") {
         prop_assert!(sanitize_fts_query(&text).chars().count() <= MAX_QUERY_CHARS);
+    }
+}
+
+#[test]
+fn control_characters_never_make_search_fail() {
+    let store = SessionStore::open_in_memory().unwrap();
+    session(&store, "c");
+    store
+        .append_message("c", &Message::user("a b"), None)
+        .unwrap();
+    for q in [
+        "\"a\u{0}b\"",
+        "a\u{0}-b",
+        "a\u{0}",
+        "\u{0}\"",
+        "a\u{1a}b",
+        "x\u{7f}y*",
+        "\u{0}OR a",
+    ] {
+        assert!(
+            store.search(&SearchQuery::new(q)).is_ok(),
+            "{q:?} -> {:?}",
+            sanitize_fts_query(q)
+        );
     }
 }
