@@ -3,11 +3,12 @@
 //! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition
 //! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
 //! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification and
-//! the write deny-list ([`safety`]). It must not talk to models or the session store; the
+//! the write deny-list ([`safety`]) and the parallel planner for a batch of calls ([`plan`]). It must not talk to models or the session store; the
 //! agent loop decides when tools run (ARCHITECTURE §1).
 
 mod coerce;
 pub mod file;
+pub mod plan;
 mod registry;
 pub mod safety;
 pub mod terminal;

@@ -64,3 +64,65 @@ fn tool_arg_coercion_vectors() {
         );
     }
 }
+
+#[test]
+fn path_overlap_vectors() {
+    use hermes_tools::Parallelism;
+    use hermes_tools::plan::{BatchCall, SegmentKind, paths_overlap, plan_batch};
+    use std::path::Path;
+
+    let v = common::load_json("vectors/path_overlap.json");
+    for case in v["cases"].as_array().unwrap() {
+        let (a, b) = (case[0].as_str().unwrap(), case[1].as_str().unwrap());
+        assert_eq!(
+            paths_overlap(Path::new(a), Path::new(b)),
+            case[2].as_bool().unwrap(),
+            "{a} {b}"
+        );
+    }
+    let registry = Registry::builtin();
+    let lookup = |name: &str| match name {
+        "clarify" => Some(Parallelism::Never),
+        _ => registry.get(name).map(|t| t.parallelism()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let batches = v["batches"].as_array().unwrap();
+    assert!(!batches.is_empty());
+    for batch in batches {
+        let args: Vec<serde_json::Value> = batch["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| match c[1].as_str() {
+                Some(p) => json!({"path": p}),
+                None => json!({}),
+            })
+            .collect();
+        let calls: Vec<BatchCall<'_>> = batch["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(&args)
+            .map(|(c, a)| BatchCall {
+                name: c[0].as_str().unwrap(),
+                args: Some(a),
+            })
+            .collect();
+        let got: Vec<serde_json::Value> = plan_batch(&calls, lookup, dir.path())
+            .into_iter()
+            .map(|s| {
+                let kind = match s.kind {
+                    SegmentKind::Parallel => "parallel",
+                    SegmentKind::Sequential => "sequential",
+                };
+                json!([kind, s.calls])
+            })
+            .collect();
+        assert_eq!(
+            serde_json::Value::Array(got),
+            batch["segments"],
+            "{}",
+            batch["calls"]
+        );
+    }
+}

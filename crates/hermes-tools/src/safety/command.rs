@@ -390,6 +390,14 @@ mod tests {
             "rm -rf \"$HOME/\"",
             "echo x; rm -Rf /",
             "bash -c 'rm -rf /'",
+            "rm -r -f /",
+            "rm -rf -- /",
+            "sudo -u root rm -rf /",
+            "nohup rm -rf / &",
+            "(rm -rf /)",
+            "echo $(rm -rf ~)",
+            "sh -c \"eval 'rm -rf /'\"",
+            "true&&rm -rf /",
         ] {
             assert!(
                 matches!(classify_command(c), CommandSafety::Blocked { .. }),
