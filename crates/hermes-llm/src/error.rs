@@ -172,7 +172,11 @@ impl LlmError {
         } else {
             parsed.message.clone()
         };
-        let mut err = LlmError::new(class, Some(status), format!("HTTP {status}: {}", clip(&text)));
+        let mut err = LlmError::new(
+            class,
+            Some(status),
+            format!("HTTP {status}: {}", clip(&text)),
+        );
         err.retry_after = retry_after_from_headers(headers);
         err
     }
@@ -214,7 +218,10 @@ impl LlmError {
         Some(LlmError::new(
             class,
             Some(status),
-            format!("provider error inside a 200 stream ({kind}): {}", clip(&message)),
+            format!(
+                "provider error inside a 200 stream ({kind}): {}",
+                clip(&message)
+            ),
         ))
     }
 
@@ -449,10 +456,9 @@ impl ProviderErrorBody {
             .get("metadata")
             .and_then(|m| m.get("raw"))
             .and_then(|v| v.as_str())
+            .filter(|raw| !message.contains(raw))
         {
-            if !message.contains(raw) {
-                message = format!("{message} ({raw})");
-            }
+            message = format!("{message} ({raw})");
         }
         let numeric_code = e
             .get("code")

@@ -211,7 +211,10 @@ mod tests {
                     j += 1;
                 }
                 let piece = f.push(&text[i..j]);
-                assert!(!piece.contains("<tool_call"), "leaked markup at step {step}");
+                assert!(
+                    !piece.contains("<tool_call"),
+                    "leaked markup at step {step}"
+                );
                 vis.push_str(&piece);
                 i = j;
             }
@@ -223,10 +226,23 @@ mod tests {
 
     #[test]
     fn invalid_and_unclosed_blocks_are_reported() {
-        let (visible, calls) = parse_tool_calls("x<tool_call>not json</tool_call>y<tool_call>{\"name\"");
+        let (visible, calls) =
+            parse_tool_calls("x<tool_call>not json</tool_call>y<tool_call>{\"name\"");
         assert_eq!(visible, "xy");
         assert_eq!(calls.len(), 2);
-        assert!(calls[0].error.as_deref().unwrap_or("").contains("not valid JSON"));
-        assert!(calls[1].error.as_deref().unwrap_or("").contains("never closed"));
+        assert!(
+            calls[0]
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .contains("not valid JSON")
+        );
+        assert!(
+            calls[1]
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .contains("never closed")
+        );
     }
 }

@@ -270,7 +270,12 @@ fn non_empty(v: &Option<String>) -> Option<String> {
 }
 
 /// Picks a value from the flag or the config, recording which in the trace.
-fn pick(flag: &Option<String>, config: &Option<String>, what: &str, trace: &mut Vec<String>) -> Option<String> {
+fn pick(
+    flag: &Option<String>,
+    config: &Option<String>,
+    what: &str,
+    trace: &mut Vec<String>,
+) -> Option<String> {
     if let Some(v) = non_empty(flag) {
         trace.push(format!("{what} `{v}` from the command-line flag"));
         return Some(v);
@@ -293,9 +298,9 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
     let forced_mode = cfg.api_mode.as_deref().and_then(ApiMode::parse);
 
     let canonical = match &provider {
-        Some(p) => Some(
-            canonical_provider(p).ok_or_else(|| ResolveError::UnknownProvider(p.clone()))?,
-        ),
+        Some(p) => {
+            Some(canonical_provider(p).ok_or_else(|| ResolveError::UnknownProvider(p.clone()))?)
+        }
         None if base_url.is_some() => {
             trace.push("no provider given but a base_url is: using provider `custom`".to_string());
             Some(CanonicalProvider::Custom {
@@ -311,7 +316,9 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
             let url = match (base_url, default_base_url) {
                 (Some(u), _) => u,
                 (None, Some(d)) => {
-                    trace.push(format!("base_url `{d}` is the default for this server alias"));
+                    trace.push(format!(
+                        "base_url `{d}` is the default for this server alias"
+                    ));
                     d.to_string()
                 }
                 (None, None) => return Err(ResolveError::MissingBaseUrl),
@@ -322,7 +329,10 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
                 trace.push("no API key (local OpenAI-compatible server)".to_string());
             }
             let model = model.unwrap_or_else(|| {
-                trace.push("no model given: sending `default` (single-model servers ignore it)".to_string());
+                trace.push(
+                    "no model given: sending `default` (single-model servers ignore it)"
+                        .to_string(),
+                );
                 "default".to_string()
             });
             Runtime {
@@ -383,11 +393,12 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
             }
         }
     };
-    if let Some(mode) = forced_mode {
-        if mode != rt.api_mode {
-            trace.push(format!("api_mode forced to {} by config.yaml", mode.as_str()));
-            rt.api_mode = mode;
-        }
+    if let Some(mode) = forced_mode.filter(|m| *m != rt.api_mode) {
+        trace.push(format!(
+            "api_mode forced to {} by config.yaml",
+            mode.as_str()
+        ));
+        rt.api_mode = mode;
     }
     rt.context_window = cfg.context_length;
     if let Some(w) = cfg.context_length {
@@ -413,7 +424,10 @@ fn hosted_runtime(
 ) -> Runtime {
     let base_url = base_url.unwrap_or_else(|| h.base_url.to_string());
     let model = model.unwrap_or_else(|| {
-        trace.push(format!("model `{}` is the default for {}", h.default_model, h.id));
+        trace.push(format!(
+            "model `{}` is the default for {}",
+            h.default_model, h.id
+        ));
         h.default_model.to_string()
     });
     Runtime {
@@ -464,7 +478,10 @@ pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
             cfg.timeout = Duration::from_secs(120);
             if rt.provider == "openrouter" {
                 cfg.extra_headers = vec![
-                    ("HTTP-Referer".to_string(), "https://github.com/NousResearch/hermes-agent".to_string()),
+                    (
+                        "HTTP-Referer".to_string(),
+                        "https://github.com/NousResearch/hermes-agent".to_string(),
+                    ),
                     ("X-Title".to_string(), "hermes".to_string()),
                 ];
             }

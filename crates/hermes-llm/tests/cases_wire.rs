@@ -50,16 +50,34 @@ async fn case_c01_usage_only_final_chunk_is_not_a_dropped_stream() {
     let case = read_case("C01");
     let exp = &case["expected"];
     let (outs, requests) = serve_all(sse(case["trigger"].as_str().unwrap().to_string())).await;
-    assert_eq!(requests, 3, "continuation_requests must be 0 (one request per call)");
+    assert_eq!(
+        requests, 3,
+        "continuation_requests must be 0 (one request per call)"
+    );
     for o in outs {
         let o = o.unwrap();
         assert_eq!(o.message.text, exp["assistant_text"].as_str().unwrap());
-        assert_eq!(o.message.finish_reason.as_ref().map(FinishReason::as_str), exp["finish_reason"].as_str());
+        assert_eq!(
+            o.message.finish_reason.as_ref().map(FinishReason::as_str),
+            exp["finish_reason"].as_str()
+        );
         let u = o.message.usage;
-        assert_eq!(u.input_tokens, exp["usage"]["prompt_tokens"].as_u64().unwrap());
-        assert_eq!(u.output_tokens, exp["usage"]["completion_tokens"].as_u64().unwrap());
-        assert_eq!(u.input_tokens + u.output_tokens, exp["usage"]["total_tokens"].as_u64().unwrap());
-        assert_eq!(o.completed_events as u64, exp["assistant_messages_persisted"].as_u64().unwrap());
+        assert_eq!(
+            u.input_tokens,
+            exp["usage"]["prompt_tokens"].as_u64().unwrap()
+        );
+        assert_eq!(
+            u.output_tokens,
+            exp["usage"]["completion_tokens"].as_u64().unwrap()
+        );
+        assert_eq!(
+            u.input_tokens + u.output_tokens,
+            exp["usage"]["total_tokens"].as_u64().unwrap()
+        );
+        assert_eq!(
+            o.completed_events as u64,
+            exp["assistant_messages_persisted"].as_u64().unwrap()
+        );
     }
 }
 
@@ -96,9 +114,7 @@ async fn case_c03_truncated_tool_call_keeps_length_and_verbatim_arguments() {
 async fn case_c04_empty_or_absent_arguments_become_empty_object() {
     let case = read_case("C04");
     let exp = &case["expected"];
-    let call_obj = |id: &str, args: &str| {
-        serde_json::json!({"id": id, "type": "function", "function": {"name": "skills_list", "arguments": args}})
-    };
+    let call_obj = |id: &str, args: &str| serde_json::json!({"id": id, "type": "function", "function": {"name": "skills_list", "arguments": args}});
     let body = |c: serde_json::Value| {
         json_200(
             serde_json::json!({"choices":[{"index":0,"finish_reason":"tool_calls",
@@ -121,7 +137,11 @@ async fn case_c04_empty_or_absent_arguments_become_empty_object() {
             assert_eq!(m.tool_calls.len(), 1, "{id}");
             let c = &m.tool_calls[0];
             assert_eq!((c.id.as_str(), c.name.as_str()), (id, "skills_list"));
-            assert_eq!(c.arguments, exp["stored_arguments_string"].as_str().unwrap(), "{id}");
+            assert_eq!(
+                c.arguments,
+                exp["stored_arguments_string"].as_str().unwrap(),
+                "{id}"
+            );
             let parsed: serde_json::Value = serde_json::from_str(&c.arguments).unwrap();
             assert_eq!(parsed, exp["parsed_arguments"]);
         }
@@ -140,8 +160,16 @@ async fn case_c07_comment_keepalives_are_ignored() {
         for o in outs {
             let m = o.unwrap().message;
             assert_eq!(m.text, exp["assistant_text"].as_str().unwrap());
-            assert_eq!(m.finish_reason.as_ref().map(FinishReason::as_str), exp["finish_reason"].as_str());
-            assert_eq!(m.diagnostics.len() as u64, exp["parse_errors"].as_u64().unwrap(), "{:?}", m.diagnostics);
+            assert_eq!(
+                m.finish_reason.as_ref().map(FinishReason::as_str),
+                exp["finish_reason"].as_str()
+            );
+            assert_eq!(
+                m.diagnostics.len() as u64,
+                exp["parse_errors"].as_u64().unwrap(),
+                "{:?}",
+                m.diagnostics
+            );
         }
     }
 }
@@ -160,14 +188,25 @@ async fn case_c08_error_inside_200_stream_is_classified_from_its_content() {
     let exp = &case["expected"];
     let (variant_a, _) = c08_variants();
     let (outs, requests) = serve_all(sse(variant_a)).await;
-    assert_eq!(requests, 3, "identical_retries must be 0: the adapter itself never resends");
+    assert_eq!(
+        requests, 3,
+        "identical_retries must be 0: the adapter itself never resends"
+    );
     for o in outs {
         let err = o.unwrap_err();
         assert_eq!(err.status, exp["status"].as_u64().map(|s| s as u16));
-        assert!(err.message.contains(exp["message_contains"].as_str().unwrap()), "{}", err.message);
+        assert!(
+            err.message
+                .contains(exp["message_contains"].as_str().unwrap()),
+            "{}",
+            err.message
+        );
         assert_eq!(err.class.as_str(), exp["classified_as"].as_str().unwrap());
         assert_eq!(err.class, ErrorClass::ContextOverflow);
-        assert!(err.should_compress(), "context overflow compresses instead of resending unchanged");
+        assert!(
+            err.should_compress(),
+            "context overflow compresses instead of resending unchanged"
+        );
     }
 }
 
@@ -193,7 +232,12 @@ async fn case_c13_hermes_markup_in_content_is_stripped_not_executed() {
     // The same content streamed with the tag split across deltas.
     let content = "Let me look.<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.md\"}}\n</tool_call>";
     let mut streamed = String::new();
-    for piece in [&content[..14], &content[14..17], &content[17..40], &content[40..]] {
+    for piece in [
+        &content[..14],
+        &content[14..17],
+        &content[17..40],
+        &content[40..],
+    ] {
         let chunk = serde_json::json!({"choices":[{"index":0,"delta":{"content":piece},"finish_reason":null}]});
         streamed.push_str(&format!("data: {chunk}\n\n"));
     }
@@ -214,12 +258,31 @@ async fn case_c13_hermes_markup_in_content_is_stripped_not_executed() {
             });
             let o = call(&client, &req).await.unwrap();
             let m = &o.message;
-            assert_eq!(m.tool_calls.len() as u64, exp["tools_executed_by_default"].as_u64().unwrap());
-            assert_eq!(m.text.contains("<tool_call>"), exp["user_visible_text_contains_<tool_call>"].as_bool().unwrap());
-            assert!(!o.streamed_text.contains("<tool_call"), "{:?}", o.streamed_text);
+            assert_eq!(
+                m.tool_calls.len() as u64,
+                exp["tools_executed_by_default"].as_u64().unwrap()
+            );
+            assert_eq!(
+                m.text.contains("<tool_call>"),
+                exp["user_visible_text_contains_<tool_call>"]
+                    .as_bool()
+                    .unwrap()
+            );
+            assert!(
+                !o.streamed_text.contains("<tool_call"),
+                "{:?}",
+                o.streamed_text
+            );
             assert!(!o.streamed_text.contains("read_file"));
-            assert_eq!(!m.diagnostics.is_empty(), exp["diagnostic_emitted"].as_bool().unwrap());
-            assert!(m.diagnostics.iter().any(|d| d.contains("--tool-call-parser hermes") && d.contains("--jinja")));
+            assert_eq!(
+                !m.diagnostics.is_empty(),
+                exp["diagnostic_emitted"].as_bool().unwrap()
+            );
+            assert!(
+                m.diagnostics
+                    .iter()
+                    .any(|d| d.contains("--tool-call-parser hermes") && d.contains("--jinja"))
+            );
         }
         assert_eq!(mock.requests()[0]["tools"][0]["type"], "function");
     }

@@ -29,11 +29,7 @@ enum Expect {
     Err(ErrorClass, Option<u16>, &'static str),
 }
 
-fn ok(
-    text_prefix: &'static str,
-    finish: FinishReason,
-    usage: Option<(u64, u64)>,
-) -> Expect {
+fn ok(text_prefix: &'static str, finish: FinishReason, usage: Option<(u64, u64)>) -> Expect {
     Expect::Ok(Ok_ {
         text_prefix,
         text_chars: None,
@@ -61,17 +57,33 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
     use Source::*;
     vec![
         // openai_chat streams
-        ("openai_chat/stream_finish_length.sse", Sse, ok("{\"", Length, Some((79, 1)))),
-        ("openai_chat/stream_logprobs.sse", Sse, ok("Foo!", Stop, Some((9, 2)))),
+        (
+            "openai_chat/stream_finish_length.sse",
+            Sse,
+            ok("{\"", Length, Some((79, 1))),
+        ),
+        (
+            "openai_chat/stream_logprobs.sse",
+            Sse,
+            ok("Foo!", Stop, Some((9, 2))),
+        ),
         (
             "openai_chat/stream_multiple_choices_n3.sse",
             Sse,
-            ok(r#"{"city":"San Francisco","temperature":65,"units":"f"}"#, Stop, Some((79, 42))),
+            ok(
+                r#"{"city":"San Francisco","temperature":65,"units":"f"}"#,
+                Stop,
+                Some((79, 42)),
+            ),
         ),
         (
             "openai_chat/stream_refusal.sse",
             Sse,
-            ok("I'm sorry, I can't assist with that request.", Stop, Some((79, 11))),
+            ok(
+                "I'm sorry, I can't assist with that request.",
+                Stop,
+                Some((79, 11)),
+            ),
         ),
         (
             "openai_chat/stream_text_gpt41_obfuscation.sse",
@@ -87,13 +99,21 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
         (
             "openai_chat/stream_text_with_usage.sse",
             Sse,
-            ok("I'm unable to provide real-time weather updates.", Stop, Some((14, 30))),
+            ok(
+                "I'm unable to provide real-time weather updates.",
+                Stop,
+                Some((14, 30)),
+            ),
         ),
         (
             "openai_chat/stream_tool_call_single.sse",
             Sse,
             calls(
-                &[("call_4XzlGBLtUe9dy3GVNV4jhq7h", "get_weather", r#"{"city":"New York City"}"#)],
+                &[(
+                    "call_4XzlGBLtUe9dy3GVNV4jhq7h",
+                    "get_weather",
+                    r#"{"city":"New York City"}"#,
+                )],
                 Some((44, 16)),
             ),
         ),
@@ -129,21 +149,37 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
             ),
         ),
         // openai_chat non-streamed bodies
-        ("openai_chat/nonstream_finish_length.json", Json(200), ok("{\"", Length, Some((79, 1)))),
+        (
+            "openai_chat/nonstream_finish_length.json",
+            Json(200),
+            ok("{\"", Length, Some((79, 1))),
+        ),
         (
             "openai_chat/nonstream_multiple_choices_n3.json",
             Json(200),
-            ok(r#"{"city":"San Francisco","temperature":64,"units":"f"}"#, Stop, Some((79, 44))),
+            ok(
+                r#"{"city":"San Francisco","temperature":64,"units":"f"}"#,
+                Stop,
+                Some((79, 44)),
+            ),
         ),
         (
             "openai_chat/nonstream_refusal.json",
             Json(200),
-            ok("I'm very sorry, but I can't assist with that.", Stop, Some((79, 12))),
+            ok(
+                "I'm very sorry, but I can't assist with that.",
+                Stop,
+                Some((79, 12)),
+            ),
         ),
         (
             "openai_chat/nonstream_text.json",
             Json(200),
-            ok("I'm unable to provide real-time weather updates.", Stop, Some((14, 37))),
+            ok(
+                "I'm unable to provide real-time weather updates.",
+                Stop,
+                Some((14, 37)),
+            ),
         ),
         (
             "openai_chat/nonstream_text_gpt41.json",
@@ -185,22 +221,38 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
         (
             "openai_chat/error_400_context_length_exceeded.json",
             Json(400),
-            Expect::Err(ErrorClass::ContextOverflow, Some(400), "maximum context length"),
+            Expect::Err(
+                ErrorClass::ContextOverflow,
+                Some(400),
+                "maximum context length",
+            ),
         ),
         (
             "openai_chat/error_400_context_length_exceeded_compact.json",
             Json(400),
-            Expect::Err(ErrorClass::ContextOverflow, Some(400), "maximum context length"),
+            Expect::Err(
+                ErrorClass::ContextOverflow,
+                Some(400),
+                "maximum context length",
+            ),
         ),
         (
             "openai_chat/error_400_context_length_exceeded_with_completion.json",
             Json(400),
-            Expect::Err(ErrorClass::ContextOverflow, Some(400), "3130 in the messages"),
+            Expect::Err(
+                ErrorClass::ContextOverflow,
+                Some(400),
+                "3130 in the messages",
+            ),
         ),
         (
             "openai_chat/error_429_insufficient_quota.json",
             Json(429),
-            Expect::Err(ErrorClass::Billing, Some(429), "exceeded your current quota"),
+            Expect::Err(
+                ErrorClass::Billing,
+                Some(429),
+                "exceeded your current quota",
+            ),
         ),
         (
             "openai_chat/error_429_rate_limit_tokens.json",
@@ -211,14 +263,26 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
         (
             "llamacpp/stream_text.sse",
             Recording,
-            ok("Hello, welcome to my little corner of the world.", Stop, None),
+            ok(
+                "Hello, welcome to my little corner of the world.",
+                Stop,
+                None,
+            ),
         ),
         (
             "llamacpp/stream_text_include_usage.sse",
             Recording,
-            ok("Hello, welcome to my little corner of the world.", Stop, None),
+            ok(
+                "Hello, welcome to my little corner of the world.",
+                Stop,
+                None,
+            ),
         ),
-        ("llamacpp/stream_finish_length.sse", Recording, ok("In the depths of the", Length, None)),
+        (
+            "llamacpp/stream_finish_length.sse",
+            Recording,
+            ok("In the depths of the", Length, None),
+        ),
         (
             "llamacpp/fc_stream_text_no_tools.sse",
             Recording,
@@ -249,7 +313,11 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
         (
             "llamacpp/nonstream_text.json",
             Recording,
-            ok("Hello, welcome to my little corner of the world!", Stop, Some((36, 11))),
+            ok(
+                "Hello, welcome to my little corner of the world!",
+                Stop,
+                Some((36, 11)),
+            ),
         ),
         (
             "llamacpp/nonstream_finish_length.json",
@@ -305,7 +373,11 @@ fn table() -> Vec<(&'static str, Source, Expect)> {
         (
             "llamacpp/error_400_context_window.json",
             Recording,
-            Expect::Err(ErrorClass::ContextOverflow, Some(400), "maximum context length is 2048"),
+            Expect::Err(
+                ErrorClass::ContextOverflow,
+                Some(400),
+                "maximum context length is 2048",
+            ),
         ),
         (
             "llamacpp/error_500_validation_bad_messages_type.json",
@@ -326,7 +398,10 @@ fn response(rel: &str, source: &Source) -> MockResponse {
         Source::Json(status) => MockResponse::json_fixture(*status, fixture_path(rel)),
         Source::Recording => {
             let stem = rel.rsplit_once('.').unwrap().0;
-            MockResponse::from_recording(fixture_path(&format!("{stem}.headers.txt")), fixture_path(rel))
+            MockResponse::from_recording(
+                fixture_path(&format!("{stem}.headers.txt")),
+                fixture_path(rel),
+            )
         }
     }
 }
@@ -336,11 +411,18 @@ fn check(rel: &str, split: &str, expect: &Expect, got: &Result<common::Outcome, 
     match (expect, got) {
         (Expect::Ok(e), Ok(o)) => {
             let m = &o.message;
-            assert!(m.text.starts_with(e.text_prefix), "{ctx}: text {:?}", m.text);
+            assert!(
+                m.text.starts_with(e.text_prefix),
+                "{ctx}: text {:?}",
+                m.text
+            );
             if let Some(n) = e.text_chars {
                 assert_eq!(m.text.chars().count(), n, "{ctx}: text length");
             }
-            assert_eq!(o.streamed_text, m.text, "{ctx}: streamed deltas differ from final text");
+            assert_eq!(
+                o.streamed_text, m.text,
+                "{ctx}: streamed deltas differ from final text"
+            );
             let want: Vec<ToolCall> = e
                 .calls
                 .iter()
@@ -356,7 +438,11 @@ fn check(rel: &str, split: &str, expect: &Expect, got: &Result<common::Outcome, 
         (Expect::Err(class, status, needle), Err(err)) => {
             assert_eq!(err.class, *class, "{ctx}: {err:?}");
             assert_eq!(err.status, *status, "{ctx}: {err:?}");
-            assert!(err.message.contains(needle), "{ctx}: message {:?}", err.message);
+            assert!(
+                err.message.contains(needle),
+                "{ctx}: message {:?}",
+                err.message
+            );
         }
         (Expect::Ok(_), Err(e)) => panic!("{ctx}: expected success, got {e:?}"),
         (Expect::Err(..), Ok(o)) => panic!("{ctx}: expected an error, got {:?}", o.message),
@@ -401,7 +487,10 @@ fn table_covers_every_response_body() {
                 && !name.ends_with(".request.json")
                 && name != "models.json";
             if is_body {
-                assert!(listed.contains(&format!("{dir}/{name}")), "fixture {dir}/{name} not replayed");
+                assert!(
+                    listed.contains(&format!("{dir}/{name}")),
+                    "fixture {dir}/{name} not replayed"
+                );
             }
         }
     }
@@ -410,11 +499,21 @@ fn table_covers_every_response_body() {
 #[tokio::test]
 async fn refusal_adds_a_diagnostic() {
     let mock = MockProvider::start().await;
-    mock.push(MockResponse::sse_fixture(fixture_path("openai_chat/stream_refusal.sse")));
-    let out = call(&client(&mock.base_url()), &request(vec![Message::user("x")]))
-        .await
-        .unwrap();
-    assert!(out.message.diagnostics.iter().any(|d| d.contains("refused")));
+    mock.push(MockResponse::sse_fixture(fixture_path(
+        "openai_chat/stream_refusal.sse",
+    )));
+    let out = call(
+        &client(&mock.base_url()),
+        &request(vec![Message::user("x")]),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.message
+            .diagnostics
+            .iter()
+            .any(|d| d.contains("refused"))
+    );
 }
 
 #[tokio::test]
@@ -456,21 +555,33 @@ async fn assistant_tool_call_history_is_sent_with_empty_string_content() {
         fixture_path("llamacpp/fc_nonstream_after_tool_result.json"),
     ));
     let mut assistant = Message::assistant("");
-    assistant
-        .tool_calls
-        .push(ToolCall::new("call_1", "get_weather", r#"{"city": "Paris"}"#));
+    assistant.tool_calls.push(ToolCall::new(
+        "call_1",
+        "get_weather",
+        r#"{"city": "Paris"}"#,
+    ));
     let history = vec![
         Message::user("What is the weather in Paris?"),
         assistant,
-        Message::tool("call_1", "get_weather", r#"{"temp_c": 18, "sky": "cloudy"}"#),
+        Message::tool(
+            "call_1",
+            "get_weather",
+            r#"{"temp_c": 18, "sky": "cloudy"}"#,
+        ),
     ];
-    let out = call(&client(&mock.base_url()), &request(history)).await.unwrap();
+    let out = call(&client(&mock.base_url()), &request(history))
+        .await
+        .unwrap();
     assert_eq!(out.message.tool_calls.len(), 1);
     let sent = &mock.requests()[0];
     let msgs = sent["messages"].as_array().unwrap();
     assert_eq!(msgs[0]["role"], "system");
     assert_eq!(msgs[2]["role"], "assistant");
-    assert_eq!(msgs[2]["content"], serde_json::json!(""), "content must be \"\" not null");
+    assert_eq!(
+        msgs[2]["content"],
+        serde_json::json!(""),
+        "content must be \"\" not null"
+    );
     assert_eq!(msgs[2]["tool_calls"][0]["type"], "function");
     assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], "get_weather");
     assert_eq!(msgs[3]["role"], "tool");
@@ -479,23 +590,28 @@ async fn assistant_tool_call_history_is_sent_with_empty_string_content() {
     assert_eq!(sent["stream_options"]["include_usage"], true);
     // The recorded failing request differs exactly in that field.
     let failing: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture_path("llamacpp/fc_error_500_assistant_content_null.request.json"))
-            .unwrap(),
+        &std::fs::read_to_string(fixture_path(
+            "llamacpp/fc_error_500_assistant_content_null.request.json",
+        ))
+        .unwrap(),
     )
     .unwrap();
     assert!(failing["messages"][1]["content"].is_null());
     assert_eq!(failing["messages"][1]["tool_calls"], msgs[2]["tool_calls"]);
     hermes_testkit::assert_request_invariants(&mock.requests());
-    let auth = mock.captured()[0].header("authorization").map(str::to_string);
+    let auth = mock.captured()[0]
+        .header("authorization")
+        .map(str::to_string);
     assert_eq!(auth.as_deref(), Some("Bearer sk-test-0123456789abcdef"));
 }
 
 #[tokio::test]
 async fn models_endpoint_lists_recorded_models() {
     let mock = MockProvider::start().await;
-    let body: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture_path("llamacpp/models.json")).unwrap())
-            .unwrap();
+    let body: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture_path("llamacpp/models.json")).unwrap(),
+    )
+    .unwrap();
     mock.set_models(body);
     let ids = client(&mock.base_url()).list_models().await.unwrap();
     assert_eq!(ids, vec!["smollm2-135m".to_string()]);
@@ -504,15 +620,19 @@ async fn models_endpoint_lists_recorded_models() {
 #[tokio::test]
 async fn cancel_while_hanging_ends_the_stream() {
     let mock = MockProvider::start().await;
-    mock.push(MockResponse::from_bytes(
-        200,
-        vec![("content-type".into(), "text/event-stream".into())],
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\n",
-    )
-    .hang());
+    mock.push(
+        MockResponse::from_bytes(
+            200,
+            vec![("content-type".into(), "text/event-stream".into())],
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\n",
+        )
+        .hang(),
+    );
     let client = client(&mock.base_url());
     let req = request(vec![Message::user("x")]);
-    let mut stream = hermes_llm::ModelClient::stream(&client, &req).await.unwrap();
+    let mut stream = hermes_llm::ModelClient::stream(&client, &req)
+        .await
+        .unwrap();
     use futures::StreamExt;
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first, hermes_llm::StreamEvent::TextDelta("partial".into()));

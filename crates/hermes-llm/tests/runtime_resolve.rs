@@ -7,7 +7,10 @@ use hermes_llm::runtime::{CanonicalProvider, canonical_provider};
 use hermes_llm::{ApiMode, ResolveError, ResolveInputs, build_client, resolve};
 
 fn env(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -15,7 +18,10 @@ fn flags_beat_config_and_env() {
     let mut inputs = ResolveInputs {
         provider: Some("or".into()),
         model: Some("flag-model".into()),
-        env: env(&[("OPENROUTER_API_KEY", "sk-or-v1-abcdefghijklmnop1234"), ("OPENAI_API_KEY", "sk-openai-zzzzzzzzzzzz9999")]),
+        env: env(&[
+            ("OPENROUTER_API_KEY", "sk-or-v1-abcdefghijklmnop1234"),
+            ("OPENAI_API_KEY", "sk-openai-zzzzzzzzzzzz9999"),
+        ]),
         ..ResolveInputs::default()
     };
     inputs.config.provider = Some("openai".into());
@@ -28,21 +34,36 @@ fn flags_beat_config_and_env() {
     assert_eq!(rt.api_key.as_deref(), Some("sk-or-v1-abcdefghijklmnop1234"));
     let trace = rt.trace.join("\n");
     assert!(trace.contains("command-line flag"), "{trace}");
-    assert!(!trace.contains("abcdefghijklmnop"), "key leaked in trace: {trace}");
+    assert!(
+        !trace.contains("abcdefghijklmnop"),
+        "key leaked in trace: {trace}"
+    );
     let debug = format!("{rt:?}");
-    assert!(!debug.contains("abcdefghijklmnop"), "key leaked in Debug: {debug}");
+    assert!(
+        !debug.contains("abcdefghijklmnop"),
+        "key leaked in Debug: {debug}"
+    );
     assert!(debug.contains("sk-or-...1234"));
 }
 
 #[test]
 fn config_section_then_env_vars_in_order() {
     let mut inputs = ResolveInputs {
-        env: env(&[("OPENAI_API_KEY", "sk-openai-aaaaaaaaaaaa1111"), ("DEEPSEEK_API_KEY", "sk-ds-bbbbbbbbbbbbbb2222")]),
+        env: env(&[
+            ("OPENAI_API_KEY", "sk-openai-aaaaaaaaaaaa1111"),
+            ("DEEPSEEK_API_KEY", "sk-ds-bbbbbbbbbbbbbb2222"),
+        ]),
         ..ResolveInputs::default()
     };
     let rt = resolve(&inputs).unwrap();
-    assert_eq!((rt.provider.as_str(), rt.base_url.as_str()), ("openai", "https://api.openai.com/v1"));
-    inputs.env.insert("OPENROUTER_API_KEY".into(), "sk-or-v1-cccccccccccccc3333".into());
+    assert_eq!(
+        (rt.provider.as_str(), rt.base_url.as_str()),
+        ("openai", "https://api.openai.com/v1")
+    );
+    inputs.env.insert(
+        "OPENROUTER_API_KEY".into(),
+        "sk-or-v1-cccccccccccccc3333".into(),
+    );
     assert_eq!(resolve(&inputs).unwrap().provider, "openrouter");
     inputs.config.provider = Some("deepseek".into());
     inputs.config.context_length = Some(64000);
@@ -60,20 +81,40 @@ fn local_server_aliases_and_custom_base_url() {
         ("vllm", "http://127.0.0.1:8000/v1"),
         ("lmstudio", "http://127.0.0.1:1234/v1"),
     ] {
-        let inputs = ResolveInputs { provider: Some(alias.into()), ..ResolveInputs::default() };
+        let inputs = ResolveInputs {
+            provider: Some(alias.into()),
+            ..ResolveInputs::default()
+        };
         let rt = resolve(&inputs).unwrap();
-        assert_eq!((rt.provider.as_str(), rt.base_url.as_str(), rt.api_key.clone()), ("custom", url, None), "{alias}");
+        assert_eq!(
+            (
+                rt.provider.as_str(),
+                rt.base_url.as_str(),
+                rt.api_key.clone()
+            ),
+            ("custom", url, None),
+            "{alias}"
+        );
     }
     let mut inputs = ResolveInputs::default();
     inputs.config.base_url = Some("http://10.0.0.5:9000/v1".into());
     inputs.config.default = Some("qwen".into());
     let rt = resolve(&inputs).unwrap();
-    assert_eq!((rt.provider.as_str(), rt.model.as_str()), ("custom", "qwen"));
     assert_eq!(
-        resolve(&ResolveInputs { provider: Some("custom".into()), ..ResolveInputs::default() }),
+        (rt.provider.as_str(), rt.model.as_str()),
+        ("custom", "qwen")
+    );
+    assert_eq!(
+        resolve(&ResolveInputs {
+            provider: Some("custom".into()),
+            ..ResolveInputs::default()
+        }),
         Err(ResolveError::MissingBaseUrl)
     );
-    assert_eq!(canonical_provider("OR"), Some(CanonicalProvider::Hosted("openrouter")));
+    assert_eq!(
+        canonical_provider("OR"),
+        Some(CanonicalProvider::Hosted("openrouter"))
+    );
 }
 
 #[test]
@@ -83,23 +124,41 @@ fn local_model_then_nothing_configured() {
         ..ResolveInputs::default()
     };
     let rt = resolve(&inputs).unwrap();
-    assert_eq!((rt.provider.as_str(), rt.api_mode), ("local", ApiMode::Local));
+    assert_eq!(
+        (rt.provider.as_str(), rt.api_mode),
+        ("local", ApiMode::Local)
+    );
     assert!(rt.model.ends_with(".gguf"));
-    assert!(build_client(&rt).is_err(), "local client is built by the local module");
+    assert!(
+        build_client(&rt).is_err(),
+        "local client is built by the local module"
+    );
     inputs.local_model_available = None;
     let err = resolve(&inputs).unwrap_err();
     assert_eq!(err, ResolveError::NothingConfigured);
     let msg = err.to_string();
-    for needle in ["hermes setup", "hermes model pull", "OPENROUTER_API_KEY", "config.yaml", "base_url:"] {
+    for needle in [
+        "hermes setup",
+        "hermes model pull",
+        "OPENROUTER_API_KEY",
+        "config.yaml",
+        "base_url:",
+    ] {
         assert!(msg.contains(needle), "missing {needle:?} in: {msg}");
     }
 }
 
 #[test]
 fn errors_for_unknown_provider_and_missing_key() {
-    let inputs = ResolveInputs { provider: Some("nope".into()), ..ResolveInputs::default() };
+    let inputs = ResolveInputs {
+        provider: Some("nope".into()),
+        ..ResolveInputs::default()
+    };
     assert!(matches!(resolve(&inputs), Err(ResolveError::UnknownProvider(p)) if p == "nope"));
-    let inputs = ResolveInputs { provider: Some("openai".into()), ..ResolveInputs::default() };
+    let inputs = ResolveInputs {
+        provider: Some("openai".into()),
+        ..ResolveInputs::default()
+    };
     let err = resolve(&inputs).unwrap_err();
     assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
 }
@@ -108,9 +167,11 @@ fn errors_for_unknown_provider_and_missing_key() {
 async fn built_client_talks_to_the_resolved_endpoint() {
     let mock = hermes_testkit::MockProvider::start().await;
     mock.push(hermes_testkit::MockResponse::text("Hello from the mock."));
-    let mut inputs = ResolveInputs::default();
-    inputs.base_url = Some(mock.base_url());
-    inputs.model = Some("m1".into());
+    let inputs = ResolveInputs {
+        base_url: Some(mock.base_url()),
+        model: Some("m1".into()),
+        ..ResolveInputs::default()
+    };
     let rt = resolve(&inputs).unwrap();
     let client = build_client(&rt).unwrap();
     assert_eq!((client.provider(), client.model()), ("custom", "m1"));

@@ -20,16 +20,32 @@ fn error_classifier_vectors() {
         let status = case["status"].as_u64().map(|s| s as u16);
         let message = case["message"].as_str().unwrap();
         let class = classify(status, message);
-        assert_eq!(class.as_str(), case["class"].as_str().unwrap(), "case {case}");
+        assert_eq!(
+            class.as_str(),
+            case["class"].as_str().unwrap(),
+            "case {case}"
+        );
         let err = LlmError::new(class, status, message);
-        assert_eq!(err.retryable(), case["retryable"].as_bool().unwrap(), "retryable, case {case}");
-        assert_eq!(err.should_compress(), case["compress"].as_bool().unwrap(), "compress, case {case}");
+        assert_eq!(
+            err.retryable(),
+            case["retryable"].as_bool().unwrap(),
+            "retryable, case {case}"
+        );
+        assert_eq!(
+            err.should_compress(),
+            case["compress"].as_bool().unwrap(),
+            "compress, case {case}"
+        );
         assert_eq!(
             err.rotate_credential(),
             case["rotate_credential"].as_bool().unwrap(),
             "rotate_credential, case {case}"
         );
-        assert_eq!(err.fallback(), case["fallback"].as_bool().unwrap(), "fallback, case {case}");
+        assert_eq!(
+            err.fallback(),
+            case["fallback"].as_bool().unwrap(),
+            "fallback, case {case}"
+        );
     }
 }
 
@@ -46,12 +62,15 @@ fn backoff_stays_in_vector_ranges() {
         let mut seen_above_floor = false;
         for _ in 0..500 {
             let d = backoff_delay(attempt, base, max).as_secs_f64();
-            assert!(d >= lo - 1e-9 && d <= hi + 1e-9, "attempt {attempt}: {d} not in [{lo}, {hi}]");
+            assert!(
+                d >= lo - 1e-9 && d <= hi + 1e-9,
+                "attempt {attempt}: {d} not in [{lo}, {hi}]"
+            );
             seen_above_floor |= d > lo;
         }
         assert!(seen_above_floor, "attempt {attempt}: no jitter observed");
     }
-    assert_eq!(backoff_delay(0, base, max) >= base, true);
+    assert!(backoff_delay(0, base, max) >= base);
 }
 
 #[test]

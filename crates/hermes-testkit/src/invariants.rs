@@ -64,7 +64,11 @@ pub fn check_request_invariants(requests: &[Value]) -> Result<(), String> {
             };
             let mut pending: BTreeSet<String> = BTreeSet::new();
             for c in calls {
-                let id = c.get("id").and_then(|v| v.as_str()).unwrap_or("").to_string();
+                let id = c
+                    .get("id")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string();
                 if !pending.insert(id.clone()) {
                     return Err(format!("request {n}: duplicate tool call id `{id}`"));
                 }
@@ -131,7 +135,10 @@ mod tests {
 
     #[test]
     fn good_session_passes() {
-        let r1 = req(json!([{"role":"system","content":"S"},{"role":"user","content":"hi"}]), &["a", "b"]);
+        let r1 = req(
+            json!([{"role":"system","content":"S"},{"role":"user","content":"hi"}]),
+            &["a", "b"],
+        );
         let r2 = req(
             json!([{"role":"system","content":"S"},{"role":"user","content":"hi"},
                 {"role":"assistant","content":"","tool_calls":[{"id":"c1"},{"id":"c2"}]},
@@ -144,18 +151,43 @@ mod tests {
 
     #[test]
     fn violations_are_found() {
-        let orphan = req(json!([{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c9","content":"x"}]), &[]);
-        assert!(check_request_invariants(&[orphan]).unwrap_err().contains("c9"));
-        let missing = req(json!([{"role":"assistant","content":"","tool_calls":[{"id":"c1"}]},{"role":"user","content":"?"}]), &[]);
-        assert!(check_request_invariants(&[missing]).unwrap_err().contains("no tool result"));
-        let dup = req(json!([{"role":"assistant","content":"","tool_calls":[{"id":"c1"}]},
-            {"role":"tool","tool_call_id":"c1","content":"x"},{"role":"tool","tool_call_id":"c1","content":"x"}]), &[]);
+        let orphan = req(
+            json!([{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c9","content":"x"}]),
+            &[],
+        );
+        assert!(
+            check_request_invariants(&[orphan])
+                .unwrap_err()
+                .contains("c9")
+        );
+        let missing = req(
+            json!([{"role":"assistant","content":"","tool_calls":[{"id":"c1"}]},{"role":"user","content":"?"}]),
+            &[],
+        );
+        assert!(
+            check_request_invariants(&[missing])
+                .unwrap_err()
+                .contains("no tool result")
+        );
+        let dup = req(
+            json!([{"role":"assistant","content":"","tool_calls":[{"id":"c1"}]},
+            {"role":"tool","tool_call_id":"c1","content":"x"},{"role":"tool","tool_call_id":"c1","content":"x"}]),
+            &[],
+        );
         assert!(check_request_invariants(&[dup]).is_err());
         let s1 = req(json!([{"role":"system","content":"A"}]), &["a"]);
         let s2 = req(json!([{"role":"system","content":"B"}]), &["a"]);
-        assert!(check_request_invariants(&[s1.clone(), s2]).unwrap_err().contains("system"));
+        assert!(
+            check_request_invariants(&[s1.clone(), s2])
+                .unwrap_err()
+                .contains("system")
+        );
         let t2 = req(json!([{"role":"system","content":"A"}]), &["b", "a"]);
         let t1 = req(json!([{"role":"system","content":"A"}]), &["a", "b"]);
-        assert!(check_request_invariants(&[t1, t2]).unwrap_err().contains("tool list"));
+        assert!(
+            check_request_invariants(&[t1, t2])
+                .unwrap_err()
+                .contains("tool list")
+        );
     }
 }

@@ -177,7 +177,8 @@ async fn chat(State(state): State<SharedState>, headers: HeaderMap, body: Bytes)
         Body::from_stream(body_stream)
     };
     let mut out = Response::new(body);
-    *out.status_mut() = StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *out.status_mut() =
+        StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     for (k, v) in &resp.headers {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(k.as_bytes()),

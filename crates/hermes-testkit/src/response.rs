@@ -227,7 +227,10 @@ mod tests {
     fn chunking_covers_body_in_order() {
         let body = Bytes::from_static("héllo wörld".as_bytes());
         let parts = Chunking::Sizes(vec![1, 2, 0]).split(&body);
-        assert_eq!(parts.iter().map(|p| p.len()).take(3).collect::<Vec<_>>(), vec![1, 2, 1]);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).take(3).collect::<Vec<_>>(),
+            vec![1, 2, 1]
+        );
         assert_eq!(parts.concat(), body.to_vec());
     }
 }

@@ -30,7 +30,9 @@ impl PromptHint {
     /// True when the prompt estimate is at least 75 % of a known context window.
     fn near_window(&self) -> bool {
         match self.context_window {
-            Some(w) if w > 0 => self.estimated_prompt_tokens.saturating_mul(4) >= w.saturating_mul(3),
+            Some(w) if w > 0 => {
+                self.estimated_prompt_tokens.saturating_mul(4) >= w.saturating_mul(3)
+            }
             _ => false,
         }
     }
@@ -91,8 +93,9 @@ impl ChatAssembler {
             Ok(v) => self.push_value(&v),
             Err(e) => {
                 let preview: String = data.chars().take(80).collect();
-                self.diagnostics
-                    .push(format!("skipped an SSE event whose data is not JSON ({e}): {preview}"));
+                self.diagnostics.push(format!(
+                    "skipped an SSE event whose data is not JSON ({e}): {preview}"
+                ));
                 Ok(Vec::new())
             }
         }
@@ -121,10 +124,12 @@ impl ChatAssembler {
             if index != 0 {
                 continue;
             }
-            if let Some(fr) = choice.get("finish_reason").and_then(|f| f.as_str()) {
-                if !fr.is_empty() {
-                    self.finish = Some(FinishReason::from_wire(fr));
-                }
+            if let Some(fr) = choice
+                .get("finish_reason")
+                .and_then(|f| f.as_str())
+                .filter(|f| !f.is_empty())
+            {
+                self.finish = Some(FinishReason::from_wire(fr));
             }
             let Some(delta) = choice
                 .get("delta")
@@ -157,11 +162,13 @@ impl ChatAssembler {
             _ => String::new(),
         };
         self.push_text(&content, events);
-        if let Some(r) = delta.get("refusal").and_then(|r| r.as_str()) {
-            if !r.is_empty() {
-                self.refused = true;
-                self.push_text(r, events);
-            }
+        if let Some(r) = delta
+            .get("refusal")
+            .and_then(|r| r.as_str())
+            .filter(|r| !r.is_empty())
+        {
+            self.refused = true;
+            self.push_text(r, events);
         }
         if let Some(calls) = delta.get("tool_calls").and_then(|c| c.as_array()) {
             for entry in calls {
@@ -190,7 +197,13 @@ impl ChatAssembler {
             .unwrap_or("");
         let slot = match entry.get("index").and_then(|i| i.as_u64()) {
             Some(index) => match self.calls.iter().rposition(|c| c.index == index) {
-                Some(pos) if id.is_empty() || self.calls[pos].id.is_empty() || self.calls[pos].id == id => pos,
+                Some(pos)
+                    if id.is_empty()
+                        || self.calls[pos].id.is_empty()
+                        || self.calls[pos].id == id =>
+                {
+                    pos
+                }
                 _ => self.new_slot(index),
             },
             None => {
@@ -283,7 +296,9 @@ impl ChatAssembler {
             diagnostics.push(SERVER_PARSER_DIAGNOSTIC.to_string());
         }
         if self.refused {
-            diagnostics.push("the model refused the request (refusal text shown as the answer)".to_string());
+            diagnostics.push(
+                "the model refused the request (refusal text shown as the answer)".to_string(),
+            );
         }
         let tool_calls = self
             .calls

@@ -80,7 +80,11 @@ impl std::fmt::Debug for OpenAiChatConfig {
             .field("provider_id", &self.provider_id)
             .field(
                 "extra_headers",
-                &self.extra_headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                &self
+                    .extra_headers
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
             )
             .field("context_window", &self.context_window)
             .field("timeout", &self.timeout)
@@ -169,7 +173,11 @@ impl OpenAiChatClient {
             return Err(LlmError::from_http(status.as_u16(), &headers, &text));
         }
         let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            LlmError::new(ErrorClass::FormatError, None, format!("model list is not JSON: {e}"))
+            LlmError::new(
+                ErrorClass::FormatError,
+                None,
+                format!("model list is not JSON: {e}"),
+            )
         })?;
         let Some(data) = value.get("data").and_then(|d| d.as_array()) else {
             return Err(LlmError::new(

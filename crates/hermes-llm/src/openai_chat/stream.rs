@@ -14,8 +14,9 @@ use super::assemble::{ChatAssembler, PromptHint};
 use crate::client::{EventStream, StreamEvent};
 use crate::error::{ErrorClass, LlmError};
 
-type SseEvents =
-    Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<LlmError>>> + Send>>;
+type SseEvents = Pin<
+    Box<dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<LlmError>>> + Send>,
+>;
 
 struct State {
     sse: SseEvents,
@@ -93,10 +94,11 @@ fn finish(st: &mut State) {
 
 /// An `event: error` SSE event: its data is classified like an error body.
 fn error_event(data: &str) -> LlmError {
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(data) {
-        if let Some(e) = LlmError::from_in_stream(&v) {
-            return e;
-        }
+    if let Some(e) = serde_json::from_str::<serde_json::Value>(data)
+        .ok()
+        .and_then(|v| LlmError::from_in_stream(&v))
+    {
+        return e;
     }
     LlmError::new(
         crate::error::classify(Some(400), data),
