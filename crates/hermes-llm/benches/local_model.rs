@@ -23,7 +23,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     let Some(path) = ["HERMES_BENCH_GGUF", "HERMES_TEST_GGUF"]
         .iter()
-        .find_map(|k| std::env::var_os(k))
+        .find_map(std::env::var_os)
         .map(PathBuf::from)
     else {
         eprintln!("skipped: set HERMES_BENCH_GGUF (or HERMES_TEST_GGUF) to a GGUF file");
