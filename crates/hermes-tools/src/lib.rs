@@ -2,10 +2,13 @@
 //!
 //! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition
 //! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
-//! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification and
-//! the write deny-list ([`safety`]) and the parallel planner for a batch of calls ([`plan`]). It must not talk to models or the session store; the
-//! agent loop decides when tools run (ARCHITECTURE §1).
+//! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification,
+//! the write deny-list ([`safety`]), the parallel planner for a batch of calls ([`plan`]) and
+//! the tool-result budget ([`budget`]).
+//! It must not talk to models or the session store; the agent loop decides when tools run
+//! (ARCHITECTURE §1).
 
+pub mod budget;
 mod coerce;
 pub mod file;
 pub mod plan;
