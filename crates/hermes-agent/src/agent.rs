@@ -121,7 +121,11 @@ pub struct Agent {
 
 impl Agent {
     /// Starts a new session, or resumes `resume` (an id, a title or a unique id prefix).
-    pub async fn start(deps: AgentDeps, opts: AgentOptions, resume: Option<&str>) -> Result<Agent, AgentError> {
+    pub async fn start(
+        deps: AgentDeps,
+        opts: AgentOptions,
+        resume: Option<&str>,
+    ) -> Result<Agent, AgentError> {
         let mut agent = Agent {
             deps,
             opts,
@@ -171,7 +175,10 @@ impl Agent {
     pub async fn new_session(&mut self) -> Result<(), AgentError> {
         let id = new_session_id();
         let client = &self.deps.client;
-        let prompt = self.deps.prompt.build(client.model(), client.provider(), &self.tool_names());
+        let prompt = self
+            .deps
+            .prompt
+            .build(client.model(), client.provider(), &self.tool_names());
         let record = NewSession {
             id: id.clone(),
             source: self.opts.source.clone(),
@@ -234,7 +241,8 @@ impl Agent {
         self.flush_unsaved().await;
         if let Some(first_id) = self.history[cut..].iter().find_map(|e| e.id) {
             let sid = self.session_id.clone();
-            self.blocking(move |s| s.deactivate_messages_from(&sid, first_id)).await?;
+            self.blocking(move |s| s.deactivate_messages_from(&sid, first_id))
+                .await?;
         }
         let text = self.history[cut].message.text();
         self.history.truncate(cut);
@@ -253,7 +261,10 @@ impl Agent {
             message: message.clone(),
         });
         let sid = self.session_id.clone();
-        match self.blocking(move |s| s.append_message(&sid, &message, None)).await {
+        match self
+            .blocking(move |s| s.append_message(&sid, &message, None))
+            .await
+        {
             Ok(id) => self.history[index].id = Some(id),
             Err(e) => {
                 tracing::warn!(error = %e, "could not save message; will retry");
@@ -268,10 +279,15 @@ impl Agent {
     async fn flush_unsaved(&mut self) {
         let pending = std::mem::take(&mut self.unsaved);
         for index in pending {
-            let Some(entry) = self.history.get(index) else { continue };
+            let Some(entry) = self.history.get(index) else {
+                continue;
+            };
             let message = entry.message.clone();
             let sid = self.session_id.clone();
-            match self.blocking(move |s| s.append_message(&sid, &message, None)).await {
+            match self
+                .blocking(move |s| s.append_message(&sid, &message, None))
+                .await
+            {
                 Ok(id) => self.history[index].id = Some(id),
                 Err(_) => self.unsaved.push(index),
             }

@@ -38,33 +38,18 @@ pub fn result_preview(content: &str) -> String {
     clip(line.trim(), RESULT_PREVIEW_CHARS)
 }
 
-/// Names among `tools` closest to `name` (by edit distance, then shared prefix), best first.
-fn closest_names(tools: &[Arc<dyn Tool>], name: &str, n: usize) -> Vec<String> {
-    let mut scored: Vec<(usize, String)> = tools
-        .iter()
-        .map(|t| {
-            let candidate = t.spec().name;
-            (strsim::levenshtein(&candidate.to_lowercase(), &name.to_lowercase()), candidate)
-        })
-        .collect();
-    scored.sort();
-    scored
-        .into_iter()
-        .filter(|(d, c)| *d <= c.len().max(name.len()) / 2 + 1)
-        .take(n)
-        .map(|(_, c)| c)
-        .collect()
-}
-
 /// Checks that a call can run: the tool exists and the arguments are one JSON object.
 /// Returns the tool and the arguments coerced by its schema (the stored call keeps the
 /// model's text), or the error result to give the model instead of running anything.
-pub(crate) fn prepare_call(tools: &[Arc<dyn Tool>], call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
+pub(crate) fn prepare_call(
+    tools: &[Arc<dyn Tool>],
+    call: &ToolCall,
+) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
     let Some(tool) = tools.iter().find(|t| t.spec().name == call.name).cloned() else {
-        let close = closest_names(tools, &call.name, 3);
+        let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+        let close = hermes_tools::closest_names(&call.name, names.iter().map(String::as_str), 3);
         let hint = if close.is_empty() {
-            let all: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
-            format!("Available tools: {}.", all.join(", "))
+            format!("Available tools: {}.", names.join(", "))
         } else {
             format!("Did you mean: {}?", close.join(", "))
         };
@@ -105,7 +90,11 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 /// Runs one prepared call, racing it against the context's cancellation token.
-pub(crate) async fn run_prepared(tool: Arc<dyn Tool>, args: Value, ctx: &ToolContext) -> ToolOutput {
+pub(crate) async fn run_prepared(
+    tool: Arc<dyn Tool>,
+    args: Value,
+    ctx: &ToolContext,
+) -> ToolOutput {
     tokio::select! {
         out = tool.call(args, ctx) => out,
         () = ctx.cancel.cancelled() => ToolOutput::error(CANCELLED_TEXT),
@@ -113,7 +102,8 @@ pub(crate) async fn run_prepared(tool: Arc<dyn Tool>, args: Value, ctx: &ToolCon
 }
 
 /// Result text for a call cancelled by the user (FEATURES §3 Interrupt).
-pub(crate) const CANCELLED_TEXT: &str = "[cancelled by user: the tool call was interrupted before it finished]";
+pub(crate) const CANCELLED_TEXT: &str =
+    "[cancelled by user: the tool call was interrupted before it finished]";
 
 #[cfg(test)]
 mod tests {
@@ -121,7 +111,10 @@ mod tests {
 
     #[test]
     fn previews_are_short_single_lines() {
-        assert_eq!(args_preview(r#"{"path":"src/main.rs","offset":3}"#), "src/main.rs");
+        assert_eq!(
+            args_preview(r#"{"path":"src/main.rs","offset":3}"#),
+            "src/main.rs"
+        );
         assert_eq!(args_preview(r#"{"command":"ls\n-la"}"#), "ls -la");
         let long = format!(r#"{{"command":"{}"}}"#, "x".repeat(200));
         assert_eq!(args_preview(&long).chars().count(), 80);

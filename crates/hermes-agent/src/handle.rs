@@ -48,7 +48,10 @@ impl AgentHandle {
                         Err(e) => status_and_finish(&ev_tx, &format!("retry failed: {e}")),
                     },
                     Op::Undo { count } => match agent.undo(count).await {
-                        Ok(Some(_)) => status_and_finish(&ev_tx, &format!("removed the last {} turn(s)", count.max(1))),
+                        Ok(Some(_)) => status_and_finish(
+                            &ev_tx,
+                            &format!("removed the last {} turn(s)", count.max(1)),
+                        ),
                         Ok(None) => status_and_finish(&ev_tx, "nothing to undo"),
                         Err(e) => status_and_finish(&ev_tx, &format!("undo failed: {e}")),
                     },
@@ -57,9 +60,15 @@ impl AgentHandle {
                             if let Ok(mut s) = task_session.lock() {
                                 *s = agent.session_id().to_string();
                             }
-                            status_and_finish(&ev_tx, &format!("new session {}", agent.session_id()));
+                            status_and_finish(
+                                &ev_tx,
+                                &format!("new session {}", agent.session_id()),
+                            );
                         }
-                        Err(e) => status_and_finish(&ev_tx, &format!("could not start a new session: {e}")),
+                        Err(e) => status_and_finish(
+                            &ev_tx,
+                            &format!("could not start a new session: {e}"),
+                        ),
                     },
                     Op::Interrupt => {}
                     Op::Shutdown => break,
@@ -100,7 +109,10 @@ impl AgentHandle {
 
     /// The current session id (changes after `Op::NewSession`).
     pub fn session_id(&self) -> String {
-        self.session_id.lock().map(|s| s.clone()).unwrap_or_default()
+        self.session_id
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// Stops accepting ops and waits for the task, returning the agent.

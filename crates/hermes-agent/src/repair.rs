@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use hermes_protocol::{Message, Role};
 
 /// Text of the result synthesized for a call that never got one (C18).
-pub const MISSING_RESULT_TEXT: &str =
-    "[interrupted: this tool call was cancelled by the user or cut off before it finished; it did not complete]";
+pub const MISSING_RESULT_TEXT: &str = "[interrupted: this tool call was cancelled by the user or cut off before it finished; it did not complete]";
 
 /// The forms under which one tool call id may appear (C14).
 fn aliases(id: &str) -> Vec<String> {
@@ -143,7 +142,11 @@ pub fn repair_history(history: &[Message]) -> (Vec<Message>, RepairReport) {
                         }
                         None => {
                             report.synthesized += 1;
-                            out.push(Message::tool(call.id.clone(), call.name.clone(), MISSING_RESULT_TEXT));
+                            out.push(Message::tool(
+                                call.id.clone(),
+                                call.name.clone(),
+                                MISSING_RESULT_TEXT,
+                            ));
                         }
                     }
                 }
@@ -165,8 +168,18 @@ pub fn validate_tool_pairs(history: &[Message]) -> Result<(), String> {
                 let mut j = i + 1;
                 for call in &m.tool_calls {
                     match history.get(j) {
-                        Some(r) if r.role == Role::Tool && r.tool_call_id.as_deref() == Some(call.id.as_str()) => j += 1,
-                        _ => return Err(format!("message {i}: tool call {} has no result right after it", call.id)),
+                        Some(r)
+                            if r.role == Role::Tool
+                                && r.tool_call_id.as_deref() == Some(call.id.as_str()) =>
+                        {
+                            j += 1
+                        }
+                        _ => {
+                            return Err(format!(
+                                "message {i}: tool call {} has no result right after it",
+                                call.id
+                            ));
+                        }
                     }
                 }
                 i = j;
@@ -185,7 +198,10 @@ mod tests {
 
     fn call_msg(calls: &[(&str, &str)]) -> Message {
         let mut m = Message::assistant("");
-        m.tool_calls = calls.iter().map(|(id, n)| ToolCall::new(*id, *n, "{}")).collect();
+        m.tool_calls = calls
+            .iter()
+            .map(|(id, n)| ToolCall::new(*id, *n, "{}"))
+            .collect();
         m
     }
 
@@ -197,11 +213,19 @@ mod tests {
             "terminal",
             r#"{"command":"grep -c TODO src/main.rs"}"#,
         ));
-        let history = vec![Message::user("count"), a, Message::tool("call_7", "terminal", "42")];
+        let history = vec![
+            Message::user("count"),
+            a,
+            Message::tool("call_7", "terminal", "42"),
+        ];
         let (out, report) = repair_history(&history);
         assert_eq!(report.synthesized, 0, "stub_inserted must be false");
         assert_eq!(out[2].text(), "42", "tool_message_content_sent");
-        assert_eq!(out[2].tool_call_id.as_deref(), Some("call_7|fc_7"), "outgoing ids match");
+        assert_eq!(
+            out[2].tool_call_id.as_deref(),
+            Some("call_7|fc_7"),
+            "outgoing ids match"
+        );
         validate_tool_pairs(&out).unwrap();
 
         // Variant #9999: whitespace around the id.
@@ -219,7 +243,8 @@ mod tests {
     #[test]
     fn case_c18_interrupted_call_gets_cancelled_result_before_next_user_message() {
         let mut a = Message::assistant("");
-        a.tool_calls.push(ToolCall::new("call_F8", "shell", r#"{"cmd":"cargo test"}"#));
+        a.tool_calls
+            .push(ToolCall::new("call_F8", "shell", r#"{"cmd":"cargo test"}"#));
         let history = vec![
             Message::user("run the tests"),
             a,
@@ -228,7 +253,10 @@ mod tests {
         let (out, report) = repair_history(&history);
         assert_eq!(report.synthesized, 1);
         let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
-        assert_eq!(roles, vec![Role::User, Role::Assistant, Role::Tool, Role::User]);
+        assert_eq!(
+            roles,
+            vec![Role::User, Role::Assistant, Role::Tool, Role::User]
+        );
         assert_eq!(out[2].tool_call_id.as_deref(), Some("call_F8"));
         assert!(out[2].text().contains("cancelled by the user"));
         assert_eq!(out[3].text(), "stop, use nextest instead");

@@ -4,7 +4,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent};
-use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, ToolCall, TurnOutcome, Usage};
+use hermes_protocol::{
+    AgentEvent, AssistantMessage, FinishReason, Message, ToolCall, TurnOutcome, Usage,
+};
 use hermes_tools::{ToolContext, ToolOutput};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -76,7 +78,10 @@ impl Agent {
                 break;
             }
             let truncated = reply.finish_reason == Some(FinishReason::Length);
-            if !self.run_tools(&reply.tool_calls, truncated, events, &cancel).await {
+            if !self
+                .run_tools(&reply.tool_calls, truncated, events, &cancel)
+                .await
+            {
                 outcome = TurnOutcome::Interrupted;
                 break;
             }
@@ -151,7 +156,9 @@ impl Agent {
             }
             let delay = match error.retry_after {
                 Some(d) => d.min(MAX_RETRY_AFTER),
-                None => hermes_llm::backoff_delay(attempt, self.opts.retry_base, self.opts.retry_max),
+                None => {
+                    hermes_llm::backoff_delay(attempt, self.opts.retry_base, self.opts.retry_max)
+                }
             };
             let _ = events.send(AgentEvent::Status {
                 message: format!(
@@ -198,7 +205,8 @@ impl Agent {
                     return Err(CallFailure::Failed(LlmError {
                         class: ErrorClass::Unknown,
                         status: None,
-                        message: "the model stream ended before the response was complete".to_string(),
+                        message: "the model stream ended before the response was complete"
+                            .to_string(),
                         retry_after: None,
                     }));
                 }
@@ -232,7 +240,10 @@ impl Agent {
             } else if truncated {
                 // Case C03: arguments cut by the output limit are never executed or "repaired".
                 ToolOutput::error(TRUNCATED_CALL_TEXT.trim())
-            } else if let Some((_, _, out)) = done.iter().find(|(n, a, _)| *n == call.name && *a == call.arguments) {
+            } else if let Some((_, _, out)) = done
+                .iter()
+                .find(|(n, a, _)| *n == call.name && *a == call.arguments)
+            {
                 out.clone()
             } else {
                 let out = match prepare_call(&self.deps.tools, call) {
@@ -251,13 +262,20 @@ impl Agent {
                 preview: result_preview(&output.content),
                 duration_ms: started.elapsed().as_millis() as u64,
             });
-            self.persist(Message::tool(call.id.clone(), call.name.clone(), output.content), events)
-                .await;
+            self.persist(
+                Message::tool(call.id.clone(), call.name.clone(), output.content),
+                events,
+            )
+            .await;
         }
         !interrupted
     }
 
-    fn tool_context(&self, cancel: &CancellationToken, events: &UnboundedSender<AgentEvent>) -> ToolContext {
+    fn tool_context(
+        &self,
+        cancel: &CancellationToken,
+        events: &UnboundedSender<AgentEvent>,
+    ) -> ToolContext {
         let progress_events = events.clone();
         ToolContext {
             cwd: self.opts.cwd.clone(),
@@ -280,7 +298,10 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> String {
         let _ = events.send(AgentEvent::Status {
-            message: format!("iteration budget of {} reached; asking for a summary", self.opts.max_turns),
+            message: format!(
+                "iteration budget of {} reached; asking for a summary",
+                self.opts.max_turns
+            ),
         });
         let request = self.request(Vec::new(), Some(BUDGET_SUMMARY_PROMPT.trim()), cancel);
         let text = match self.call_model(&request, events, cancel).await {
@@ -309,7 +330,10 @@ impl Agent {
         let model = self.deps.client.model().to_string();
         let provider = self.deps.client.provider().to_string();
         let u = *usage;
-        if let Err(e) = self.blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None)).await {
+        if let Err(e) = self
+            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None))
+            .await
+        {
             tracing::warn!(error = %e, "could not record usage");
         }
     }
@@ -324,7 +348,11 @@ impl Agent {
         if user_turns != 1 {
             return;
         }
-        let line = input.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let line = input
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         let mut title: String = line.chars().take(60).collect();
         if line.chars().count() > 60 {
             title.push('…');

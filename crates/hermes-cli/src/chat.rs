@@ -1,0 +1,46 @@
+//! One-shot mode: `hermes chat -q "…"` (FEATURES §1 CLI) — the answer on stdout, progress on
+//! stderr, `--json` for JSONL events; exit 0 on success, 1 on failure, 130 when interrupted.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use hermes_agent::AgentHandle;
+use hermes_protocol::{AgentEvent, Op, TurnOutcome};
+
+use crate::app::App;
+use crate::approver::DenyApprover;
+use crate::args::ChatArgs;
+use crate::render::Renderer;
+use crate::session::build_agent;
+
+/// Runs one turn and returns the exit code.
+pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
+    let (agent, _info) = build_agent(app, args, Arc::new(DenyApprover)).await?;
+    let mut handle = AgentHandle::spawn(agent);
+    let mut renderer = Renderer::new(Renderer::auto_mode(args.json), args.quiet, args.verbose);
+    handle.submit(Op::UserInput {
+        text: query.to_string(),
+    });
+    let mut code = 1;
+    loop {
+        tokio::select! {
+            event = handle.next_event() => match event {
+                Some(ev) => {
+                    renderer.handle(&ev);
+                    if let AgentEvent::TurnFinished { outcome, .. } = &ev {
+                        code = match outcome {
+                            TurnOutcome::Completed | TurnOutcome::BudgetExhausted => 0,
+                            TurnOutcome::Interrupted => 130,
+                            TurnOutcome::Failed => 1,
+                        };
+                        break;
+                    }
+                }
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => handle.interrupt(),
+        }
+    }
+    let _ = handle.shutdown().await;
+    Ok(code)
+}

@@ -1,0 +1,62 @@
+//! The CLI's system prompt source: `hermes-context`'s [`PromptBuilder`] with this machine's
+//! home, working directory and today's local date (FEATURES §5).
+
+use std::path::PathBuf;
+
+use hermes_agent::SystemPromptSource;
+use hermes_context::{PromptBuilder, PromptInputs, PromptProfile, ensure_soul};
+use hermes_protocol::HermesHome;
+
+/// Builds session prompts for the CLI.
+pub struct CliPrompt {
+    home: HermesHome,
+    cwd: PathBuf,
+    profile: PromptProfile,
+    context_window: Option<u64>,
+}
+
+impl CliPrompt {
+    /// A source for `home`/`cwd`; `compact` selects the small-window profile.
+    pub fn new(
+        home: HermesHome,
+        cwd: PathBuf,
+        compact: bool,
+        context_window: Option<u64>,
+    ) -> CliPrompt {
+        CliPrompt {
+            home,
+            cwd,
+            profile: if compact {
+                PromptProfile::Compact
+            } else {
+                PromptProfile::Full
+            },
+            context_window,
+        }
+    }
+}
+
+impl SystemPromptSource for CliPrompt {
+    fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String {
+        if let Err(e) = ensure_soul(&self.home) {
+            tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
+        }
+        let built = PromptBuilder::new(PromptInputs {
+            home: &self.home,
+            cwd: &self.cwd,
+            tool_names,
+            model,
+            provider,
+            date: chrono::Local::now().date_naive(),
+            profile: self.profile,
+            context_window: self.context_window,
+            extra_system: None,
+            load_context_files: true,
+        })
+        .build();
+        for note in &built.notes {
+            tracing::info!("{note}");
+        }
+        built.text
+    }
+}

@@ -1,0 +1,191 @@
+//! Builds a ready [`Agent`] from flags, config and environment: runtime resolution
+//! (ARCHITECTURE §5), tools, the system prompt source, the store, and the session to resume.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use hermes_agent::{Agent, AgentDeps, AgentOptions};
+use hermes_llm::ModelClient;
+use hermes_llm::{ApiMode, ResolveInputs, Runtime};
+use hermes_store::SessionStore;
+use hermes_tools::{Approver, ToolsetSelection};
+
+use crate::app::App;
+use crate::args::{ChatArgs, PromptProfileArg};
+
+/// File name of the default local model in `HERMES_HOME/models/` (FEATURES §14).
+const DEFAULT_LOCAL_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// What the REPL shows about the running session.
+pub struct SessionInfo {
+    /// Model name.
+    pub model: String,
+    /// Provider id.
+    pub provider: String,
+    /// REPL input history file.
+    pub history_file: PathBuf,
+    /// The store (for `/usage`, `/sessions`).
+    pub store: Arc<SessionStore>,
+}
+
+impl SessionInfo {
+    /// `/usage`: token totals of a session as stored.
+    pub fn usage_now(&self, session_id: &str) -> String {
+        match self.store.get_session(session_id) {
+            Ok(Some(s)) => format!(
+                "session {}: {} input, {} output, {} cache read, {} cache write, {} reasoning tokens; {} messages",
+                s.id,
+                s.input_tokens,
+                s.output_tokens,
+                s.cache_read_tokens,
+                s.cache_write_tokens,
+                s.reasoning_tokens,
+                s.message_count
+            ),
+            Ok(None) => format!("session {session_id}: no usage recorded yet"),
+            Err(e) => format!("could not read usage: {e}"),
+        }
+    }
+
+    /// `/sessions`: the ten newest sessions.
+    pub fn recent_sessions(&self) -> String {
+        crate::sessions_cmd::recent_sessions_text(&self.store, 10)
+            .unwrap_or_else(|e| format!("could not list sessions: {e}"))
+    }
+}
+
+/// Where the local model file would be: `local.model_path` (relative to `models/`), else the
+/// default model file in `HERMES_HOME/models/`. Returns it only when the file exists.
+pub fn local_model_path(app: &App) -> Option<PathBuf> {
+    let models = app.home.models_dir();
+    let candidate = match &app.config.local.model_path {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => models.join(p),
+        None => models.join(DEFAULT_LOCAL_MODEL_FILE),
+    };
+    candidate.is_file().then_some(candidate)
+}
+
+/// Resolves which provider/model/key to use (flags → config → env keys → local model).
+pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
+    let inputs = ResolveInputs {
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        config: app.config.model.to_config(),
+        env: app.env.clone(),
+        local_model_available: local_model_path(app),
+    };
+    Ok(hermes_llm::resolve(&inputs)?)
+}
+
+/// Connects to the resolved model.
+pub fn build_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
+    if rt.api_mode == ApiMode::Local {
+        return build_local_client(app, rt);
+    }
+    Ok(hermes_llm::build_client(rt)?)
+}
+
+#[cfg(feature = "local")]
+fn build_local_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
+    let path = if rt.model.is_empty() {
+        local_model_path(app).context("the local model file is missing; run `hermes model pull`")?
+    } else {
+        PathBuf::from(&rt.model)
+    };
+    let mut config = hermes_llm::local::LocalConfig::new(&path);
+    config.n_ctx = app.config.local.context_length;
+    config.threads = app.config.local.threads.map(|t| t as usize);
+    config.default_max_tokens = app.config.local.max_tokens;
+    let client = tokio::task::block_in_place(|| hermes_llm::local::LocalClient::load(&config))
+        .with_context(|| format!("loading local model {}", path.display()))?;
+    Ok(Arc::new(client))
+}
+
+#[cfg(not(feature = "local"))]
+fn build_local_client(_app: &App, _rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
+    bail!("this hermes was built without the `local` feature; configure a provider (see README)")
+}
+
+/// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue.
+pub async fn build_agent(
+    app: &App,
+    args: &ChatArgs,
+    approver: Arc<dyn Approver>,
+) -> Result<(Agent, SessionInfo)> {
+    let runtime = resolve_runtime(app, args)?;
+    tracing::info!(trace = ?runtime.trace, "runtime resolved");
+    let client = build_client(app, &runtime)?;
+    let toolsets: Vec<String> = match &args.toolsets {
+        Some(t) => t.clone(),
+        None if !app.config.toolsets.is_empty() => app.config.toolsets.clone(),
+        None => vec!["hermes-cli".to_string()],
+    };
+    let registry = hermes_tools::Registry::builtin();
+    let selection = registry
+        .select(&ToolsetSelection::new(
+            toolsets,
+            app.config.agent.disabled_toolsets.clone(),
+        ))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (name, reason) in selection.unavailable() {
+        tracing::info!(tool = %name, %reason, "tool hidden: not available here");
+    }
+    let tools = selection.tools().to_vec();
+    let store = app.open_store()?;
+    let cwd = match &app.config.terminal.cwd {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let compact = match args.prompt_profile {
+        Some(PromptProfileArg::Compact) => true,
+        Some(PromptProfileArg::Full) => false,
+        None => match app.config.agent.prompt_profile.as_deref() {
+            Some("compact") => true,
+            Some("full") => false,
+            _ => runtime.api_mode == ApiMode::Local,
+        },
+    };
+    let prompt = crate::prompt::CliPrompt::new(
+        app.home.clone(),
+        cwd.clone(),
+        compact,
+        client.context_window(),
+    );
+    let deps = AgentDeps {
+        client: client.clone(),
+        tools,
+        store: store.clone(),
+        approver,
+        prompt: Arc::new(prompt),
+        home: app.home.clone(),
+    };
+    let opts = AgentOptions {
+        max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
+        api_max_retries: app.config.agent.api_max_retries,
+        yolo: args.yolo,
+        cwd,
+        terminal_timeout_s: app.config.terminal.timeout,
+        source: "cli".to_string(),
+        max_tokens: app.config.model.to_config().max_tokens,
+        ..AgentOptions::default()
+    };
+    let resume = match (&args.resume, args.continue_last) {
+        (Some(key), _) => Some(key.clone()),
+        (None, true) => match store.latest_session(Some("cli"))? {
+            Some(s) => Some(s.id),
+            None => bail!("no earlier CLI session to continue"),
+        },
+        (None, false) => None,
+    };
+    let agent = Agent::start(deps, opts, resume.as_deref()).await?;
+    let info = SessionInfo {
+        model: client.model().to_string(),
+        provider: client.provider().to_string(),
+        history_file: app.home.history_file(),
+        store,
+    };
+    Ok((agent, info))
+}

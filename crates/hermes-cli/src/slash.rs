@@ -1,0 +1,82 @@
+//! REPL slash commands (FEATURES §1 CLI; the subset this build serves).
+
+/// A parsed slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlashCommand {
+    /// `/new`, `/reset`
+    New,
+    /// `/retry`
+    Retry,
+    /// `/undo [N]`
+    Undo(u32),
+    /// `/sessions`
+    Sessions,
+    /// `/resume <id|title>`
+    Resume(String),
+    /// `/usage`
+    Usage,
+    /// `/help`
+    Help,
+    /// `/quit`, `/exit`
+    Quit,
+    /// Anything else starting with `/`.
+    Unknown(String),
+}
+
+/// Parses `input` when it is a slash command (a single line starting with `/`).
+pub fn parse_slash(input: &str) -> Option<SlashCommand> {
+    let trimmed = input.trim();
+    let rest = trimmed.strip_prefix('/')?;
+    if trimmed.contains('\n') || rest.starts_with('/') || rest.is_empty() {
+        return None;
+    }
+    let (name, arg) = match rest.split_once(char::is_whitespace) {
+        Some((n, a)) => (n, a.trim()),
+        None => (rest, ""),
+    };
+    Some(match name {
+        "new" | "reset" => SlashCommand::New,
+        "retry" => SlashCommand::Retry,
+        "undo" => SlashCommand::Undo(arg.parse().unwrap_or(1).max(1)),
+        "sessions" => SlashCommand::Sessions,
+        "resume" => SlashCommand::Resume(arg.to_string()),
+        "usage" => SlashCommand::Usage,
+        "help" | "?" => SlashCommand::Help,
+        "quit" | "exit" | "q" => SlashCommand::Quit,
+        other => SlashCommand::Unknown(other.to_string()),
+    })
+}
+
+/// The `/help` text.
+pub fn help_text() -> &'static str {
+    "Commands:
+  /new, /reset     start a new session
+  /retry           run the last message again
+  /undo [N]        remove the last N turns (default 1)
+  /sessions        recent sessions
+  /resume <id>     how to resume another session
+  /usage           tokens used in this session
+  /help            this list
+  /quit            leave (also Ctrl-D, or Ctrl-C twice)
+Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.
+Ctrl-C while the agent works interrupts the turn."
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands_and_leaves_paths_alone() {
+        assert_eq!(parse_slash("/undo 3"), Some(SlashCommand::Undo(3)));
+        assert_eq!(parse_slash("/undo"), Some(SlashCommand::Undo(1)));
+        assert_eq!(parse_slash("/reset"), Some(SlashCommand::New));
+        assert_eq!(
+            parse_slash("/frob"),
+            Some(SlashCommand::Unknown("frob".into()))
+        );
+        assert_eq!(parse_slash("what is /etc/hosts"), None);
+        assert_eq!(parse_slash("//comment"), None);
+        assert_eq!(parse_slash("/new\nmore"), None);
+    }
+}
