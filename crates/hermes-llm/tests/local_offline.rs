@@ -168,7 +168,8 @@ fn tools_block_lists_schemas_and_the_call_format() {
     let read = block.find("\"name\": \"read_file\"").unwrap();
     let write = block.find("\"name\": \"write_file\"").unwrap();
     assert!(read < write, "tool order must be kept");
-    assert!(!block.contains("{tools}"));
+    assert!(!block.contains("{tools}") && !block.contains("{example}"));
+    assert!(block.contains("{\"name\": \"read_file\", \"arguments\": {\"path\": \"...\"}}"));
     assert_eq!(tools_block(&[]), "");
 }
 

@@ -51,7 +51,44 @@ pub fn tools_block(tools: &[ToolSpec]) -> String {
             )
         })
         .collect();
-    TOOLS_PROMPT.replace("{tools}", &lines.join("\n"))
+    TOOLS_PROMPT
+        .replace("{tools}", &lines.join("\n"))
+        .replace("{example}", &example_call(&tools[0]))
+}
+
+/// An example call of `tool` for the instructions: its name and its required (else
+/// first) argument names with placeholder string values.
+fn example_call(tool: &ToolSpec) -> String {
+    let props: Vec<String> = tool
+        .parameters
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let required: Vec<String> = tool
+        .parameters
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let names = if required.is_empty() {
+        props.into_iter().take(1).collect()
+    } else {
+        required
+    };
+    let args: Vec<String> = names
+        .iter()
+        .map(|n| format!("{}: \"...\"", json_string(n)))
+        .collect();
+    format!(
+        "{{\"name\": {}, \"arguments\": {{{}}}}}",
+        json_string(&tool.name),
+        args.join(", ")
+    )
 }
 
 /// Builds the turn list: one system turn (the system text, any system messages found in
