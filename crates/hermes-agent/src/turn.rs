@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent};
+use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent, ToolChoice};
 use hermes_protocol::{
     AgentEvent, AssistantMessage, FinishReason, Message, ToolCall, TurnOutcome, Usage,
 };
@@ -52,7 +52,7 @@ impl Agent {
         let budget = self.opts.max_turns.max(1);
 
         for _iteration in 0..budget {
-            let request = self.request(self.tool_specs(), None, &cancel);
+            let request = self.request(ToolChoice::Auto, None, &cancel);
             let reply = match self.call_model(&request, events, &cancel).await {
                 Ok(reply) => reply,
                 Err(CallFailure::Cancelled) => {
@@ -102,14 +102,11 @@ impl Agent {
         outcome
     }
 
-    fn tool_specs(&self) -> Vec<hermes_protocol::ToolSpec> {
-        self.deps.tools.iter().map(|t| t.spec()).collect()
-    }
-
-    /// Builds a request: stored prompt + ephemeral prompt + repaired history + tools.
+    /// Builds a request: stored prompt + ephemeral prompt + repaired history + tools (always
+    /// the same list in the same order, so the prompt prefix stays cacheable).
     fn request(
         &self,
-        tools: Vec<hermes_protocol::ToolSpec>,
+        tool_choice: ToolChoice,
         extra_user: Option<&str>,
         cancel: &CancellationToken,
     ) -> ChatRequest {
@@ -129,7 +126,8 @@ impl Agent {
             model: self.deps.client.model().to_string(),
             system,
             messages,
-            tools,
+            tools: self.deps.tools.iter().map(|t| t.spec()).collect(),
+            tool_choice,
             max_tokens: self.opts.max_tokens,
             temperature: None,
             cancel: cancel.child_token(),
@@ -303,7 +301,7 @@ impl Agent {
                 self.opts.max_turns
             ),
         });
-        let request = self.request(Vec::new(), Some(BUDGET_SUMMARY_PROMPT.trim()), cancel);
+        let request = self.request(ToolChoice::None, Some(BUDGET_SUMMARY_PROMPT.trim()), cancel);
         let text = match self.call_model(&request, events, cancel).await {
             Ok(reply) if !reply.text.trim().is_empty() => {
                 usage.add(&reply.usage);

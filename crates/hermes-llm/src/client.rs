@@ -19,12 +19,25 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Tools offered, in stable order (prefix caching depends on it). Empty = no tools.
     pub tools: Vec<ToolSpec>,
+    /// Whether the model may call tools this time. The tool list stays in the request either
+    /// way, so the prompt prefix (and the provider's prompt cache) is unchanged.
+    pub tool_choice: ToolChoice,
     /// Maximum output tokens, if the caller wants a cap.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Cancelled when the user interrupts; adapters stop reading and drop the connection.
     pub cancel: CancellationToken,
+}
+
+/// Whether a request lets the model call tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides (the normal case).
+    #[default]
+    Auto,
+    /// The model must answer in text (e.g. the budget-exhausted summary, FEATURES §3).
+    None,
 }
 
 /// What an adapter reports while a response streams in.

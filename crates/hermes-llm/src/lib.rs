@@ -14,7 +14,7 @@ mod redact;
 pub mod retry;
 pub mod runtime;
 
-pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent};
+pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent, ToolChoice};
 pub use error::{ErrorClass, LlmError, classify};
 pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig, init_tls};
 pub use redact::{mask_secret, redact_secrets};

@@ -180,6 +180,7 @@ async fn built_client_talks_to_the_resolved_endpoint() {
         system: "sys".into(),
         messages: vec![hermes_protocol::Message::user("hi")],
         tools: vec![],
+        tool_choice: hermes_llm::ToolChoice::Auto,
         max_tokens: Some(64),
         temperature: Some(0.0),
         cancel: Default::default(),

@@ -41,6 +41,9 @@ pub fn build_body(request: &ChatRequest, default_model: &str) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if request.tool_choice == crate::client::ToolChoice::None {
+            body["tool_choice"] = json!("none");
+        }
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);

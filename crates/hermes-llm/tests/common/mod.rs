@@ -52,6 +52,7 @@ pub fn request(messages: Vec<Message>) -> ChatRequest {
         system: "You are a test.".to_string(),
         messages,
         tools: Vec::new(),
+        tool_choice: hermes_llm::ToolChoice::Auto,
         max_tokens: None,
         temperature: None,
         cancel: CancellationToken::new(),
