@@ -155,6 +155,7 @@ impl LocalModel {
                 ),
             ));
         }
+        check_cpu_features()?;
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|e| {
@@ -363,6 +364,55 @@ impl LocalModel {
             decode_time: now - prefill_done,
         }
     }
+}
+
+/// Refuses to run llama.cpp kernels the CPU cannot execute. `.cargo/config.toml` builds
+/// ggml with the x86-64-v3 vector extensions (`GGML_AVX2=ON` etc., also visible to this
+/// crate at compile time); on an older CPU they would die with SIGILL, so say why instead.
+///
+/// Errors: [`ErrorClass::FormatError`] naming the missing extensions.
+fn check_cpu_features() -> Result<(), LlmError> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let wanted: [(&str, Option<&str>, bool); 4] = [
+            (
+                "avx2",
+                option_env!("GGML_AVX2"),
+                std::arch::is_x86_feature_detected!("avx2"),
+            ),
+            (
+                "fma",
+                option_env!("GGML_FMA"),
+                std::arch::is_x86_feature_detected!("fma"),
+            ),
+            (
+                "f16c",
+                option_env!("GGML_F16C"),
+                std::arch::is_x86_feature_detected!("f16c"),
+            ),
+            (
+                "bmi2",
+                option_env!("GGML_BMI2"),
+                std::arch::is_x86_feature_detected!("bmi2"),
+            ),
+        ];
+        let missing: Vec<&str> = wanted
+            .iter()
+            .filter(|(_, built, present)| *built == Some("ON") && !present)
+            .map(|(name, _, _)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(local_error(
+                ErrorClass::FormatError,
+                format!(
+                    "this build of the local engine needs CPU extensions this machine lacks ({}); \
+                     rebuild without the GGML_* settings in .cargo/config.toml",
+                    missing.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Greedy when no positive temperature is asked for; otherwise a top-k/top-p/min-p chain.
