@@ -47,6 +47,7 @@ fn request(question: &str, max_tokens: u32) -> ChatRequest {
         system: String::new(),
         messages: vec![Message::user(question)],
         tools: Vec::new(),
+        tool_choice: hermes_llm::ToolChoice::Auto,
         max_tokens: Some(max_tokens),
         temperature: None,
         cancel: CancellationToken::new(),
@@ -176,4 +177,18 @@ async fn live_pull_of_the_default_model() {
     assert_eq!(path, dir.path().join(hermes_llm::local::DEFAULT_MODEL_FILE));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 98_362_432);
     eprintln!("downloaded {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_profile_replaces_the_system_prompt() {
+    let Some(model) = model() else { return };
+    let client = LocalClient::new(model).with_profile(hermes_llm::local::SystemProfile::Compact);
+    let mut req = request("hi", 8);
+    req.system = "A very long agent prompt that does not fit small windows.".into();
+    let prompt = client.render_prompt(&req);
+    assert!(!prompt.contains("very long agent prompt"), "{prompt}");
+    assert!(
+        prompt.contains(hermes_llm::local::COMPACT_SYSTEM_PROMPT.trim_end()),
+        "{prompt}"
+    );
 }
