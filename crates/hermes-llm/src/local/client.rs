@@ -94,7 +94,11 @@ impl ModelClient for LocalClient {
             temperature: request.temperature,
             seed: self.model.seed(),
         };
-        let declared: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+        let declared: Vec<String> = if request.tool_choice == crate::client::ToolChoice::None {
+            Vec::new()
+        } else {
+            request.tools.iter().map(|t| t.name.clone()).collect()
+        };
         let cancel = request.cancel.clone();
         let model = Arc::clone(&self.model);
         let (tx, mut rx) = mpsc::unbounded_channel::<Result<StreamEvent, LlmError>>();
