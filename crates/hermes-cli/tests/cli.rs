@@ -1,0 +1,212 @@
+//! End-to-end tests of the `hermes` binary on a temporary HERMES_HOME against the mock
+//! provider (no network, no keys).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use serde_json::Value;
+
+/// Runs `hermes args…` with HERMES_HOME set and no provider keys in the environment.
+async fn hermes(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let home = home.to_path_buf();
+    let cwd = cwd.to_path_buf();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
+        cmd.env_clear()
+            .env("HERMES_HOME", &home)
+            .env("HOME", &home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .current_dir(&cwd)
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(120));
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+struct Env {
+    mock: MockProvider,
+    home: TempHome,
+    cwd: tempfile::TempDir,
+}
+
+impl Env {
+    async fn new() -> Env {
+        let mock = MockProvider::start().await;
+        let home = TempHome::new().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let config = format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n",
+            mock.base_url()
+        );
+        std::fs::write(home.home().config_file(), config).unwrap();
+        Env { mock, home, cwd }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        hermes(self.home.path(), self.cwd.path(), args).await
+    }
+}
+
+#[tokio::test]
+async fn one_shot_answer_on_stdout_progress_on_stderr() {
+    let env = Env::new().await;
+    std::fs::write(env.cwd.path().join("todo.txt"), "water plants\n").unwrap();
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "read_file",
+        r#"{"path":"todo.txt"}"#,
+    )]));
+    env.mock
+        .push(MockResponse::text("You need to water the plants."));
+    let out = env.run(&["chat", "-q", "what is on my todo list?"]).await;
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "You need to water the plants.");
+    assert!(
+        stderr(&out).contains("▸ read_file todo.txt"),
+        "stderr: {}",
+        stderr(&out)
+    );
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+
+    // The session is stored and can be listed, searched, shown and exported.
+    let list = env.run(&["sessions", "list"]).await;
+    assert!(
+        stdout(&list).contains("what is on my todo list?"),
+        "{}",
+        stdout(&list)
+    );
+    let search = env.run(&["sessions", "search", "plants"]).await;
+    assert!(stdout(&search).contains("water"), "{}", stdout(&search));
+    let id = stdout(&list).split_whitespace().next().unwrap().to_string();
+    let show = env.run(&["sessions", "show", &id]).await;
+    assert!(stdout(&show).contains("→ read_file"), "{}", stdout(&show));
+    let export = env
+        .run(&["sessions", "export", &id, "--format", "json"])
+        .await;
+    let parsed: Value = serde_json::from_str(&stdout(&export)).expect("export is JSON");
+    assert!(parsed.to_string().contains("water the plants"));
+}
+
+#[tokio::test]
+async fn json_mode_writes_one_event_per_line() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("Paris."));
+    let out = env
+        .run(&["chat", "-q", "capital of France?", "--json"])
+        .await;
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "turn_started");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "turn_finished");
+    assert_eq!(last["outcome"], "completed");
+    assert_eq!(last["final_text"], "Paris.");
+    assert!(last["usage"]["output_tokens"].as_u64().is_some());
+    assert!(events.iter().any(|e| e["type"] == "text_delta"));
+}
+
+#[tokio::test]
+async fn provider_failure_exits_non_zero_with_the_reason() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::from_bytes(
+        401,
+        vec![("content-type".into(), "application/json".into())],
+        r#"{"error":{"message":"Invalid API key provided: sk-abc123def456ghi789jkl"}}"#,
+    ));
+    let out = env.run(&["chat", "-q", "hi"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("Invalid API key"), "{err}");
+    assert!(
+        !err.contains("sk-abc123def456ghi789jkl"),
+        "keys are redacted: {err}"
+    );
+}
+
+#[tokio::test]
+async fn continue_resumes_the_latest_session_with_its_history() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("Nice to meet you, Ada."));
+    env.mock.push(MockResponse::text("Your name is Ada."));
+    let first = env.run(&["chat", "-q", "my name is Ada"]).await;
+    assert!(first.status.success(), "{}", stderr(&first));
+    let second = env.run(&["-c", "chat", "-q", "what is my name?"]).await;
+    assert!(second.status.success(), "{}", stderr(&second));
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let msgs = requests[1]["messages"].as_array().unwrap();
+    let texts: Vec<&str> = msgs.iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(texts.contains(&"my name is Ada"), "{texts:?}");
+    assert_eq!(
+        requests[0]["messages"][0], requests[1]["messages"][0],
+        "same stored system prompt"
+    );
+}
+
+#[tokio::test]
+async fn max_turns_flag_limits_the_loop() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "c1",
+        "search_files",
+        r#"{"pattern":"x"}"#,
+    )]));
+    env.mock.push(MockResponse::text("Stopped after one step."));
+    let out = env.run(&["chat", "-q", "search", "--max-turns", "1"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Stopped after one step.");
+    assert_eq!(env.mock.requests().len(), 2);
+    assert_eq!(env.mock.requests()[1]["tool_choice"], "none");
+}
+
+#[tokio::test]
+async fn nothing_configured_says_how_to_configure() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = hermes(home.path(), cwd.path(), &["chat", "-q", "hi"]).await;
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no model provider is configured"), "{err}");
+    assert!(err.contains("hermes model pull"), "{err}");
+}
+
+#[tokio::test]
+async fn broken_config_reports_line_and_column() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.home().config_file(), "agent:\n  max_turns: lots\n").unwrap();
+    let out = hermes(home.path(), cwd.path(), &["config", "check"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+    let out = hermes(home.path(), cwd.path(), &["chat", "-q", "hi"]).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn version_and_model_show() {
+    let env = Env::new().await;
+    let out = env.run(&["--version"]).await;
+    assert!(stdout(&out).starts_with("hermes "), "{}", stdout(&out));
+    let out = env.run(&["model", "show"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("mock-model"));
+    assert!(stdout(&out).contains("custom"));
+}
