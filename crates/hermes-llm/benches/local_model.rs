@@ -58,6 +58,7 @@ fn main() {
         max_tokens: 1,
         temperature: None,
         seed: 0,
+        reuse_prefix: false,
     };
     let mut prefill = Vec::new();
     for _ in 0..3 {
@@ -75,6 +76,7 @@ fn main() {
         max_tokens: DECODE_TOKENS,
         temperature: None,
         seed: 0,
+        reuse_prefix: false,
     };
     let mut decode = Vec::new();
     let mut generated = 0;

@@ -192,3 +192,31 @@ async fn compact_profile_replaces_the_system_prompt() {
         "{prompt}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_turn_reuses_the_cached_prompt_prefix() {
+    let Some(path) = gguf() else { return };
+    // An own model (own inference thread and KV cache): other tests share the common one.
+    let mut config = LocalConfig::new(path);
+    config.n_ctx = Some(1024);
+    let client = LocalClient::load(&config).unwrap();
+    let mut req = request("What is the capital of France?", 16);
+    req.system = "You are a geography assistant. Answer in one short sentence.".into();
+    let (_, first) = collect(&client, &req).await;
+    let first = first.unwrap();
+    assert_eq!(first.usage.cache_read_tokens, 0, "cold cache");
+
+    req.messages.push(first.to_message());
+    req.messages.push(Message::user("And of Germany?"));
+    let (_, second) = collect(&client, &req).await;
+    let second = second.unwrap();
+    eprintln!("first {:?} second {:?}", first.usage, second.usage);
+    assert!(second.usage.input_tokens > first.usage.input_tokens);
+    assert!(
+        second.usage.cache_read_tokens + 3 > first.usage.input_tokens,
+        "the first prompt should be served from the cache: {:?}",
+        second.usage
+    );
+    assert!(second.usage.cache_read_tokens < second.usage.input_tokens);
+    assert!(!second.text.trim().is_empty());
+}

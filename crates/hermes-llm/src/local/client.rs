@@ -93,6 +93,7 @@ impl ModelClient for LocalClient {
                 .unwrap_or(self.model.default_max_tokens()),
             temperature: request.temperature,
             seed: self.model.seed(),
+            reuse_prefix: true,
         };
         let declared: Vec<String> = if request.tool_choice == crate::client::ToolChoice::None {
             Vec::new()
@@ -161,6 +162,7 @@ impl ModelClient for LocalClient {
                 tool_calls: parsed.tool_calls,
                 usage: Usage {
                     input_tokens: generation.prompt_tokens,
+                    cache_read_tokens: generation.reused_tokens,
                     output_tokens: generation.generated_tokens,
                     ..Usage::default()
                 },

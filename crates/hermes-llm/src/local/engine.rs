@@ -1,29 +1,28 @@
-//! The llama.cpp engine: one process-wide backend, a loaded GGUF model, and a blocking
-//! generation loop (FEATURES §14). Everything here blocks the calling thread; the async
-//! client runs it on a blocking thread (ARCHITECTURE §6).
+//! The llama.cpp engine facade: one process-wide backend, [`LocalModel`] (a loaded GGUF with
+//! its own inference thread, see `worker.rs`) and its configuration (FEATURES §14).
+//! [`LocalModel::generate`] blocks the calling thread; the async client calls it on a
+//! blocking thread (ARCHITECTURE §6).
 
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaChatMessage;
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
 use tokio_util::sync::CancellationToken;
 
 use super::prompt::{ChatTurn, render_chatml};
+use super::worker::{self, Job, Shared, WorkerEvent};
 use crate::error::{ErrorClass, LlmError};
 
 /// Default context window in tokens (capped by the model's training context).
 pub const DEFAULT_N_CTX: u32 = 4096;
 /// Default output cap in tokens when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
-/// Prompt tokens decoded per llama.cpp batch during prefill.
-const PREFILL_BATCH: usize = 512;
 
 /// How to load and run a local GGUF model.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +63,9 @@ pub struct GenerateOptions {
     pub temperature: Option<f32>,
     /// Seed for the sampling distribution.
     pub seed: u32,
+    /// Reuse the KV cache of the previous generation for the longest common token prefix
+    /// (the normal case; the benchmark turns it off to time full prefills).
+    pub reuse_prefix: bool,
 }
 
 /// Why a generation stopped.
@@ -82,20 +84,22 @@ pub enum StopReason {
 /// Counts and timings of one finished generation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
-    /// Prompt tokens fed to the model.
+    /// Prompt tokens in total (reused ones included).
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the KV cache of the previous generation (not prefilled).
+    pub reused_tokens: u64,
     /// Tokens generated (including the end-of-turn token when one stopped it).
     pub generated_tokens: u64,
     /// Why it stopped.
     pub stop: StopReason,
-    /// Wall time of the prompt prefill.
+    /// Wall time of the prompt prefill (the non-reused tokens).
     pub prefill_time: Duration,
     /// Wall time of the token-by-token decode.
     pub decode_time: Duration,
 }
 
 /// The process-wide llama.cpp backend (it may be initialised only once per process).
-fn backend() -> Result<&'static LlamaBackend, LlmError> {
+pub(crate) fn backend() -> Result<&'static LlamaBackend, LlmError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     let result = BACKEND.get_or_init(|| {
         llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
@@ -116,25 +120,23 @@ pub(crate) fn local_error(class: ErrorClass, message: impl Into<String>) -> LlmE
     }
 }
 
-/// A GGUF chat model loaded once and shared by every call (generations are serialized:
-/// llama.cpp contexts of one model must not be created concurrently).
+/// A GGUF chat model loaded once and shared by every call. Generations run one at a time
+/// on the model's own inference thread, which keeps the llama.cpp context (and so the KV
+/// cache of the previous call's prompt prefix) alive between calls.
 pub struct LocalModel {
-    model: LlamaModel,
+    shared: Arc<Shared>,
     name: String,
-    n_ctx: u32,
-    threads: i32,
     default_max_tokens: u32,
     seed: u32,
-    template: Option<LlamaChatTemplate>,
-    busy: Mutex<()>,
+    jobs: Mutex<Sender<Job>>,
 }
 
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalModel")
             .field("name", &self.name)
-            .field("n_ctx", &self.n_ctx)
-            .field("threads", &self.threads)
+            .field("n_ctx", &self.shared.n_ctx)
+            .field("threads", &self.shared.threads)
             .finish_non_exhaustive()
     }
 }
@@ -172,15 +174,24 @@ impl LocalModel {
             .unwrap_or(1)
             .clamp(1, 256);
         let template = model.chat_template(None).ok();
-        Ok(LocalModel {
+        let shared = Arc::new(Shared {
             model,
-            name: model_name(path),
             n_ctx,
             threads: i32::try_from(threads).unwrap_or(1),
+            template,
+        });
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let for_worker = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("hermes-local-llm".to_string())
+            .spawn(move || worker::run(for_worker, inbox))
+            .map_err(|e| local_error(ErrorClass::Unknown, format!("inference thread: {e}")))?;
+        Ok(LocalModel {
+            shared,
+            name: model_name(path),
             default_max_tokens: config.default_max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             seed: config.seed,
-            template,
-            busy: Mutex::new(()),
+            jobs: Mutex::new(jobs),
         })
     }
 
@@ -191,7 +202,7 @@ impl LocalModel {
 
     /// Context window in tokens used for every generation.
     pub fn n_ctx(&self) -> u32 {
-        self.n_ctx
+        self.shared.n_ctx
     }
 
     /// Output cap used when a request sets none.
@@ -206,20 +217,23 @@ impl LocalModel {
 
     /// True when the GGUF carries its own chat template (otherwise ChatML is used).
     pub fn has_chat_template(&self) -> bool {
-        self.template.is_some()
+        self.shared.template.is_some()
     }
 
     /// Renders turns with the model's own chat template, ending with an open assistant
     /// turn; falls back to ChatML when the GGUF has no template or llama.cpp does not
     /// recognise it.
     pub fn render(&self, turns: &[ChatTurn]) -> String {
-        if let Some(template) = &self.template {
+        if let Some(template) = &self.shared.template {
             let messages: Result<Vec<LlamaChatMessage>, _> = turns
                 .iter()
                 .map(|t| LlamaChatMessage::new(t.role.clone(), t.content.clone()))
                 .collect();
             if let Ok(messages) = messages
-                && let Ok(text) = self.model.apply_chat_template(template, &messages, true)
+                && let Ok(text) = self
+                    .shared
+                    .model
+                    .apply_chat_template(template, &messages, true)
             {
                 return text;
             }
@@ -230,23 +244,14 @@ impl LocalModel {
 
     /// Number of tokens `text` takes (special tokens such as `<|im_start|>` parsed).
     pub fn count_tokens(&self, text: &str) -> usize {
-        self.tokenize(text).len()
+        self.shared.tokenize(text).len()
     }
 
-    fn tokenize(&self, text: &str) -> Vec<llama_cpp_2::token::LlamaToken> {
-        let vocab = self.model.vocab();
-        // Add BOS only when the model wants one and the template did not write it already.
-        let bos_text = vocab
-            .text(vocab.bos())
-            .and_then(|c| c.to_str().ok())
-            .unwrap_or("");
-        let add_special = bos_text.is_empty() || !text.starts_with(bos_text);
-        vocab.tokenize(text.as_bytes(), add_special, true)
-    }
-
-    /// Runs one generation for a rendered `prompt`, calling `on_piece` with each chunk of
-    /// decoded text (complete UTF-8 only); `on_piece` returns `false` to stop.
-    /// `cancel` is checked between prefill batches and between tokens.
+    /// Runs one generation for a rendered `prompt` on the model's inference thread,
+    /// calling `on_piece` (on this thread) with each chunk of decoded text (complete UTF-8
+    /// only); `on_piece` returns `false` to stop. `cancel` is checked between prefill
+    /// batches and between tokens. Blocks until the generation ends; concurrent callers
+    /// wait their turn.
     ///
     /// Errors: a prompt that leaves no room in the context window is
     /// [`ErrorClass::ContextOverflow`]; llama.cpp failures are [`ErrorClass::Unknown`].
@@ -257,111 +262,30 @@ impl LocalModel {
         cancel: &CancellationToken,
         mut on_piece: impl FnMut(&str) -> bool,
     ) -> Result<Generation, LlmError> {
-        let _busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
-        let backend = backend()?;
-        let tokens = self.tokenize(prompt);
-        let n_ctx = self.n_ctx as usize;
-        if tokens.len() >= n_ctx {
-            return Err(local_error(
-                ErrorClass::ContextOverflow,
-                format!(
-                    "the prompt takes {} tokens but the context window is {} tokens",
-                    tokens.len(),
-                    n_ctx
-                ),
-            ));
-        }
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(self.n_ctx))
-            .with_n_batch(PREFILL_BATCH as u32)
-            .with_n_threads(self.threads)
-            .with_n_threads_batch(self.threads);
-        let mut ctx = self
-            .model
-            .new_context(backend, params)
-            .map_err(|e| local_error(ErrorClass::Unknown, format!("context: {e}")))?;
-
-        let decode_err = |e: llama_cpp_2::DecodeError| {
-            local_error(ErrorClass::Unknown, format!("llama.cpp decode failed: {e}"))
+        let gone = || local_error(ErrorClass::Unknown, "the inference thread stopped");
+        let (events, inbox) = mpsc::channel();
+        let abort = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            prompt: prompt.to_string(),
+            options: options.clone(),
+            cancel: cancel.clone(),
+            abort: Arc::clone(&abort),
+            events,
         };
-        let batch_err = |e: llama_cpp_2::llama_batch::BatchAddError| {
-            local_error(ErrorClass::Unknown, format!("llama.cpp batch: {e}"))
-        };
-
-        // Prefill in batches; logits only for the very last prompt token.
-        let started = Instant::now();
-        let mut batch = LlamaBatch::new(PREFILL_BATCH, 1);
-        let last = tokens.len().saturating_sub(1);
-        for (chunk_no, chunk) in tokens.chunks(PREFILL_BATCH).enumerate() {
-            if cancel.is_cancelled() {
-                return Ok(self.finished(&tokens, 0, StopReason::Cancelled, started, None));
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| gone())?;
+        loop {
+            match inbox.recv().map_err(|_| gone())? {
+                WorkerEvent::Piece(text) => {
+                    if !abort.load(std::sync::atomic::Ordering::Relaxed) && !on_piece(&text) {
+                        abort.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                WorkerEvent::Done(result) => return result,
             }
-            batch.clear();
-            for (i, token) in chunk.iter().enumerate() {
-                let pos = chunk_no * PREFILL_BATCH + i;
-                batch
-                    .add(*token, pos as i32, &[0], pos == last)
-                    .map_err(batch_err)?;
-            }
-            ctx.decode(&mut batch).map_err(decode_err)?;
-        }
-        let prefill_done = Instant::now();
-
-        let mut sampler = sampler_for(options);
-        let vocab = self.model.vocab();
-        let mut utf8 = Utf8Stream::default();
-        let mut piece = Vec::new();
-        let mut pos = tokens.len();
-        let mut generated: u64 = 0;
-        let budget = u64::from(options.max_tokens.max(1));
-        let stop = loop {
-            if cancel.is_cancelled() {
-                break StopReason::Cancelled;
-            }
-            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
-            generated += 1;
-            if vocab.is_eog(token) {
-                break StopReason::EndOfTurn;
-            }
-            piece.clear();
-            vocab.token_to_piece_into(token, &mut piece, false, None);
-            let text = utf8.push(&piece);
-            if !text.is_empty() && !on_piece(&text) {
-                break StopReason::Aborted;
-            }
-            if generated >= budget || pos >= n_ctx {
-                break StopReason::Length;
-            }
-            batch.clear();
-            batch
-                .add(token, pos as i32, &[0], true)
-                .map_err(batch_err)?;
-            pos += 1;
-            ctx.decode(&mut batch).map_err(decode_err)?;
-        };
-        let tail = utf8.finish();
-        if !tail.is_empty() && stop != StopReason::Cancelled {
-            on_piece(&tail);
-        }
-        Ok(self.finished(&tokens, generated, stop, started, Some(prefill_done)))
-    }
-
-    fn finished(
-        &self,
-        tokens: &[llama_cpp_2::token::LlamaToken],
-        generated: u64,
-        stop: StopReason,
-        started: Instant,
-        prefill_done: Option<Instant>,
-    ) -> Generation {
-        let now = Instant::now();
-        let prefill_done = prefill_done.unwrap_or(now);
-        Generation {
-            prompt_tokens: tokens.len() as u64,
-            generated_tokens: generated,
-            stop,
-            prefill_time: prefill_done - started,
-            decode_time: now - prefill_done,
         }
     }
 }
@@ -413,20 +337,6 @@ fn check_cpu_features() -> Result<(), LlmError> {
         }
     }
     Ok(())
-}
-
-/// Greedy when no positive temperature is asked for; otherwise a top-k/top-p/min-p chain.
-fn sampler_for(options: &GenerateOptions) -> LlamaSampler {
-    match options.temperature {
-        Some(t) if t > 0.0 => LlamaSampler::chain_simple([
-            LlamaSampler::top_k(40),
-            LlamaSampler::top_p(0.95, 1),
-            LlamaSampler::min_p(0.05, 1),
-            LlamaSampler::temp(t),
-            LlamaSampler::dist(options.seed),
-        ]),
-        _ => LlamaSampler::greedy(),
-    }
 }
 
 /// The display name of a model file: its file stem.

@@ -18,6 +18,7 @@ mod engine;
 pub mod prompt;
 pub mod pull;
 pub mod tool_parse;
+mod worker;
 
 pub use client::{LocalClient, SystemProfile};
 pub use engine::{
