@@ -1,9 +1,10 @@
 //! The embedded `local` provider (FEATURES §14): a GGUF chat model run in-process on the
 //! CPU through llama.cpp (`llama-cpp-2`), behind the default-on `local` cargo feature.
 //!
-//! - [`LocalModel`] loads a GGUF once (one process-wide llama.cpp backend) and generates
-//!   on the calling thread; [`LocalClient`] is the async [`crate::ModelClient`] that runs
-//!   it on a blocking thread and streams tokens, honouring cancellation.
+//! - [`LocalModel`] loads a GGUF once (one process-wide llama.cpp backend) and generates on
+//!   its own inference thread, which keeps the KV cache so the next call of a conversation
+//!   prefills only what changed; [`LocalClient`] is the async [`crate::ModelClient`] that
+//!   streams its tokens, honouring cancellation.
 //! - [`prompt`] renders the conversation with the model's own chat template (ChatML when
 //!   it has none) and the Hermes tool format; [`tool_parse`] turns `<tool_call>` blocks in
 //!   the output into real tool calls — for this provider only, because here the format is
