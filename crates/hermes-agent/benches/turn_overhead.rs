@@ -1,0 +1,165 @@
+//! Agent overhead per turn beside an instant in-process model (issue: main job, benchmarks).
+//!
+//! Each turn: the user message, one model call answering with a tool call, the tool
+//! (`skills_list`-like, returns at once), a second model call with the final text — four
+//! messages committed to a real `state.db` in WAL mode. Reported: wall time per turn minus
+//! the time spent inside the model, median of 5 runs of `HERMES_BENCH_TURNS` turns (100).
+//! Run: `cargo bench -p hermes-agent --bench turn_overhead` (release profile).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::stream;
+use hermes_agent::{Agent, AgentDeps, AgentOptions};
+use hermes_llm::{ChatRequest, EventStream, LlmError, ModelClient, StreamEvent};
+use hermes_protocol::{AssistantMessage, FinishReason, ToolCall, ToolSpec, Usage};
+use hermes_store::SessionStore;
+use hermes_tools::{Approval, FixedApprover, Parallelism, Tool, ToolContext, ToolOutput};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Answers with a tool call when the last message is from the user, else with text.
+struct InstantModel {
+    spent_ns: AtomicU64,
+    calls: Mutex<u64>,
+}
+
+#[async_trait::async_trait]
+impl ModelClient for InstantModel {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let start = Instant::now();
+        let mut n = self.calls.lock().unwrap();
+        *n += 1;
+        let last_is_user = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == hermes_protocol::Role::User);
+        let reply = if last_is_user {
+            AssistantMessage {
+                tool_calls: vec![ToolCall::new(format!("call_{n}"), "skills_list", "{}")],
+                finish_reason: Some(FinishReason::ToolCalls),
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 10,
+                    ..Usage::default()
+                },
+                ..AssistantMessage::default()
+            }
+        } else {
+            AssistantMessage {
+                text: "Done.".into(),
+                finish_reason: Some(FinishReason::Stop),
+                usage: Usage {
+                    input_tokens: 120,
+                    output_tokens: 2,
+                    ..Usage::default()
+                },
+                ..AssistantMessage::default()
+            }
+        };
+        let events = vec![
+            Ok(StreamEvent::TextDelta(reply.text.clone())),
+            Ok(StreamEvent::Completed(reply)),
+        ];
+        let s: EventStream = Box::pin(stream::iter(events));
+        self.spent_ns
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(s)
+    }
+    fn provider(&self) -> &str {
+        "bench"
+    }
+    fn model(&self) -> &str {
+        "instant"
+    }
+}
+
+struct QuickTool;
+
+#[async_trait::async_trait]
+impl Tool for QuickTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "skills_list".into(),
+            description: "Lists skills.".into(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+    fn toolset(&self) -> &'static str {
+        "skills"
+    }
+    fn parallelism(&self) -> Parallelism {
+        Parallelism::Safe
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::ok("no skills installed")
+    }
+}
+
+async fn run_once(turns: usize) -> (Duration, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_protocol::HermesHome::new(dir.path());
+    let store = Arc::new(SessionStore::open(home.state_db()).unwrap());
+    let model = Arc::new(InstantModel {
+        spent_ns: AtomicU64::new(0),
+        calls: Mutex::new(0),
+    });
+    let mut tools: Vec<Arc<dyn Tool>> = hermes_tools::Registry::builtin()
+        .select(&hermes_tools::ToolsetSelection::default())
+        .unwrap()
+        .tools()
+        .to_vec();
+    tools.push(Arc::new(QuickTool));
+    let deps = AgentDeps {
+        client: model.clone(),
+        tools,
+        store,
+        approver: Arc::new(FixedApprover(Approval::Deny)),
+        prompt: Arc::new(|_: &str, _: &str, _: &[String]| "You are a benchmark agent.".to_string()),
+        home,
+    };
+    let opts = AgentOptions {
+        cwd: dir.path().to_path_buf(),
+        ..AgentOptions::default()
+    };
+    let mut agent = Agent::start(deps, opts, None).await.unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let start = Instant::now();
+    for i in 0..turns {
+        agent
+            .run_turn(&format!("turn {i}"), &tx, CancellationToken::new())
+            .await;
+    }
+    let wall = start.elapsed();
+    drop(tx);
+    drain.await.unwrap();
+    (
+        wall,
+        Duration::from_nanos(model.spent_ns.load(Ordering::Relaxed)),
+    )
+}
+
+fn main() {
+    let turns: usize = std::env::var("HERMES_BENCH_TURNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut per_turn_us: Vec<f64> = (0..5)
+        .map(|_| {
+            let (wall, model) = rt.block_on(run_once(turns));
+            (wall - model).as_secs_f64() * 1e6 / turns as f64
+        })
+        .collect();
+    per_turn_us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "agent overhead per turn (1 tool call, 4 messages committed): median {:.0} µs, min {:.0} µs, max {:.0} µs over 5 runs of {turns} turns",
+        per_turn_us[2], per_turn_us[0], per_turn_us[4]
+    );
+}
