@@ -70,6 +70,26 @@ impl AgentHandle {
                             &format!("could not start a new session: {e}"),
                         ),
                     },
+                    Op::Resume { session } => match agent.resume(&session).await {
+                        Ok(()) => {
+                            if let Ok(mut s) = task_session.lock() {
+                                *s = agent.session_id().to_string();
+                            }
+                            let turns = agent
+                                .history()
+                                .iter()
+                                .filter(|m| m.role == hermes_protocol::Role::User)
+                                .count();
+                            status_and_finish(
+                                &ev_tx,
+                                &format!(
+                                    "resumed session {} ({turns} earlier turns)",
+                                    agent.session_id()
+                                ),
+                            );
+                        }
+                        Err(e) => status_and_finish(&ev_tx, &format!("could not resume: {e}")),
+                    },
                     Op::Interrupt => {}
                     Op::Shutdown => break,
                 }

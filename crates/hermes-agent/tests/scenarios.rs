@@ -532,3 +532,31 @@ async fn wait_finished(handle: &mut AgentHandle) {
         }
     }
 }
+
+#[tokio::test]
+async fn resume_op_switches_to_a_stored_session() {
+    let h = Harness::new().await;
+    h.mock.push(MockResponse::text("first session answer"));
+    let mut first = h.agent().await;
+    h.turn(&mut first, "remember the blue door").await;
+    let first_id = first.session_id().to_string();
+    let agent = h.agent().await;
+    let mut handle = AgentHandle::spawn(agent);
+    assert_ne!(handle.session_id(), first_id);
+    handle.submit(Op::Resume {
+        session: first_id.clone(),
+    });
+    wait_finished(&mut handle).await;
+    assert_eq!(handle.session_id(), first_id);
+    h.mock.push(MockResponse::text("the blue door"));
+    handle.submit(Op::UserInput {
+        text: "what did I ask you to remember?".into(),
+    });
+    wait_finished(&mut handle).await;
+    let requests = h.checked_requests();
+    assert_eq!(
+        roles(requests.last().unwrap()),
+        vec!["system", "user", "assistant", "user"]
+    );
+    handle.shutdown().await;
+}

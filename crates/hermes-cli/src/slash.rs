@@ -54,7 +54,7 @@ pub fn help_text() -> &'static str {
   /retry           run the last message again
   /undo [N]        remove the last N turns (default 1)
   /sessions        recent sessions
-  /resume <id>     how to resume another session
+  /resume <id>     switch to a stored session (id, title or id prefix)
   /usage           tokens used in this session
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)

@@ -19,6 +19,11 @@ pub enum Op {
     Interrupt,
     /// Start a new session (`/new`, `/reset`): a fresh session id and system prompt.
     NewSession,
+    /// Switch to another stored session (`/resume <id|title>`): its stored prompt and history.
+    Resume {
+        /// Session id, title or unique id prefix.
+        session: String,
+    },
     /// Remove the last `count` user turns (and everything after them) from the active
     /// history (`/undo [N]`); they stay in the store, marked inactive.
     Undo {
