@@ -7,6 +7,7 @@
 //! formats or open SQLite itself — those belong to the crates it calls.
 
 mod agent;
+mod batch;
 mod dispatch;
 mod handle;
 mod repair;

@@ -1,23 +1,18 @@
 //! One turn of the loop (ARCHITECTURE §2 steps 2–5).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent, ToolChoice};
-use hermes_protocol::{
-    AgentEvent, AssistantMessage, FinishReason, Message, ToolCall, TurnOutcome, Usage,
-};
-use hermes_tools::{ToolContext, ToolOutput};
+use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, TurnOutcome, Usage};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
-use crate::dispatch::{CANCELLED_TEXT, args_preview, prepare_call, result_preview, run_prepared};
 use crate::repair::repair_history;
 
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
 const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md");
-const TRUNCATED_CALL_TEXT: &str = include_str!("../prompts/truncated_tool_call.md");
 /// Longest provider-requested wait honored (FEATURES §2).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
@@ -209,82 +204,6 @@ impl Agent {
                     }));
                 }
             }
-        }
-    }
-
-    /// Runs one batch of tool calls in order and persists each result. Returns false when
-    /// the user interrupted (every call still gets a result, so pairs stay intact).
-    async fn run_tools(
-        &mut self,
-        calls: &[ToolCall],
-        truncated: bool,
-        events: &UnboundedSender<AgentEvent>,
-        cancel: &CancellationToken,
-    ) -> bool {
-        let ctx = self.tool_context(cancel, events);
-        // Identical (name, arguments) calls in one batch run once (FEATURES §3).
-        let mut done: Vec<(String, String, ToolOutput)> = Vec::new();
-        let mut interrupted = false;
-        for call in calls {
-            let started = Instant::now();
-            let _ = events.send(AgentEvent::ToolStarted {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                args_preview: args_preview(&call.arguments),
-            });
-            let output = if interrupted || cancel.is_cancelled() {
-                interrupted = true;
-                ToolOutput::error(CANCELLED_TEXT)
-            } else if truncated {
-                // Case C03: arguments cut by the output limit are never executed or "repaired".
-                ToolOutput::error(TRUNCATED_CALL_TEXT.trim())
-            } else if let Some((_, _, out)) = done
-                .iter()
-                .find(|(n, a, _)| *n == call.name && *a == call.arguments)
-            {
-                out.clone()
-            } else {
-                let out = match prepare_call(&self.deps.tools, call) {
-                    Ok((tool, args)) => run_prepared(tool, args, &ctx).await,
-                    Err(refusal) => refusal,
-                };
-                if cancel.is_cancelled() {
-                    interrupted = true;
-                }
-                done.push((call.name.clone(), call.arguments.clone(), out.clone()));
-                out
-            };
-            let _ = events.send(AgentEvent::ToolFinished {
-                call_id: call.id.clone(),
-                ok: !output.is_error,
-                preview: result_preview(&output.content),
-                duration_ms: started.elapsed().as_millis() as u64,
-            });
-            self.persist(
-                Message::tool(call.id.clone(), call.name.clone(), output.content),
-                events,
-            )
-            .await;
-        }
-        !interrupted
-    }
-
-    fn tool_context(
-        &self,
-        cancel: &CancellationToken,
-        events: &UnboundedSender<AgentEvent>,
-    ) -> ToolContext {
-        let progress_events = events.clone();
-        ToolContext {
-            cwd: self.opts.cwd.clone(),
-            home: self.deps.home.clone(),
-            cancel: cancel.child_token(),
-            approver: self.deps.approver.clone(),
-            yolo: self.opts.yolo,
-            terminal_timeout_s: self.opts.terminal_timeout_s,
-            progress: std::sync::Arc::new(move |message: String| {
-                let _ = progress_events.send(AgentEvent::Status { message });
-            }),
         }
     }
 

@@ -1,0 +1,210 @@
+//! Running one batch of tool calls (ARCHITECTURE §2 step f; FEATURES §3): refusals for
+//! calls that cannot run, the parallel plan, identical calls run once, cancellation, the
+//! result budget, and one committed tool message per call in call order.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use hermes_protocol::{AgentEvent, Message, ToolCall};
+use hermes_tools::budget::{BudgetItem, ResultBudget, apply_result_budget};
+use hermes_tools::plan::{BatchCall, MAX_PARALLEL_WORKERS, SegmentKind, plan_batch};
+use hermes_tools::{Tool, ToolContext, ToolOutput};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+use crate::dispatch::{CANCELLED_TEXT, args_preview, prepare_call, result_preview, run_prepared};
+
+const TRUNCATED_CALL_TEXT: &str = include_str!("../prompts/truncated_tool_call.md");
+
+/// What will happen to one call of the batch.
+enum Plan {
+    /// Run this tool with these (coerced) arguments.
+    Run(Arc<dyn Tool>, Value),
+    /// Do not run; give the model this result instead.
+    Refuse(ToolOutput),
+    /// Same name and arguments as an earlier call of the batch: reuse its result.
+    SameAs(usize),
+}
+
+impl Agent {
+    /// Runs `calls` and persists one result per call, in call order. `truncated` (the reply
+    /// hit the output limit, case C03) refuses every call. Returns false when the user
+    /// interrupted; every call still gets a result, so tool pairs stay intact.
+    pub(crate) async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        truncated: bool,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let ctx = self.tool_context(cancel, events);
+        let plans: Vec<Plan> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                if truncated {
+                    return Plan::Refuse(ToolOutput::error(TRUNCATED_CALL_TEXT.trim()));
+                }
+                if let Some(j) = calls[..i]
+                    .iter()
+                    .position(|c| c.name == call.name && c.arguments == call.arguments)
+                {
+                    return Plan::SameAs(j);
+                }
+                match prepare_call(&self.deps.tools, call) {
+                    Ok((tool, args)) => Plan::Run(tool, args),
+                    Err(refusal) => Plan::Refuse(refusal),
+                }
+            })
+            .collect();
+        let batch: Vec<BatchCall<'_>> = calls
+            .iter()
+            .zip(&plans)
+            .map(|(call, plan)| BatchCall {
+                name: &call.name,
+                args: match plan {
+                    Plan::Run(_, args) => Some(args),
+                    _ => None,
+                },
+            })
+            .collect();
+        let tools = &self.deps.tools;
+        let parallelism_of = |name: &str| {
+            tools
+                .iter()
+                .find(|t| t.spec().name == name)
+                .map(|t| t.parallelism())
+        };
+        let segments = plan_batch(&batch, parallelism_of, &self.opts.cwd);
+
+        let budget = ResultBudget::for_context(self.deps.client.context_window());
+        let spill_dir = self
+            .deps
+            .home
+            .cache_dir()
+            .join("tool_results")
+            .join(&self.session_id);
+        let mut turn_chars_left = budget.per_turn;
+        let mut outputs: Vec<Option<(ToolOutput, Duration)>> = vec![None; calls.len()];
+
+        for segment in segments {
+            for &i in &segment.calls {
+                let _ = events.send(AgentEvent::ToolStarted {
+                    call_id: calls[i].id.clone(),
+                    name: calls[i].name.clone(),
+                    args_preview: args_preview(&calls[i].arguments),
+                });
+            }
+            let runnable: Vec<usize> = segment
+                .calls
+                .iter()
+                .copied()
+                .filter(|&i| !matches!(plans[i], Plan::SameAs(_)))
+                .collect();
+            let results: Vec<(usize, ToolOutput, Duration)> = match segment.kind {
+                SegmentKind::Parallel => {
+                    let mut futs = Vec::with_capacity(runnable.len());
+                    for &i in &runnable {
+                        futs.push(Box::pin(run_one(i, &plans[i], &ctx)));
+                    }
+                    futures::stream::iter(futs)
+                        .buffer_unordered(MAX_PARALLEL_WORKERS)
+                        .collect()
+                        .await
+                }
+                SegmentKind::Sequential => {
+                    let mut out = Vec::with_capacity(runnable.len());
+                    for &i in &runnable {
+                        out.push(run_one(i, &plans[i], &ctx).await);
+                    }
+                    out
+                }
+            };
+            for (i, output, took) in results {
+                outputs[i] = Some((output, took));
+            }
+            for &i in &segment.calls {
+                if let Plan::SameAs(j) = plans[i] {
+                    outputs[i] = outputs[j].clone();
+                }
+            }
+
+            // Result budget (FEATURES §3): spill oversized results of this segment to files.
+            let mut items: Vec<BudgetItem> = segment
+                .calls
+                .iter()
+                .map(|&i| {
+                    let content = outputs[i]
+                        .as_ref()
+                        .map(|(o, _)| o.content.clone())
+                        .unwrap_or_default();
+                    BudgetItem::new(calls[i].id.clone(), calls[i].name.clone(), content)
+                })
+                .collect();
+            let segment_budget = ResultBudget {
+                per_result: budget.per_result,
+                per_turn: turn_chars_left
+                    .max(hermes_tools::budget::SPILL_PREVIEW_CHARS * items.len()),
+            };
+            if let Err(e) = apply_result_budget(&mut items, segment_budget, &spill_dir) {
+                tracing::warn!(error = %e, "could not spill large tool results; sending them whole");
+            }
+
+            for (&i, item) in segment.calls.iter().zip(items) {
+                let (output, took) = outputs[i]
+                    .clone()
+                    .unwrap_or_else(|| (ToolOutput::error(CANCELLED_TEXT), Duration::ZERO));
+                turn_chars_left = turn_chars_left.saturating_sub(item.content.chars().count());
+                let _ = events.send(AgentEvent::ToolFinished {
+                    call_id: calls[i].id.clone(),
+                    ok: !output.is_error,
+                    preview: result_preview(&item.content),
+                    duration_ms: took.as_millis() as u64,
+                });
+                self.persist(
+                    Message::tool(calls[i].id.clone(), calls[i].name.clone(), item.content),
+                    events,
+                )
+                .await;
+            }
+        }
+        !cancel.is_cancelled()
+    }
+}
+
+impl Agent {
+    /// The context every tool call of a turn gets; progress goes out as status events.
+    fn tool_context(
+        &self,
+        cancel: &CancellationToken,
+        events: &UnboundedSender<AgentEvent>,
+    ) -> ToolContext {
+        let progress_events = events.clone();
+        ToolContext {
+            cwd: self.opts.cwd.clone(),
+            home: self.deps.home.clone(),
+            cancel: cancel.child_token(),
+            approver: self.deps.approver.clone(),
+            yolo: self.opts.yolo,
+            terminal_timeout_s: self.opts.terminal_timeout_s,
+            progress: Arc::new(move |message: String| {
+                let _ = progress_events.send(AgentEvent::Status { message });
+            }),
+        }
+    }
+}
+
+/// Runs (or refuses) call `i`; a call not yet started when the user interrupts is not run.
+async fn run_one(i: usize, plan: &Plan, ctx: &ToolContext) -> (usize, ToolOutput, Duration) {
+    let started = Instant::now();
+    let output = match plan {
+        _ if ctx.cancel.is_cancelled() => ToolOutput::error(CANCELLED_TEXT),
+        Plan::Refuse(out) => out.clone(),
+        Plan::Run(tool, args) => run_prepared(tool.clone(), args.clone(), ctx).await,
+        Plan::SameAs(_) => ToolOutput::error(CANCELLED_TEXT),
+    };
+    (i, output, started.elapsed())
+}
