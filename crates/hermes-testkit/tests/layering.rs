@@ -25,42 +25,69 @@ fn layer(name: &str) -> Option<u32> {
 fn no_crate_depends_on_a_crate_above_it() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut checked = 0;
     let mut violations = Vec::new();
     for pkg in meta["packages"].as_array().unwrap() {
         let name = pkg["name"].as_str().unwrap();
         let Some(own) = layer(name) else {
-            violations.push(format!("{name}: crate not placed in a layer; add it to this test and ARCHITECTURE.md"));
+            violations.push(format!(
+                "{name}: crate not placed in a layer; add it to this test and ARCHITECTURE.md"
+            ));
             continue;
         };
         for dep in pkg["dependencies"].as_array().unwrap() {
             let dep_name = dep["name"].as_str().unwrap();
-            let Some(theirs) = layer(dep_name) else { continue };
+            let Some(theirs) = layer(dep_name) else {
+                continue;
+            };
             checked += 1;
             let dev = dep["kind"].as_str() == Some("dev");
             if dep_name == "hermes-testkit" {
                 if !dev {
-                    violations.push(format!("{name} depends on hermes-testkit outside dev-dependencies"));
+                    violations.push(format!(
+                        "{name} depends on hermes-testkit outside dev-dependencies"
+                    ));
                 }
                 continue;
             }
             if name == "hermes-testkit" {
                 if dep_name != "hermes-protocol" {
-                    violations.push(format!("hermes-testkit may only use hermes-protocol, not {dep_name}"));
+                    violations.push(format!(
+                        "hermes-testkit may only use hermes-protocol, not {dep_name}"
+                    ));
                 }
                 continue;
             }
             if theirs >= own {
-                violations.push(format!("{name} (layer {own}) depends on {dep_name} (layer {theirs})"));
+                violations.push(format!(
+                    "{name} (layer {own}) depends on {dep_name} (layer {theirs})"
+                ));
             }
         }
     }
-    assert!(checked >= 10, "too few hermes dependencies seen ({checked}); is cargo metadata working?");
-    assert!(violations.is_empty(), "layering violations:\n{}", violations.join("\n"));
+    assert!(
+        checked >= 10,
+        "too few hermes dependencies seen ({checked}); is cargo metadata working?"
+    );
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n{}",
+        violations.join("\n")
+    );
 }
