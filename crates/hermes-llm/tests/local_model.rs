@@ -180,15 +180,14 @@ async fn live_pull_of_the_default_model() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compact_profile_replaces_the_system_prompt() {
+async fn the_request_system_prompt_is_used_verbatim() {
     let Some(model) = model() else { return };
-    let client = LocalClient::new(model).with_profile(hermes_llm::local::SystemProfile::Compact);
+    let client = LocalClient::new(model);
     let mut req = request("hi", 8);
-    req.system = "A very long agent prompt that does not fit small windows.".into();
+    req.system = "You are Hermes. Keep answers short.".into();
     let prompt = client.render_prompt(&req);
-    assert!(!prompt.contains("very long agent prompt"), "{prompt}");
     assert!(
-        prompt.contains(hermes_llm::local::COMPACT_SYSTEM_PROMPT.trim_end()),
+        prompt.contains("You are Hermes. Keep answers short."),
         "{prompt}"
     );
 }

@@ -6,21 +6,10 @@ use hermes_protocol::{AssistantMessage, FinishReason, Usage};
 use tokio::sync::mpsc;
 
 use super::engine::{GenerateOptions, LocalConfig, LocalModel, StopReason, local_error};
-use super::prompt::{COMPACT_SYSTEM_PROMPT, build_turns};
+use super::prompt::build_turns;
 use super::tool_parse::ToolCallParser;
 use crate::client::{ChatRequest, EventStream, ModelClient, StreamEvent};
 use crate::error::{ErrorClass, LlmError};
-
-/// Which system text the local model sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SystemProfile {
-    /// The request's system prompt as given.
-    #[default]
-    AsGiven,
-    /// [`COMPACT_SYSTEM_PROMPT`] instead of the request's system prompt, for small
-    /// context windows (the tools block is still added when tools are offered).
-    Compact,
-}
 
 /// The embedded model as a [`ModelClient`]: provider `local`, model = GGUF file stem,
 /// context window = the configured `n_ctx`.
@@ -33,16 +22,12 @@ pub enum SystemProfile {
 #[derive(Debug, Clone)]
 pub struct LocalClient {
     model: Arc<LocalModel>,
-    profile: SystemProfile,
 }
 
 impl LocalClient {
     /// Wraps an already loaded model (share one `Arc<LocalModel>` between clients).
     pub fn new(model: Arc<LocalModel>) -> LocalClient {
-        LocalClient {
-            model,
-            profile: SystemProfile::AsGiven,
-        }
+        LocalClient { model }
     }
 
     /// Loads the GGUF of `config` and wraps it. Blocking (memory-maps the file); errors
@@ -51,24 +36,16 @@ impl LocalClient {
         Ok(LocalClient::new(Arc::new(LocalModel::load(config)?)))
     }
 
-    /// Chooses the system prompt profile.
-    pub fn with_profile(mut self, profile: SystemProfile) -> LocalClient {
-        self.profile = profile;
-        self
-    }
-
     /// The shared model.
     pub fn local_model(&self) -> &Arc<LocalModel> {
         &self.model
     }
 
-    /// The exact prompt text this client would feed the model for `request`.
+    /// The exact prompt text this client would feed the model for `request`. The system
+    /// prompt is the request's, byte for byte (the compact profile for small windows is
+    /// built by `hermes-context`, not here).
     pub fn render_prompt(&self, request: &ChatRequest) -> String {
-        let system = match self.profile {
-            SystemProfile::AsGiven => request.system.as_str(),
-            SystemProfile::Compact => COMPACT_SYSTEM_PROMPT.trim_end(),
-        };
-        let turns = build_turns(system, &request.messages, &request.tools);
+        let turns = build_turns(&request.system, &request.messages, &request.tools);
         self.model.render(&turns)
     }
 }

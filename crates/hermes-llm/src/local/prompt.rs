@@ -11,10 +11,6 @@ use hermes_protocol::{ContentPart, Message, Role, ToolSpec};
 /// per tool.
 pub const TOOLS_PROMPT: &str = include_str!("tools_prompt.md");
 
-/// A short system prompt for small local context windows (the "compact" profile): a
-/// few dozen tokens instead of the full agent prompt.
-pub const COMPACT_SYSTEM_PROMPT: &str = include_str!("compact_system.md");
-
 /// One rendered turn: a role name (`system`, `user`, `assistant`, `tool`) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatTurn {
