@@ -2,23 +2,32 @@
 
     python3 bench/process_stats.py [-n N] COMMAND [ARGS...]
 
-Peak RSS comes from wait4()'s rusage of each child (ru_maxrss, KiB on Linux).
+Wall time: measured around a direct spawn. Peak RSS: from GNU time (`/usr/bin/time -f %M`,
+Debian package `time`) in separate runs — a child spawned by Python starts as a copy of the
+Python process, so its own rusage would report Python's resident pages, not the command's.
 """
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 
-def run_once(cmd):
+def wall_once(cmd):
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(cmd)} failed with status {status}")
-    return wall, usage.ru_maxrss
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed with exit code {done.returncode}")
+    return wall * 1000
+
+
+def rss_once(gnu_time, cmd):
+    done = subprocess.run(
+        [gnu_time, "-f", "%M", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    return int(done.stderr.strip().splitlines()[-1]) / 1024
 
 
 def main():
@@ -26,15 +35,19 @@ def main():
     n = 21
     if args[:1] == ["-n"]:
         n, args = int(args[1]), args[2:]
-    run_once(args)  # warm the page cache
-    samples = [run_once(args) for _ in range(n)]
-    walls = sorted(s[0] * 1000 for s in samples)
-    rss = sorted(s[1] / 1024 for s in samples)
-    print(
+    wall_once(args)  # warm the page cache
+    walls = sorted(wall_once(args) for _ in range(n))
+    line = (
         f"{' '.join(args)}: wall median {statistics.median(walls):.2f} ms "
-        f"(min {walls[0]:.2f}, max {walls[-1]:.2f}); peak RSS median {statistics.median(rss):.1f} MB "
-        f"over {n} runs"
+        f"(min {walls[0]:.2f}, max {walls[-1]:.2f})"
     )
+    gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else shutil.which("gtime")
+    if gnu_time:
+        rss = sorted(rss_once(gnu_time, args) for _ in range(n))
+        line += f"; peak RSS median {statistics.median(rss):.1f} MB"
+    else:
+        line += "; peak RSS not measured (install GNU time: apt-get install time)"
+    print(line + f" over {n} runs")
 
 
 if __name__ == "__main__":
