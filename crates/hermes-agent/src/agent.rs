@@ -117,6 +117,8 @@ pub struct Agent {
     /// Messages whose save failed; retried before the next write (nothing is dropped).
     pub(crate) unsaved: Vec<usize>,
     pub(crate) session_usage: Usage,
+    /// The tools' specs, computed once: sent with every request in this stable order.
+    pub(crate) specs: Vec<hermes_protocol::ToolSpec>,
 }
 
 impl Agent {
@@ -126,7 +128,9 @@ impl Agent {
         opts: AgentOptions,
         resume: Option<&str>,
     ) -> Result<Agent, AgentError> {
+        let specs = deps.tools.iter().map(|t| t.spec()).collect();
         let mut agent = Agent {
+            specs,
             deps,
             opts,
             session_id: String::new(),
@@ -168,7 +172,7 @@ impl Agent {
     }
 
     pub(crate) fn tool_names(&self) -> Vec<String> {
-        self.deps.tools.iter().map(|t| t.spec().name).collect()
+        self.specs.iter().map(|s| s.name.clone()).collect()
     }
 
     /// Begins a fresh session with a newly built system prompt.

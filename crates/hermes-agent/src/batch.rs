@@ -54,7 +54,7 @@ impl Agent {
                 {
                     return Plan::SameAs(j);
                 }
-                match prepare_call(&self.deps.tools, call) {
+                match prepare_call(&self.deps.tools, &self.specs, call) {
                     Ok((tool, args)) => Plan::Run(tool, args),
                     Err(refusal) => Plan::Refuse(refusal),
                 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use hermes_protocol::ToolCall;
+use hermes_protocol::{ToolCall, ToolSpec};
 use hermes_tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
@@ -41,12 +41,14 @@ pub fn result_preview(content: &str) -> String {
 /// Checks that a call can run: the tool exists and the arguments are one JSON object.
 /// Returns the tool and the arguments coerced by its schema (the stored call keeps the
 /// model's text), or the error result to give the model instead of running anything.
+/// `specs[i]` is the spec of `tools[i]`.
 pub(crate) fn prepare_call(
     tools: &[Arc<dyn Tool>],
+    specs: &[ToolSpec],
     call: &ToolCall,
 ) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
-    let Some(tool) = tools.iter().find(|t| t.spec().name == call.name).cloned() else {
-        let names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+    let Some(index) = specs.iter().position(|s| s.name == call.name) else {
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
         let close = hermes_tools::closest_names(&call.name, names.iter().map(String::as_str), 3);
         let hint = if close.is_empty() {
             format!("Available tools: {}.", names.join(", "))
@@ -74,8 +76,10 @@ pub(crate) fn prepare_call(
             )));
         }
     };
-    let schema = tool.spec().parameters;
-    Ok((tool, hermes_tools::coerce_args(&schema, parsed)))
+    Ok((
+        tools[index].clone(),
+        hermes_tools::coerce_args(&specs[index].parameters, parsed),
+    ))
 }
 
 fn json_kind(v: &Value) -> &'static str {

@@ -121,7 +121,7 @@ impl Agent {
             model: self.deps.client.model().to_string(),
             system,
             messages,
-            tools: self.deps.tools.iter().map(|t| t.spec()).collect(),
+            tools: self.specs.clone(),
             tool_choice,
             max_tokens: self.opts.max_tokens,
             temperature: None,
