@@ -1,0 +1,189 @@
+//! Claiming due runs exactly once (FEATURES §1 Cron; cases C39, C41).
+//!
+//! A due run is claimed under the jobs-file lock by writing, in one atomic replacement, the
+//! job's advanced `next_run_at` and a [`Lease`]. A second scheduler (another tick, another
+//! process) that takes the lock afterwards sees the job as not due — or leased — and skips it
+//! without running or advancing anything. The lease is held for the whole run, so a long run
+//! never overlaps its own next occurrence; it lapses at `until` so a crashed run cannot block
+//! the job forever, and a lapsed lease is recorded as an `interrupted` run.
+//!
+//! Missed runs: a recurring job found due after downtime fires once, and its next time is the
+//! first schedule time after *now* (not a burst of catch-up runs). A manual run takes a lease
+//! but never touches `next_run_at` (C41).
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+
+use crate::job::{Job, Lease};
+use crate::store::{JobStore, JobStoreError, find};
+
+/// A run this scheduler (or a manual run) now owns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claim {
+    /// The job as it was claimed (lease set, `next_run_at` advanced).
+    pub job: Job,
+    /// Run id (also the lease's id).
+    pub run_id: String,
+    /// The due time this run is for (`None` for a manual run).
+    pub due_at: Option<DateTime<Utc>>,
+    /// When the run was claimed.
+    pub started_at: DateTime<Utc>,
+}
+
+/// How a run ended, as recorded on the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    /// `ok`, `silent`, `failed`, `timeout`.
+    pub status: String,
+    /// Error text of a failed run.
+    pub error: Option<String>,
+    /// Delivery failures (`target: reason`), if any.
+    pub delivery_error: Option<String>,
+}
+
+/// Claims every enabled job due at `now` (at most `limit`), as described in the module docs.
+/// `lease_for` is how long a run may take before its lease lapses. Lapsed leases found on the
+/// way are cleared and recorded as `interrupted`.
+pub fn claim_due(
+    store: &JobStore,
+    now: DateTime<Utc>,
+    tz: Tz,
+    owner: &str,
+    lease_for: Duration,
+    limit: usize,
+) -> Result<Vec<Claim>, JobStoreError> {
+    store.update(|jobs| {
+        let mut changed = release_lapsed(jobs, now);
+        let mut claims = Vec::new();
+        for job in jobs.iter_mut() {
+            if claims.len() >= limit {
+                break;
+            }
+            let Some(due) = job.next_run_at else { continue };
+            if !job.enabled || job.lease.is_some() || due > now {
+                continue;
+            }
+            let run_id = crate::new_id();
+            job.repeat.completed = job.repeat.completed.saturating_add(1);
+            let exhausted = job.repeat.times.is_some_and(|t| job.repeat.completed >= t);
+            job.next_run_at = if exhausted {
+                None
+            } else {
+                // From the schedule after now: one run for any number of missed slots.
+                next_slot(&job.schedule, due, now, tz)
+            };
+            job.lease = Some(Lease {
+                run_id: run_id.clone(),
+                owner: owner.to_string(),
+                started_at: now,
+                until: now + lease_for,
+            });
+            job.last_run_at = Some(now);
+            changed = true;
+            claims.push(Claim {
+                job: job.clone(),
+                run_id,
+                due_at: Some(due),
+                started_at: now,
+            });
+        }
+        Ok((changed, claims))
+    })
+}
+
+/// The first schedule time after `now` for a run that was due at `due`. Intervals keep their
+/// anchor (`due + k·interval`, so a late tick does not make the job drift); cron expressions
+/// take their next wall-clock match.
+pub fn next_slot(
+    schedule: &crate::Schedule,
+    due: DateTime<Utc>,
+    now: DateTime<Utc>,
+    tz: Tz,
+) -> Option<DateTime<Utc>> {
+    match schedule {
+        crate::Schedule::Interval { minutes } => {
+            let step = Duration::try_minutes(i64::try_from(*minutes).ok()?)?;
+            let behind = (now - due).num_milliseconds().max(0);
+            let steps = behind / step.num_milliseconds().max(1) + 1;
+            Some(due + step * i32::try_from(steps).ok()?)
+        }
+        _ => schedule.next_after(now.max(due), tz),
+    }
+}
+
+/// Claims job `key` for a manual run (`hermes cron run`) at `now`, whatever its schedule or
+/// pause state. `next_run_at` and the repeat count are left alone (C41). Returns `None` when a
+/// run of this job is already in progress.
+pub fn claim_manual(
+    store: &JobStore,
+    key: &str,
+    now: DateTime<Utc>,
+    owner: &str,
+    lease_for: Duration,
+) -> Result<Option<Claim>, JobStoreError> {
+    store.update(|jobs| {
+        let changed = release_lapsed(jobs, now);
+        let i = find(jobs, key).ok_or_else(|| JobStoreError::NotFound(key.to_string()))?;
+        let job = &mut jobs[i];
+        if job.lease.is_some() {
+            return Ok((changed, None));
+        }
+        let run_id = crate::new_id();
+        job.lease = Some(Lease {
+            run_id: run_id.clone(),
+            owner: owner.to_string(),
+            started_at: now,
+            until: now + lease_for,
+        });
+        job.last_run_at = Some(now);
+        Ok((
+            true,
+            Some(Claim {
+                job: job.clone(),
+                run_id,
+                due_at: None,
+                started_at: now,
+            }),
+        ))
+    })
+}
+
+/// Records the end of run `run_id` on its job and releases the lease. Does nothing when the
+/// job was removed meanwhile or the lease belongs to another run.
+pub fn finish(
+    store: &JobStore,
+    job_id: &str,
+    run_id: &str,
+    result: &Finish,
+) -> Result<(), JobStoreError> {
+    store.update(|jobs| {
+        let Some(job) = jobs.iter_mut().find(|j| j.id == job_id) else {
+            return Ok((false, ()));
+        };
+        if job.lease.as_ref().is_none_or(|l| l.run_id != run_id) {
+            return Ok((false, ()));
+        }
+        job.lease = None;
+        job.last_status = Some(result.status.clone());
+        job.last_error = result.error.clone();
+        job.last_delivery_error = result.delivery_error.clone();
+        Ok((true, ()))
+    })
+}
+
+/// Clears leases that lapsed before `now`, recording the run as interrupted.
+fn release_lapsed(jobs: &mut [Job], now: DateTime<Utc>) -> bool {
+    let mut changed = false;
+    for job in jobs.iter_mut() {
+        if job.lease.as_ref().is_some_and(|l| l.until <= now) {
+            job.lease = None;
+            job.last_status = Some("interrupted".to_string());
+            job.last_error = Some(
+                "the run did not finish before its lease lapsed (the process may have stopped)"
+                    .to_string(),
+            );
+            changed = true;
+        }
+    }
+    changed
+}

@@ -1,0 +1,65 @@
+//! # hermes-cron
+//!
+//! Owns scheduled work (FEATURES §1 Cron): schedule parsing and next-run computation in an
+//! IANA time zone ([`Schedule`]), the jobs file `HERMES_HOME/cron/jobs.json` under a
+//! cross-process lock ([`JobStore`]), exactly-once claiming of due runs with a persisted lease
+//! and the missed-run policy ([`claim`]), the scheduler task ([`Scheduler`]), headless agent
+//! runs ([`AgentRunner`]), output files, delivery ([`Deliverer`]) and run history.
+//!
+//! Must not: talk to messaging platforms itself (the gateway supplies a [`PlatformSender`]),
+//! render terminal output, or resolve which model to use (the front end passes a factory).
+
+pub mod claim;
+mod clock;
+mod delivery;
+mod headless;
+mod history;
+mod job;
+mod schedule;
+mod scheduler;
+mod store;
+
+pub use claim::{Claim, Finish, claim_due, claim_manual, finish, next_slot};
+pub use clock::{Clock, SystemClock, TokioClock};
+pub use delivery::{
+    BadTarget, Deliverer, DeliveryResult, NO_GATEWAY, Outgoing, PlatformMessage, PlatformSender,
+    Target,
+};
+pub use headless::{AgentRunner, ClientFactory, HeadlessOptions};
+pub use history::{RunRecord, append_run, list_runs};
+pub use job::{Job, JobPatch, Lease, NewJob, Origin, Repeat};
+pub use schedule::{
+    ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes, parse_timezone,
+};
+pub use scheduler::{
+    INACTIVITY_TIMEOUT, JobRunner, MAX_SLEEP, RunOutput, RunStatus, SILENT_MARKER, Scheduler,
+    SchedulerConfig, TickReport,
+};
+pub use store::{JobStore, JobStoreError, JobsFile};
+
+/// A new 12-hex-char id (job ids, run ids).
+pub(crate) fn new_id() -> String {
+    format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
+}
+
+/// `cron.max_parallel_jobs` and friends from `config.yaml`'s free-form `cron:` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronSettings {
+    /// Most runs at once (default 1).
+    pub max_parallel_jobs: usize,
+}
+
+impl CronSettings {
+    /// Reads the `cron:` section (`None`: defaults). Unknown keys are ignored.
+    pub fn from_yaml(section: Option<&yaml_serde::Value>) -> CronSettings {
+        let n = section
+            .and_then(|v| v.get("max_parallel_jobs"))
+            .and_then(yaml_serde::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(1);
+        CronSettings {
+            max_parallel_jobs: n,
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The scheduler: claims due runs ([`crate::claim`]), executes them through a [`JobRunner`]
+//! with at most `max_parallel` at once, saves the output, delivers it and records the run.
+//! [`Scheduler::run_forever`] is one task that sleeps until the next due time (re-reading the
+//! jobs file at least every [`MAX_SLEEP`] to see jobs added by other processes);
+//! [`Scheduler::tick`] is one pass for `hermes cron tick` under system cron.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use tokio_util::sync::CancellationToken;
+
+use crate::claim::{self, Claim, Finish};
+use crate::clock::Clock;
+use crate::delivery::{Deliverer, Outgoing, Target};
+use crate::history::{RunRecord, append_run};
+use crate::job::Job;
+use crate::store::{JobStore, JobStoreError};
+
+/// The longest sleep between two reads of the jobs file.
+pub const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// Inactivity timeout of a headless run (FEATURES §1: 600 s).
+pub const INACTIVITY_TIMEOUT: Duration = Duration::from_secs(600);
+/// The exact reply that delivers nothing (FEATURES §1).
+pub const SILENT_MARKER: &str = "[SILENT]";
+
+/// What a run produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    /// `ok`, `failed` or `timeout`.
+    pub status: RunStatus,
+    /// The final text (the agent's reply, or the script's stdout).
+    pub text: String,
+    /// Error text when not ok.
+    pub error: Option<String>,
+    /// The agent session id, if an agent ran.
+    pub session_id: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Finished with a reply.
+    Ok,
+    /// Failed (model error, script error, …).
+    Failed,
+    /// No activity for the inactivity timeout.
+    Timeout,
+}
+
+/// Executes one job run (the headless agent in production; a fake in tests).
+#[async_trait::async_trait]
+pub trait JobRunner: Send + Sync {
+    /// Runs `job` once; `cancel` fires when the scheduler stops.
+    async fn run(&self, job: &Job, cancel: CancellationToken) -> RunOutput;
+}
+
+/// Settings of a scheduler.
+#[derive(Clone)]
+pub struct SchedulerConfig {
+    /// Time zone of cron expressions (`config.yaml` `timezone`).
+    pub tz: Tz,
+    /// Most runs at once (`cron.max_parallel_jobs`, default 1).
+    pub max_parallel: usize,
+    /// How long a lease lasts before a run counts as interrupted (default 6 h).
+    pub lease_for: chrono::Duration,
+    /// This scheduler's identity in leases.
+    pub owner: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            tz: Tz::UTC,
+            max_parallel: 1,
+            lease_for: chrono::Duration::hours(6),
+            owner: format!("pid{}:{}", std::process::id(), crate::new_id()),
+        }
+    }
+}
+
+/// One scheduler over one hermes home's jobs.
+#[derive(Clone)]
+pub struct Scheduler {
+    store: JobStore,
+    clock: Arc<dyn Clock>,
+    runner: Arc<dyn JobRunner>,
+    deliverer: Deliverer,
+    config: SchedulerConfig,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TickReport {
+    /// The runs executed, in claim order.
+    pub runs: Vec<RunRecord>,
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, JobStoreError> + Send + 'static,
+) -> Result<T, JobStoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| JobStoreError::Io {
+            path: "cron".into(),
+            source: std::io::Error::other(e.to_string()),
+        })?
+}
+
+impl Scheduler {
+    /// A scheduler for `store`.
+    pub fn new(
+        store: JobStore,
+        clock: Arc<dyn Clock>,
+        runner: Arc<dyn JobRunner>,
+        deliverer: Deliverer,
+        config: SchedulerConfig,
+    ) -> Scheduler {
+        Scheduler {
+            store,
+            clock,
+            runner,
+            deliverer,
+            config,
+        }
+    }
+
+    /// Claims and runs every due job (at most `max_parallel` at a time; the rest are
+    /// claimed by the following passes of the same tick), and returns what ran.
+    pub async fn tick(&self, cancel: &CancellationToken) -> Result<TickReport, JobStoreError> {
+        let mut report = TickReport::default();
+        loop {
+            let now = self.clock.now();
+            let (store, tz, owner, lease, limit) = (
+                self.store.clone(),
+                self.config.tz,
+                self.config.owner.clone(),
+                self.config.lease_for,
+                self.config.max_parallel.max(1),
+            );
+            let claims =
+                blocking(move || claim::claim_due(&store, now, tz, &owner, lease, limit)).await?;
+            if claims.is_empty() {
+                return Ok(report);
+            }
+            let mut set = tokio::task::JoinSet::new();
+            for c in claims {
+                let me = self.clone();
+                let cancel = cancel.clone();
+                set.spawn(async move { me.execute(c, cancel).await });
+            }
+            while let Some(r) = set.join_next().await {
+                match r {
+                    Ok(Ok(rec)) => report.runs.push(rec),
+                    Ok(Err(e)) => return Err(e),
+                    Err(e) => tracing::error!(error = %e, "cron run task failed"),
+                }
+            }
+            if cancel.is_cancelled() {
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Runs job `key` now (`hermes cron run`), leaving its schedule unchanged (C41). Returns
+    /// `None` when a run of that job is already in progress.
+    pub async fn run_now(
+        &self,
+        key: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Option<RunRecord>, JobStoreError> {
+        let now = self.clock.now();
+        let (store, key, owner, lease) = (
+            self.store.clone(),
+            key.to_string(),
+            self.config.owner.clone(),
+            self.config.lease_for,
+        );
+        let claim = blocking(move || claim::claim_manual(&store, &key, now, &owner, lease)).await?;
+        match claim {
+            Some(c) => Ok(Some(self.execute(c, cancel.clone()).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Ticks, then sleeps until the earliest `next_run_at` (or [`MAX_SLEEP`]), until `cancel`.
+    pub async fn run_forever(&self, cancel: CancellationToken) {
+        while !cancel.is_cancelled() {
+            if let Err(e) = self.tick(&cancel).await {
+                tracing::warn!(error = %e, "cron tick failed");
+            }
+            let store = self.store.clone();
+            let next = blocking(move || store.list()).await.ok().and_then(|jobs| {
+                jobs.iter()
+                    .filter(|j| j.enabled && j.lease.is_none())
+                    .filter_map(|j| j.next_run_at)
+                    .min()
+            });
+            let wait = next
+                .map(|t| (t - self.clock.now()).to_std().unwrap_or(Duration::ZERO))
+                .unwrap_or(MAX_SLEEP)
+                .min(MAX_SLEEP);
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        c: Claim,
+        cancel: CancellationToken,
+    ) -> Result<RunRecord, JobStoreError> {
+        let started = tokio::time::Instant::now();
+        let out = self.runner.run(&c.job, cancel).await;
+        let silent = out.status == RunStatus::Ok && out.text.trim() == SILENT_MARKER;
+        let status = match (out.status, silent) {
+            (RunStatus::Ok, true) => "silent",
+            (RunStatus::Ok, false) => "ok",
+            (RunStatus::Failed, _) => "failed",
+            (RunStatus::Timeout, _) => "timeout",
+        };
+        let output_path = self.save_output(&c, status, &out).await;
+        let deliveries = if silent {
+            Vec::new()
+        } else {
+            let text = match out.status {
+                RunStatus::Ok => out.text.clone(),
+                _ => format!(
+                    "Cron job \"{}\" {status}: {}",
+                    c.job.name,
+                    out.error.clone().unwrap_or_default()
+                ),
+            };
+            let targets = Target::parse_list(&c.job.deliver).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "bad delivery target; saving locally");
+                vec![Target::Local]
+            });
+            let outgoing = Outgoing {
+                job_id: &c.job.id,
+                job_name: &c.job.name,
+                run_id: &c.run_id,
+                status,
+                text: &text,
+                output_path: output_path.as_deref(),
+                origin: c.job.origin.as_ref(),
+            };
+            self.deliverer.deliver(&targets, &outgoing).await
+        };
+        let failed: Vec<String> = deliveries
+            .iter()
+            .filter(|d| !d.ok)
+            .map(|d| format!("{}: {}", d.target, d.detail))
+            .collect();
+        let record = RunRecord {
+            run_id: c.run_id.clone(),
+            job_id: c.job.id.clone(),
+            job_name: c.job.name.clone(),
+            due_at: c.due_at,
+            started_at: c.started_at,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            status: status.to_string(),
+            error: out.error.clone(),
+            output_path,
+            deliveries,
+            session_id: out.session_id.clone(),
+        };
+        let finish = Finish {
+            status: status.to_string(),
+            error: out.error,
+            delivery_error: (!failed.is_empty()).then(|| failed.join("; ")),
+        };
+        let (store, rec) = (self.store.clone(), record.clone());
+        let (job_id, run_id) = (c.job.id.clone(), c.run_id.clone());
+        blocking(move || {
+            claim::finish(&store, &job_id, &run_id, &finish)?;
+            append_run(&store, &rec)
+        })
+        .await?;
+        Ok(record)
+    }
+
+    /// Writes `cron/output/<job>/<timestamp>.md`; returns its path relative to the home.
+    async fn save_output(&self, c: &Claim, status: &str, out: &RunOutput) -> Option<String> {
+        let rel = format!(
+            "cron/output/{}/{}.md",
+            c.job.id,
+            c.started_at.format("%Y-%m-%d_%H-%M-%S")
+        );
+        let path = self.store.dir().join(rel.trim_start_matches("cron/"));
+        let text = render_output(&c.job, c.started_at, status, out);
+        let res = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&path, text)
+        })
+        .await;
+        match res {
+            Ok(Ok(())) => Some(rel),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "could not save cron output");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+fn render_output(job: &Job, at: DateTime<Utc>, status: &str, out: &RunOutput) -> String {
+    let mut s = format!(
+        "# {}\n\n- job: `{}`\n- run at: {}\n- status: {status}\n",
+        job.name,
+        job.id,
+        at.to_rfc3339()
+    );
+    if let Some(e) = &out.error {
+        s.push_str(&format!("- error: {e}\n"));
+    }
+    s.push_str("\n## Prompt\n\n");
+    s.push_str(&job.prompt);
+    s.push_str("\n\n## Response\n\n");
+    s.push_str(&out.text);
+    s.push('\n');
+    s
+}

@@ -1,0 +1,295 @@
+//! `HERMES_HOME/cron/jobs.json`: read-modify-write under a cross-process lock
+//! (`cron/jobs.lock`, an `flock` through fd-lock) with atomic replacement (a temp file in the
+//! same directory renamed over the old one), so a crash never leaves half a file and two
+//! processes never lose each other's changes (FEATURES §1 Cron; case C39).
+//!
+//! Blocking: every call takes the lock and does file I/O — call it from `spawn_blocking`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use fd_lock::RwLock;
+use hermes_protocol::HermesHome;
+use serde::{Deserialize, Serialize};
+
+use crate::job::{Job, JobPatch, NewJob, Repeat, name_from_prompt};
+use crate::schedule::{Schedule, ScheduleError};
+
+/// A failure of the jobs file.
+#[derive(Debug, thiserror::Error)]
+pub enum JobStoreError {
+    /// Reading, writing or locking failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON of the expected shape; it is left untouched.
+    #[error("{path} is damaged ({source}); fix or move it — it was not changed")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// No job has this id (or name).
+    #[error("no cron job `{0}` (see `hermes cron list`)")]
+    NotFound(String),
+    /// The schedule text is invalid.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// A job with an empty prompt and no script has nothing to do.
+    #[error("a job needs a prompt (or a script with no_agent)")]
+    EmptyPrompt,
+}
+
+/// The file's top-level shape: `{"jobs": [...]}`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct JobsFile {
+    /// All jobs in creation order.
+    #[serde(default)]
+    pub jobs: Vec<Job>,
+}
+
+/// The jobs file of one hermes home.
+#[derive(Debug, Clone)]
+pub struct JobStore {
+    dir: PathBuf,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JobStoreError + '_ {
+    move |source| JobStoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl JobStore {
+    /// The store of `home` (`HERMES_HOME/cron/`); nothing is created until first write.
+    pub fn new(home: &HermesHome) -> JobStore {
+        JobStore {
+            dir: home.root().join("cron"),
+        }
+    }
+
+    /// `HERMES_HOME/cron/`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `HERMES_HOME/cron/jobs.json`.
+    pub fn jobs_path(&self) -> PathBuf {
+        self.dir.join("jobs.json")
+    }
+
+    /// Runs `f` on the jobs under the exclusive lock and writes them back atomically when
+    /// `f` returns `(true, _)`. Returns `f`'s value. Other processes wait for the lock.
+    pub fn update<T>(
+        &self,
+        f: impl FnOnce(&mut Vec<Job>) -> Result<(bool, T), JobStoreError>,
+    ) -> Result<T, JobStoreError> {
+        std::fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        let lock_path = self.dir.join("jobs.lock");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        let mut lock = RwLock::new(lock_file);
+        let _guard = lock.write().map_err(io_err(&lock_path))?;
+        let mut file = self.read_unlocked()?;
+        let (changed, out) = f(&mut file.jobs)?;
+        if changed {
+            self.write_unlocked(&file)?;
+        }
+        Ok(out)
+    }
+
+    /// All jobs (a consistent snapshot taken under the lock).
+    pub fn list(&self) -> Result<Vec<Job>, JobStoreError> {
+        self.update(|jobs| Ok((false, jobs.clone())))
+    }
+
+    /// The job whose id (or exact name, or unique id prefix) is `key`.
+    pub fn get(&self, key: &str) -> Result<Job, JobStoreError> {
+        self.update(|jobs| Ok((false, find(jobs, key).map(|i| jobs[i].clone()))))?
+            .ok_or_else(|| JobStoreError::NotFound(key.to_string()))
+    }
+
+    /// Creates a job at `now` in zone `tz` and returns it.
+    pub fn create(&self, new: NewJob, now: DateTime<Utc>, tz: Tz) -> Result<Job, JobStoreError> {
+        let schedule = Schedule::parse(&new.schedule, now, tz)?;
+        if new.prompt.trim().is_empty() && !(new.no_agent && new.script.is_some()) {
+            return Err(JobStoreError::EmptyPrompt);
+        }
+        let times = match (&schedule, new.repeat) {
+            (_, Some(n)) => Some(n.max(1)),
+            (Schedule::Once { .. }, None) => Some(1),
+            _ => None,
+        };
+        let job = Job {
+            id: crate::new_id(),
+            name: new
+                .name
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| name_from_prompt(&new.prompt)),
+            prompt: new.prompt,
+            next_run_at: schedule.first_run(now, tz),
+            schedule,
+            schedule_text: new.schedule.trim().to_string(),
+            skills: new.skills,
+            model: new.model,
+            deliver: new.deliver.unwrap_or_else(|| "local".to_string()),
+            enabled: true,
+            repeat: Repeat {
+                times,
+                completed: 0,
+            },
+            last_run_at: None,
+            last_status: None,
+            last_error: None,
+            last_delivery_error: None,
+            created_at: now,
+            origin: new.origin,
+            script: new.script,
+            no_agent: new.no_agent,
+            lease: None,
+        };
+        let out = job.clone();
+        self.update(move |jobs| {
+            jobs.push(job);
+            Ok((true, ()))
+        })?;
+        Ok(out)
+    }
+
+    /// Applies `patch` to job `key`; a new schedule recomputes `next_run_at` from `now`.
+    pub fn edit(
+        &self,
+        key: &str,
+        patch: JobPatch,
+        now: DateTime<Utc>,
+        tz: Tz,
+    ) -> Result<Job, JobStoreError> {
+        let schedule = match &patch.schedule {
+            Some(text) => Some((Schedule::parse(text, now, tz)?, text.trim().to_string())),
+            None => None,
+        };
+        self.modify(key, move |job| {
+            if let Some((s, text)) = schedule {
+                job.next_run_at = s.first_run(now, tz);
+                job.schedule = s;
+                job.schedule_text = text;
+            }
+            if let Some(v) = patch.name {
+                job.name = v;
+            }
+            if let Some(v) = patch.prompt {
+                job.prompt = v;
+            }
+            if let Some(v) = patch.skills {
+                job.skills = v;
+            }
+            if let Some(v) = patch.model {
+                job.model = v;
+            }
+            if let Some(v) = patch.deliver {
+                job.deliver = v;
+            }
+            if let Some(v) = patch.repeat {
+                job.repeat.times = v;
+            }
+            if let Some(v) = patch.script {
+                job.script = v;
+            }
+            if let Some(v) = patch.no_agent {
+                job.no_agent = v;
+            }
+        })
+    }
+
+    /// Pauses job `key` (it keeps its `next_run_at`).
+    pub fn pause(&self, key: &str) -> Result<Job, JobStoreError> {
+        self.modify(key, |job| job.enabled = false)
+    }
+
+    /// Resumes job `key`. A recurring job whose due time passed while paused gets its next
+    /// time from the schedule after `now` (no catch-up run for the paused period).
+    pub fn resume(&self, key: &str, now: DateTime<Utc>, tz: Tz) -> Result<Job, JobStoreError> {
+        self.modify(key, move |job| {
+            job.enabled = true;
+            if job.schedule.is_recurring() && job.next_run_at.is_none_or(|t| t < now) {
+                job.next_run_at = job.schedule.next_after(now, tz);
+            }
+        })
+    }
+
+    /// Removes job `key`; returns it.
+    pub fn remove(&self, key: &str) -> Result<Job, JobStoreError> {
+        self.update(|jobs| match find(jobs, key) {
+            Some(i) => Ok((true, jobs.remove(i))),
+            None => Err(JobStoreError::NotFound(key.to_string())),
+        })
+    }
+
+    /// Applies `f` to job `key` under the lock and returns the changed job.
+    pub fn modify(&self, key: &str, f: impl FnOnce(&mut Job)) -> Result<Job, JobStoreError> {
+        self.update(|jobs| match find(jobs, key) {
+            Some(i) => {
+                f(&mut jobs[i]);
+                Ok((true, jobs[i].clone()))
+            }
+            None => Err(JobStoreError::NotFound(key.to_string())),
+        })
+    }
+
+    fn read_unlocked(&self) -> Result<JobsFile, JobStoreError> {
+        let path = self.jobs_path();
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(JobsFile::default()),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| JobStoreError::Corrupt { path, source }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(JobsFile::default()),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    fn write_unlocked(&self, file: &JobsFile) -> Result<(), JobStoreError> {
+        let path = self.jobs_path();
+        let mut text = serde_json::to_vec_pretty(file).map_err(|e| JobStoreError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        text.push(b'\n');
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_err(&self.dir))?;
+        tmp.write_all(&text).map_err(io_err(&path))?;
+        tmp.as_file().sync_all().map_err(io_err(&path))?;
+        tmp.persist(&path)
+            .map_err(|e| io_err(&path)(e.error))
+            .map(|_: File| ())
+    }
+}
+
+/// Index of the job matching `key`: exact id, exact name, then a unique id prefix.
+pub(crate) fn find(jobs: &[Job], key: &str) -> Option<usize> {
+    if let Some(i) = jobs.iter().position(|j| j.id == key) {
+        return Some(i);
+    }
+    if let Some(i) = jobs.iter().position(|j| j.name == key) {
+        return Some(i);
+    }
+    let mut prefixed = jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| !key.is_empty() && j.id.starts_with(key));
+    match (prefixed.next(), prefixed.next()) {
+        (Some((i, _)), None) => Some(i),
+        _ => None,
+    }
+}
