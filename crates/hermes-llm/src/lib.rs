@@ -1,19 +1,25 @@
 //! # hermes-llm
 //!
 //! Owns everything provider-specific: runtime resolution (which provider, model, key and
-//! api_mode), the [`ModelClient`] trait and its adapters (`openai_chat`, `local`), SSE
+//! api_mode), the [`ModelClient`] trait and its adapters (`openai_chat`, `anthropic`,
+//! `openai_responses`, `local`), SSE
 //! decoding, and error classification. Everything above sees one normalized
 //! [`hermes_protocol::AssistantMessage`] and one typed [`LlmError`]; no `if provider == …`
 //! exists outside this crate (ARCHITECTURE §1). It must not persist anything or run tools.
 
+pub mod anthropic;
 mod client;
 pub mod error;
 pub mod hermes_format;
 pub mod openai_chat;
 mod redact;
+pub mod replay;
 pub mod retry;
 pub mod runtime;
+pub mod sse;
+mod transport;
 
+pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent, ToolChoice};
 pub use error::{ErrorClass, LlmError, classify};
 pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig, init_tls};

@@ -53,8 +53,10 @@ fn lock(s: &SharedState) -> MutexGuard<'_, Shared> {
 }
 
 /// An OpenAI-compatible server on `127.0.0.1:<free port>` running inside the test's tokio
-/// runtime. `POST /v1/chat/completions` serves queued [`MockResponse`]s in order (HTTP 500 with
-/// an explanatory error body when the queue is empty) and records every request;
+/// runtime. `POST /v1/chat/completions` (and, for the Anthropic and Responses adapters,
+/// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves queued
+/// [`MockResponse`]s in order (HTTP 500 with an explanatory error body when the queue is
+/// empty) and records every request;
 /// `GET /v1/models` lists one model. The server stops when this value is dropped.
 pub struct MockProvider {
     addr: SocketAddr,
@@ -68,6 +70,8 @@ impl MockProvider {
         let state: SharedState = Arc::default();
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/messages", post(chat))
+            .route("/v1/responses", post(chat))
             .route("/v1/models", get(models))
             .with_state(state.clone());
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
@@ -143,11 +147,15 @@ fn capture(headers: &HeaderMap, path: &str, body: &[u8]) -> CapturedRequest {
     }
 }
 
-async fn chat(State(state): State<SharedState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(
+    State(state): State<SharedState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let next = {
         let mut s = lock(&state);
-        s.requests
-            .push(capture(&headers, "/v1/chat/completions", &body));
+        s.requests.push(capture(&headers, uri.path(), &body));
         s.queue.pop_front()
     };
     let Some(resp) = next else {
