@@ -24,11 +24,30 @@ pub enum Fragment {
     ContextBlocked,
     /// Metadata line; placeholders `date`, `model`, `provider`.
     Metadata,
+    /// Memory snapshot block; placeholders `usage`, `entries`.
+    MemoryBlock,
+    /// User-profile snapshot block; placeholders `usage`, `entries`.
+    UserBlock,
+    /// Skills index block; placeholder `skills`.
+    SkillsIndex,
+    /// A skill loaded into a user message (`/<skill>`, `-s`); placeholders `name`, `dir`,
+    /// `body`, `instruction`.
+    SkillMessage,
+    /// Description of the `memory` tool.
+    ToolMemory,
+    /// Description of the `skills_list` tool.
+    ToolSkillsList,
+    /// Description of the `skill_view` tool.
+    ToolSkillView,
+    /// Description of the `skill_manage` tool.
+    ToolSkillManage,
+    /// Description of the `session_search` tool.
+    ToolSessionSearch,
 }
 
 impl Fragment {
     /// Every fragment, for tests that check all of them.
-    pub const ALL: [Fragment; 8] = [
+    pub const ALL: [Fragment; 17] = [
         Fragment::IdentityDefault,
         Fragment::IdentityCompact,
         Fragment::GuidanceFull,
@@ -37,6 +56,15 @@ impl Fragment {
         Fragment::ContextTruncated,
         Fragment::ContextBlocked,
         Fragment::Metadata,
+        Fragment::MemoryBlock,
+        Fragment::UserBlock,
+        Fragment::SkillsIndex,
+        Fragment::SkillMessage,
+        Fragment::ToolMemory,
+        Fragment::ToolSkillsList,
+        Fragment::ToolSkillView,
+        Fragment::ToolSkillManage,
+        Fragment::ToolSessionSearch,
     ];
 
     /// The raw text of the fragment as stored in `prompts/`.
@@ -50,6 +78,15 @@ impl Fragment {
             Fragment::ContextTruncated => include_str!("../prompts/context_truncated.md"),
             Fragment::ContextBlocked => include_str!("../prompts/context_blocked.md"),
             Fragment::Metadata => include_str!("../prompts/metadata.md"),
+            Fragment::MemoryBlock => include_str!("../prompts/memory_block.md"),
+            Fragment::UserBlock => include_str!("../prompts/user_block.md"),
+            Fragment::SkillsIndex => include_str!("../prompts/skills_index.md"),
+            Fragment::SkillMessage => include_str!("../prompts/skill_message.md"),
+            Fragment::ToolMemory => include_str!("../prompts/tool_memory.md"),
+            Fragment::ToolSkillsList => include_str!("../prompts/tool_skills_list.md"),
+            Fragment::ToolSkillView => include_str!("../prompts/tool_skill_view.md"),
+            Fragment::ToolSkillManage => include_str!("../prompts/tool_skill_manage.md"),
+            Fragment::ToolSessionSearch => include_str!("../prompts/tool_session_search.md"),
         }
     }
 
@@ -147,7 +184,7 @@ mod tests {
 
     #[test]
     fn placeholders_match_what_the_builder_supplies() {
-        let expected: [(Fragment, &[&str]); 8] = [
+        let expected: [(Fragment, &[&str]); 17] = [
             (Fragment::IdentityDefault, &[]),
             (Fragment::IdentityCompact, &[]),
             (Fragment::GuidanceFull, &[]),
@@ -156,6 +193,18 @@ mod tests {
             (Fragment::ContextTruncated, &["omitted", "file", "path"]),
             (Fragment::ContextBlocked, &["file", "category"]),
             (Fragment::Metadata, &["date", "model", "provider"]),
+            (Fragment::MemoryBlock, &["usage", "entries"]),
+            (Fragment::UserBlock, &["usage", "entries"]),
+            (Fragment::SkillsIndex, &["skills"]),
+            (
+                Fragment::SkillMessage,
+                &["name", "dir", "body", "instruction"],
+            ),
+            (Fragment::ToolMemory, &[]),
+            (Fragment::ToolSkillsList, &[]),
+            (Fragment::ToolSkillView, &[]),
+            (Fragment::ToolSkillManage, &[]),
+            (Fragment::ToolSessionSearch, &[]),
         ];
         for (fragment, names) in expected {
             assert_eq!(fragment.placeholders(), names.to_vec(), "{fragment:?}");
@@ -182,7 +231,7 @@ mod tests {
         assert!(g.starts_with("## Working with files"));
         assert_eq!(render_guidance(Fragment::GuidanceFull, &[]), "");
         assert_eq!(
-            render_guidance(Fragment::GuidanceCompact, &["memory".to_string()]),
+            render_guidance(Fragment::GuidanceCompact, &["web_search".to_string()]),
             ""
         );
     }

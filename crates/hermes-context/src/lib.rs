@@ -1,15 +1,22 @@
 //! hermes-context — what the model sees besides the conversation.
 //!
 //! Owns: the system prompt builder (identity from `SOUL.md`, tool guidance, project context
-//! files, metadata; full and compact profiles), the prompt-injection scan, and token
-//! estimates. Model-visible texts live in `prompts/*.md`. Later: memory, skills, compression.
-//! Must not: call models, run tools, touch the session store, or read the clock — the caller
-//! passes the date and stores the built prompt with the session (ARCHITECTURE §2).
+//! files, metadata; full and compact profiles), the prompt-injection scan, token estimates,
+//! persistent memory ([`memory`]: `MEMORY.md`/`USER.md` and the `memory` tool), skills
+//! ([`skills`]: the `SKILL.md` loader, the prompt index and the skill tools), and the
+//! `session_search` tool over the session store. Model-visible texts live in `prompts/*.md`.
+//! Must not: call models, drive the turn loop, write sessions (the store is only searched and
+//! read), or read the clock — the caller passes the date and stores the built prompt with the
+//! session (ARCHITECTURE §2).
 
 mod builder;
 mod context_files;
 mod fragments;
 mod injection;
+mod learning;
+pub mod memory;
+mod session_search;
+pub mod skills;
 mod soul;
 mod tokens;
 
@@ -24,6 +31,11 @@ pub use context_files::{
 };
 pub use fragments::{Fragment, render_guidance};
 pub use injection::{EXCERPT_MAX_CHARS, Finding, InjectionCategory, ScanScope, scan_for_injection};
+pub use learning::{LEARNING_TOOLSETS, LearningLayers, learning_tools, skill_invocation_message};
+pub use session_search::{
+    BROWSE_DEFAULT, HIT_CONTEXT_MESSAGES, MESSAGE_PREVIEW_CHARS, READ_HEAD_TAIL,
+    SCROLL_DEFAULT_WINDOW, SCROLL_MAX_WINDOW, SEARCH_MAX_SESSIONS, SessionSearchTool,
+};
 pub use soul::{SoulRead, default_soul, ensure_soul, read_soul};
 pub use tokens::{
     CHARS_PER_TOKEN, IMAGE_PART_TOKENS, MESSAGE_OVERHEAD_TOKENS, TOOL_CALL_OVERHEAD_TOKENS,

@@ -361,3 +361,87 @@ fn profile_selection() {
         PromptProfile::Compact
     );
 }
+
+#[test]
+fn snapshot_cli_all_tools_with_memory_and_skills() {
+    use hermes_context::LearningLayers;
+    use hermes_context::memory::{MemoryOp, MemoryStore, MemoryTarget};
+    use hermes_context::skills::IndexFilter;
+    let e = env();
+    let mem = MemoryStore::new(&e.home);
+    mem.apply(
+        MemoryTarget::Memory,
+        &[MemoryOp::Add {
+            content: "Project uses cargo-nextest".into(),
+        }],
+    )
+    .unwrap();
+    mem.apply(
+        MemoryTarget::User,
+        &[MemoryOp::Add {
+            content: "Name is Ada; prefers short answers".into(),
+        }],
+    )
+    .unwrap();
+    let skill = e.home.skills_dir().join("devops/deploy-app");
+    fs::create_dir_all(&skill).unwrap();
+    fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy-app\ndescription: Deploy the app to staging\n---\nsteps\n",
+    )
+    .unwrap();
+    let mut names = file_and_terminal();
+    names.extend(tools(&[
+        "memory",
+        "skills_list",
+        "skill_view",
+        "skill_manage",
+        "session_search",
+    ]));
+    let sets = tools(&["hermes-cli"]);
+    let layers = LearningLayers::load(
+        &e.home,
+        &IndexFilter {
+            platform: "linux",
+            tool_names: &names,
+            toolsets: &sets,
+        },
+    );
+    let p = layers
+        .apply(PromptBuilder::new(PromptInputs {
+            home: &e.home,
+            cwd: &e.project,
+            tool_names: &names,
+            model: "test-model-7b",
+            provider: "openrouter",
+            date: date(),
+            profile: PromptProfile::Full,
+            context_window: Some(128_000),
+            extra_system: None,
+            load_context_files: true,
+        }))
+        .build();
+    let kinds: Vec<LayerKind> = p.sections.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            LayerKind::Identity,
+            LayerKind::ToolGuidance,
+            LayerKind::Memory,
+            LayerKind::UserProfile,
+            LayerKind::SkillsIndex,
+            LayerKind::Metadata
+        ]
+    );
+    insta::assert_snapshot!(p.text);
+    // No memory tool: no memory layers (the tool decides, not the files).
+    let without = LearningLayers::load(
+        &e.home,
+        &IndexFilter {
+            platform: "linux",
+            tool_names: &file_and_terminal(),
+            toolsets: &sets,
+        },
+    );
+    assert_eq!(without, LearningLayers::default());
+}

@@ -1,0 +1,125 @@
+//! The small API front-ends use to give a session memory, skills and session search: the
+//! tools ([`learning_tools`]) and the prompt layers ([`LearningLayers`]).
+
+use std::sync::Arc;
+
+use hermes_protocol::HermesHome;
+use hermes_store::SessionStore;
+use hermes_tools::Tool;
+
+use crate::builder::{LayerKind, PromptBuilder};
+use crate::fragments::Fragment;
+use crate::memory::{MemorySnapshot, MemoryStore, MemoryTool};
+use crate::session_search::SessionSearchTool;
+use crate::skills::{
+    IndexFilter, SkillCatalog, SkillManageTool, SkillViewTool, SkillsListTool, check_skill_name_arg,
+};
+
+/// Toolset names of the tools from [`learning_tools`]: `memory` (`memory`), `skills`
+/// (`skills_list`, `skill_view`, `skill_manage`), `session_search` (`session_search`).
+pub const LEARNING_TOOLSETS: [&str; 3] = ["memory", "skills", "session_search"];
+
+/// The tools of this crate, in a fixed order: `memory`, `skills_list`, `skill_view`,
+/// `skill_manage`, then `session_search` when a store is given. Register them after the
+/// built-in tools; their toolsets are [`LEARNING_TOOLSETS`].
+pub fn learning_tools(home: &HermesHome, store: Option<Arc<SessionStore>>) -> Vec<Arc<dyn Tool>> {
+    let skills = home.skills_dir();
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(MemoryTool::new(MemoryStore::new(home))),
+        Arc::new(SkillsListTool::new(skills.clone())),
+        Arc::new(SkillViewTool::new(skills.clone())),
+        Arc::new(SkillManageTool::new(skills)),
+    ];
+    if let Some(store) = store {
+        tools.push(Arc::new(SessionSearchTool::new(store)));
+    }
+    tools
+}
+
+/// The memory, user-profile and skills-index layers of one session's prompt, read once at
+/// session start (the frozen snapshot of FEATURES §6).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LearningLayers {
+    /// The `MEMORY.md` block, when the `memory` tool is present and memory is not empty.
+    pub memory: Option<String>,
+    /// The `USER.md` block, same conditions.
+    pub user: Option<String>,
+    /// The skills index, when a skill tool is present and a skill is visible.
+    pub skills_index: Option<String>,
+    /// Notes for logs: skipped skills, entries left out.
+    pub notes: Vec<String>,
+}
+
+impl LearningLayers {
+    /// Reads memory and the skills catalog (disk snapshot) of `home` for a session whose tools
+    /// and toolsets are in `filter`. Layers of absent tools stay `None`. Blocking I/O.
+    pub fn load(home: &HermesHome, filter: &IndexFilter<'_>) -> LearningLayers {
+        let mut layers = LearningLayers::default();
+        if filter.tool_names.iter().any(|t| t == "memory") {
+            let snap = MemorySnapshot::load(&MemoryStore::new(home));
+            layers.memory = snap.memory_block();
+            layers.user = snap.user_block();
+            layers.notes.extend(snap.notes);
+        }
+        if filter
+            .tool_names
+            .iter()
+            .any(|t| t == "skill_view" || t == "skills_list")
+        {
+            let catalog = SkillCatalog::load_cached(&home.skills_dir());
+            layers.skills_index = catalog.render_index(filter);
+            layers.notes.extend(
+                catalog
+                    .errors
+                    .iter()
+                    .map(|e| format!("skill skipped: {}: {}", e.path.display(), e.message)),
+            );
+        }
+        layers
+    }
+
+    /// Adds the layers to `builder` in their prompt positions.
+    pub fn apply<'a>(&self, mut builder: PromptBuilder<'a>) -> PromptBuilder<'a> {
+        for (kind, text) in [
+            (LayerKind::Memory, &self.memory),
+            (LayerKind::UserProfile, &self.user),
+            (LayerKind::SkillsIndex, &self.skills_index),
+        ] {
+            if let Some(text) = text {
+                builder = builder.with_layer(kind, text.clone());
+            }
+        }
+        builder
+    }
+}
+
+/// The user message for `/<skill-name> [instruction]` or `-s <skill>`: the skill's `SKILL.md`
+/// body with a short header, then the instruction (FEATURES §7).
+///
+/// # Errors
+/// Text for the user when the name is invalid or no such skill exists.
+pub fn skill_invocation_message(
+    home: &HermesHome,
+    name: &str,
+    instruction: &str,
+) -> Result<String, String> {
+    check_skill_name_arg(name)?;
+    let catalog = SkillCatalog::load_cached(&home.skills_dir());
+    let skill = catalog
+        .find(name)
+        .ok_or_else(|| format!("no skill named {name:?}"))?;
+    let text = std::fs::read_to_string(skill.dir.join("SKILL.md")).map_err(|e| e.to_string())?;
+    let body = crate::skills::parse_skill_md(&text)
+        .map(|p| p.body)
+        .map_err(|e| e.to_string())?;
+    let dir = skill.dir.display().to_string();
+    Ok(Fragment::SkillMessage
+        .render(&[
+            ("name", skill.name.as_str()),
+            ("dir", dir.as_str()),
+            ("body", body.trim()),
+            ("instruction", instruction.trim()),
+        ])
+        .trim()
+        .to_string())
+}
