@@ -1,0 +1,540 @@
+//! One MCP server: connecting through rmcp (stdio child or Streamable HTTP), the client
+//! handler (roots, list-changed, elicitation), the live tool list, reconnects, the breaker and
+//! the guarded `tools/call` (FEATURES §11).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+#[allow(deprecated)]
+use rmcp::model::{CallToolRequestParams, ClientConfig, ListRootsResult, Root};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ErrorData};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::breaker::{Breaker, BreakerState};
+use crate::config::{ServerSpec, Transport};
+use crate::mapping::{MappedResult, map_call_result, normalize_schema};
+use crate::stdio::{self, StdioChild};
+
+/// A tool as the server lists it (after the `tools:` filter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteTool {
+    /// The server's own name.
+    pub name: String,
+    /// Description (empty when none).
+    pub description: String,
+    /// Normalized input schema.
+    pub input_schema: Value,
+}
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Connecting / initializing.
+    Starting,
+    /// Initialized; tools listed.
+    Ready,
+    /// The last connect or call failed with this error.
+    Failed(String),
+    /// `enabled: false`.
+    Disabled,
+    /// Shut down.
+    Stopped,
+}
+
+/// Session facts the client side answers with.
+#[derive(Debug, Clone)]
+pub struct SessionFacts {
+    /// The session's working directory (answer to `roots/list`, cwd of stdio children).
+    pub cwd: PathBuf,
+    /// Folder for `mcp-<server>.log` files (stderr and stdout noise); `None` logs to tracing
+    /// only.
+    pub log_dir: Option<PathBuf>,
+}
+
+#[derive(Clone)]
+struct Handler {
+    cwd: PathBuf,
+    tools_changed: mpsc::UnboundedSender<()>,
+}
+
+#[allow(deprecated)] // roots are still what the reference servers ask for (2025-11-25)
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
+        info["capabilities"] = json!({"roots": {"listChanged": false}});
+        info["clientInfo"] = json!({"name": "hermes", "version": env!("CARGO_PKG_VERSION")});
+        serde_json::from_value(info).unwrap_or_default()
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let uri = format!("file://{}", self.cwd.display());
+        let mut root = Root::new(uri);
+        root.name = Some("working directory".to_string());
+        Ok(ListRootsResult::new(vec![root]))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.tools_changed.send(());
+    }
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<StdioChild>,
+}
+
+/// One configured server and its live state.
+pub struct McpServer {
+    spec: ServerSpec,
+    facts: SessionFacts,
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    tools: RwLock<Vec<RemoteTool>>,
+    state: Mutex<ServerState>,
+    breaker: Breaker,
+    generation: Arc<AtomicU64>,
+    sequential: tokio::sync::Mutex<()>,
+    ignored_lines: Arc<AtomicU64>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.spec.name)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+fn fill(template: &str, pairs: &[(&str, String)]) -> String {
+    let mut out = template.trim_end().to_string();
+    for (k, v) in pairs {
+        out = out.replace(&format!("{{{k}}}"), v);
+    }
+    out
+}
+
+/// Installs the `ring` rustls provider once (reqwest is built with `rustls-no-provider`).
+fn ensure_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
+impl McpServer {
+    /// A server that is not connected yet. `generation` is bumped whenever its tool list
+    /// changes (shared by all servers of a manager).
+    pub fn new(
+        spec: ServerSpec,
+        facts: SessionFacts,
+        generation: Arc<AtomicU64>,
+    ) -> Arc<McpServer> {
+        let state = if spec.enabled {
+            ServerState::Starting
+        } else {
+            ServerState::Disabled
+        };
+        Arc::new(McpServer {
+            spec,
+            facts,
+            conn: tokio::sync::Mutex::new(None),
+            tools: RwLock::new(Vec::new()),
+            state: Mutex::new(state),
+            breaker: Breaker::default(),
+            generation,
+            sequential: tokio::sync::Mutex::new(()),
+            ignored_lines: Arc::new(AtomicU64::new(0)),
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// The configured name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The configuration this server runs with.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// Current state.
+    pub fn state(&self) -> ServerState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_state(&self, s: ServerState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+
+    /// The breaker's state.
+    pub fn breaker_state(&self) -> BreakerState {
+        self.breaker.state()
+    }
+
+    /// The current tool list (after the `tools:` filter).
+    pub fn tools(&self) -> Vec<RemoteTool> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// stdout lines of stdio children that were not JSON-RPC (case C29), over all
+    /// connections so far.
+    pub fn ignored_lines(&self) -> u64 {
+        self.ignored_lines.load(Ordering::Relaxed)
+    }
+
+    /// `serverInfo` of the live connection, as JSON.
+    pub async fn server_info(&self) -> Option<Value> {
+        let conn = self.conn.lock().await.clone()?;
+        let info = conn.service.peer().peer_info()?;
+        serde_json::to_value(info.as_ref())
+            .ok()
+            .map(|v| v["serverInfo"].clone())
+    }
+
+    /// Connects (spawn or HTTP), initializes within `connect_timeout`, lists the tools and
+    /// starts the list-changed listener. On failure the state is [`ServerState::Failed`].
+    ///
+    /// # Errors
+    /// A one-line reason (spawn error, initialize error, timeout).
+    pub async fn connect(self: &Arc<Self>) -> Result<(), String> {
+        if !self.spec.enabled {
+            return Err("disabled in config.yaml".to_string());
+        }
+        let mut slot = self.conn.lock().await;
+        if let Some(c) = slot.as_ref()
+            && !c.service.is_closed()
+        {
+            return Ok(());
+        }
+        *slot = None;
+        self.set_state(ServerState::Starting);
+        match self.open().await {
+            Ok(conn) => {
+                let conn = Arc::new(conn);
+                *slot = Some(conn.clone());
+                drop(slot);
+                if let Err(e) = self.refresh_with(&conn).await {
+                    self.set_state(ServerState::Failed(e.clone()));
+                    return Err(e);
+                }
+                self.set_state(ServerState::Ready);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.spec.name, error = %e, "MCP server failed to start");
+                self.set_state(ServerState::Failed(e.clone()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn open(self: &Arc<Self>) -> Result<Connection, String> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler = Handler {
+            cwd: self.facts.cwd.clone(),
+            tools_changed: tx,
+        };
+        let limit = self.spec.connect_timeout;
+        let timeout_msg = || format!("initialize timed out after {} s", limit.as_secs());
+        let conn = match &self.spec.transport {
+            Transport::Stdio { command, args, env } => {
+                let log = self.facts.log_dir.as_ref().map(|d| {
+                    d.join(format!(
+                        "mcp-{}.log",
+                        crate::naming::sanitize_part(&self.spec.name)
+                    ))
+                });
+                let (child, out, stdin) =
+                    stdio::spawn(&self.spec.name, command, args, env, &self.facts.cwd, log)
+                        .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let stats = child.stats.clone();
+                let counter = self.ignored_lines.clone();
+                let result =
+                    tokio::time::timeout(limit, rmcp::serve_client(handler, (out, stdin))).await;
+                counter.fetch_add(
+                    stats.ignored_lines.swap(0, Ordering::Relaxed) as u64,
+                    Ordering::Relaxed,
+                );
+                let service = result
+                    .map_err(|_| timeout_msg())?
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                // Keep counting noise after initialize.
+                let stop = self.stop.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                        }
+                        let n = stats.ignored_lines.swap(0, Ordering::Relaxed) as u64;
+                        counter.fetch_add(n, Ordering::Relaxed);
+                        if std::sync::Arc::strong_count(&stats) == 1 {
+                            break;
+                        }
+                    }
+                });
+                Connection {
+                    service,
+                    child: Some(child),
+                }
+            }
+            Transport::Http { url, headers } => {
+                use rmcp::transport::StreamableHttpClientTransport;
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                ensure_crypto_provider();
+                let mut map = std::collections::HashMap::new();
+                for (k, v) in headers {
+                    let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                        .map_err(|e| format!("header `{k}`: {e}"))?;
+                    let value = reqwest::header::HeaderValue::from_str(v)
+                        .map_err(|e| format!("header `{k}`: {e}"))?;
+                    map.insert(name, value);
+                }
+                let config =
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let service = tokio::time::timeout(limit, rmcp::serve_client(handler, transport))
+                    .await
+                    .map_err(|_| timeout_msg())?
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                Connection {
+                    service,
+                    child: None,
+                }
+            }
+        };
+        self.spawn_refresher(rx);
+        Ok(conn)
+    }
+
+    fn spawn_refresher(self: &Arc<Self>, mut rx: mpsc::UnboundedReceiver<()>) {
+        let weak = Arc::downgrade(self);
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let got = tokio::select! {
+                    _ = stop.cancelled() => None,
+                    m = rx.recv() => m,
+                };
+                if got.is_none() {
+                    break;
+                }
+                // Coalesce a burst (server-everything sends four at start).
+                while rx.try_recv().is_ok() {}
+                let Some(server) = weak.upgrade() else { break };
+                if let Err(e) = server.refresh().await {
+                    tracing::warn!(server = %server.spec.name, error = %e, "tools/list after list_changed failed");
+                }
+            }
+        });
+    }
+
+    /// Lists the tools again (all pages) and replaces the tool list.
+    ///
+    /// # Errors
+    /// Not connected, or the `tools/list` request failed.
+    pub async fn refresh(&self) -> Result<(), String> {
+        let conn = self.conn.lock().await.clone();
+        let Some(conn) = conn else {
+            return Err("not connected".to_string());
+        };
+        self.refresh_with(&conn).await
+    }
+
+    async fn refresh_with(&self, conn: &Connection) -> Result<(), String> {
+        let listed = tokio::time::timeout(
+            self.spec.connect_timeout,
+            conn.service.peer().list_all_tools(),
+        )
+        .await
+        .map_err(|_| "tools/list timed out".to_string())?
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+        let tools: Vec<RemoteTool> = listed
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .filter_map(|v| {
+                let name = v.get("name")?.as_str()?.to_string();
+                Some(RemoteTool {
+                    description: v
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    input_schema: normalize_schema(v.get("inputSchema").unwrap_or(&Value::Null)),
+                    name,
+                })
+            })
+            .filter(|t| self.spec.tools.allows(&t.name))
+            .collect();
+        let mut current = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        if *current != tools {
+            *current = tools;
+            self.generation.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Calls `tool` (the server's own name) with `args`, guarded by the breaker, the
+    /// per-call timeout, `cancel`, and one-at-a-time unless the server allows parallel calls.
+    /// Reconnects first when the connection is gone. Never fails: problems become error
+    /// results for the model.
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+    ) -> MappedResult {
+        let name = &self.spec.name;
+        if let Err(retry_in) = self.breaker.try_acquire() {
+            return MappedResult {
+                text: fill(
+                    include_str!("../prompts/breaker_open.md"),
+                    &[
+                        ("server", name.clone()),
+                        ("failures", crate::breaker::FAILURE_THRESHOLD.to_string()),
+                        ("seconds", retry_in.as_secs().max(1).to_string()),
+                    ],
+                ),
+                is_error: true,
+            };
+        }
+        let _turn = if self.spec.parallel {
+            None
+        } else {
+            Some(self.sequential.lock().await)
+        };
+        let conn = {
+            let c = self.conn.lock().await.clone();
+            match c {
+                Some(c) if !c.service.is_closed() => Ok(c),
+                _ => match self.connect().await {
+                    Ok(()) => self
+                        .conn
+                        .lock()
+                        .await
+                        .clone()
+                        .ok_or_else(|| "not connected".to_string()),
+                    Err(e) => Err(e),
+                },
+            }
+        };
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => return self.failed(e),
+        };
+        if !self.tools().iter().any(|t| t.name == tool) {
+            self.breaker.record_success();
+            return MappedResult {
+                text: fill(
+                    include_str!("../prompts/tool_removed.md"),
+                    &[("server", name.clone()), ("tool", tool.to_string())],
+                ),
+                is_error: true,
+            };
+        }
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map);
+        }
+        let call = conn.service.peer().call_tool(params);
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(self.spec.call_timeout, call) => r,
+            _ = cancel.cancelled() => {
+                return MappedResult { text: "interrupted".to_string(), is_error: true };
+            }
+        };
+        match outcome {
+            Ok(Ok(result)) => {
+                self.breaker.record_success();
+                self.set_state(ServerState::Ready);
+                match serde_json::to_value(&result) {
+                    Ok(v) => map_call_result(&v),
+                    Err(e) => MappedResult {
+                        text: format!("unreadable result: {e}"),
+                        is_error: true,
+                    },
+                }
+            }
+            Ok(Err(e)) => {
+                let closed = conn.service.is_closed()
+                    || matches!(
+                        e,
+                        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                    );
+                if closed {
+                    let mut slot = self.conn.lock().await;
+                    if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                        *slot = None;
+                    }
+                }
+                self.failed(format!("tools/call `{tool}` failed: {e}"))
+            }
+            Err(_) => {
+                self.breaker.record_failure();
+                MappedResult {
+                    text: fill(
+                        include_str!("../prompts/call_timeout.md"),
+                        &[
+                            ("server", name.clone()),
+                            ("tool", tool.to_string()),
+                            ("seconds", self.spec.call_timeout.as_secs().to_string()),
+                        ],
+                    ),
+                    is_error: true,
+                }
+            }
+        }
+    }
+
+    fn failed(&self, error: String) -> MappedResult {
+        self.breaker.record_failure();
+        self.set_state(ServerState::Failed(error.clone()));
+        MappedResult {
+            text: fill(
+                include_str!("../prompts/server_failed.md"),
+                &[("server", self.spec.name.clone()), ("error", error)],
+            ),
+            is_error: true,
+        }
+    }
+
+    async fn drop_connection(&self) {
+        let conn = self.conn.lock().await.take();
+        if let Some(conn) = conn {
+            close(conn).await;
+        }
+    }
+
+    /// Closes the connection: cancels the session, closes stdin, waits up to 2 s for the child
+    /// to exit, then kills its process group.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.drop_connection().await;
+        self.set_state(ServerState::Stopped);
+    }
+}
+
+async fn close(conn: Arc<Connection>) {
+    match Arc::try_unwrap(conn) {
+        Ok(Connection { service, child }) => {
+            let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+            if let Some(child) = child {
+                child.shutdown(Duration::from_secs(2)).await;
+            }
+        }
+        // Still used by an in-flight call: dropping the last reference kills the child.
+        Err(conn) => drop(conn),
+    }
+}

