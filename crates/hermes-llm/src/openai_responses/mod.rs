@@ -1,0 +1,146 @@
+//! OpenAI Responses adapter (FEATURES §2; GPT-5-class models on api.openai.com):
+//! `POST {base_url}/responses` with `stream: true`, decoded by [`stream::ResponsesDecoder`];
+//! the body is built by [`request::build_body`] (reasoning items carried across turns).
+
+pub mod request;
+pub mod stream;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use crate::client::{ChatRequest, EventStream, ModelClient};
+use crate::error::{ErrorClass, LlmError};
+use crate::sse::decode_named_sse;
+pub use request::build_body;
+pub use stream::{ResponsesDecoder, decode_response_body};
+
+/// Settings for one Responses endpoint.
+#[derive(Debug, Clone)]
+pub struct ResponsesConfig {
+    /// Base URL including the version path (`https://api.openai.com/v1`).
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// API key (sent as `Authorization: Bearer`).
+    pub api_key: Option<String>,
+    /// Provider id for display/storage.
+    pub provider_id: String,
+    /// Context window in tokens, when known.
+    pub context_window: Option<u64>,
+    /// Connect and read timeout.
+    pub timeout: Duration,
+}
+
+impl ResponsesConfig {
+    /// Defaults: provider `openai`, 120 s timeout.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> ResponsesConfig {
+        ResponsesConfig {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            provider_id: "openai".to_string(),
+            context_window: None,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A [`ModelClient`] for one Responses endpoint.
+#[derive(Debug, Clone)]
+pub struct ResponsesClient {
+    config: ResponsesConfig,
+    endpoint: String,
+    headers: HeaderMap,
+    http: reqwest::Client,
+}
+
+impl ResponsesClient {
+    /// Builds the client. Errors (class `format_error`) when the key is not a valid HTTP header
+    /// value, or the HTTP client cannot be built.
+    pub fn new(config: ResponsesConfig) -> Result<ResponsesClient, LlmError> {
+        crate::openai_chat::init_tls();
+        let bad = |what: &str| {
+            LlmError::new(
+                ErrorClass::FormatError,
+                None,
+                format!("invalid client configuration: {what}"),
+            )
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| bad("the API key contains characters not allowed in a header"))?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.timeout)
+            .read_timeout(config.timeout)
+            .build()
+            .map_err(|e| bad(&format!("HTTP client: {e}")))?;
+        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
+        Ok(ResponsesClient {
+            config,
+            endpoint,
+            headers,
+            http,
+        })
+    }
+
+    /// The URL requests are POSTed to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The settings this client was built with.
+    pub fn config(&self) -> &ResponsesConfig {
+        &self.config
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelClient for ResponsesClient {
+    async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
+        let body = build_body(request, &self.config.model);
+        let cancel = request.cancel.clone();
+        let send = self
+            .http
+            .post(&self.endpoint)
+            .headers(self.headers.clone())
+            .json(&body)
+            .send();
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(crate::transport::interrupted()),
+            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
+        };
+        match crate::transport::split_response(response, &cancel).await? {
+            crate::transport::Body::Json(text) => {
+                let events = decode_response_body(&text)?;
+                Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
+            }
+            crate::transport::Body::Stream(response) => {
+                let bytes = response
+                    .bytes_stream()
+                    .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
+                Ok(decode_named_sse(bytes, ResponsesDecoder::new(), cancel))
+            }
+        }
+    }
+
+    fn provider(&self) -> &str {
+        &self.config.provider_id
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.config.context_window
+    }
+}
