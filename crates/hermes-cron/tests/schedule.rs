@@ -1,6 +1,8 @@
 //! Schedule parsing and next-run times: `vectors/cron_schedule.json`, case C37 and DST
 //! transitions in Europe/Berlin and America/Toronto (2026/2027).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use hermes_cron::{Schedule, ScheduleError, parse_duration_minutes, parse_timezone};
