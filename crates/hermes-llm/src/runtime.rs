@@ -14,9 +14,11 @@ use std::time::Duration;
 
 use hermes_protocol::config::ModelConfig;
 
+use crate::anthropic::{AnthropicClient, AnthropicConfig};
 use crate::client::ModelClient;
 use crate::error::{ErrorClass, LlmError};
 use crate::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use crate::openai_responses::{ResponsesClient, ResponsesConfig};
 use crate::redact::mask_secret;
 
 /// The wire protocol spoken with a provider.
@@ -393,6 +395,15 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
             }
         }
     };
+    if let Some(mode) = detect_api_mode(&rt.base_url, &rt.model).filter(|m| *m != rt.api_mode) {
+        trace.push(format!(
+            "api_mode {} detected from base_url `{}` and model `{}`",
+            mode.as_str(),
+            rt.base_url,
+            rt.model
+        ));
+        rt.api_mode = mode;
+    }
     if let Some(mode) = forced_mode.filter(|m| *m != rt.api_mode) {
         trace.push(format!(
             "api_mode forced to {} by config.yaml",
@@ -465,9 +476,33 @@ fn local_runtime(
     })
 }
 
-/// Builds the client for a resolved runtime. Only [`ApiMode::ChatCompletions`] is built here;
-/// the local model is constructed by the `local` module, and the other modes return a
-/// `format_error` saying they are not available yet. OpenRouter gets its attribution headers.
+/// The api_mode implied by a base URL and model, when they imply one (FEATURES §2):
+/// host `api.anthropic.com` or a path ending in `/anthropic` → Anthropic Messages;
+/// host `api.openai.com` with a GPT-5-class or o-series reasoning model (`gpt-5*`, `o1*`,
+/// `o3*`, `o4*`, `*codex*`) → Responses. `None` leaves the provider's default.
+pub fn detect_api_mode(base_url: &str, model: &str) -> Option<ApiMode> {
+    let url = base_url.trim().trim_end_matches('/').to_ascii_lowercase();
+    let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let host = after_scheme.split(['/', ':']).next().unwrap_or("");
+    if host == "api.anthropic.com" || url.ends_with("/anthropic") {
+        return Some(ApiMode::AnthropicMessages);
+    }
+    let m = model.trim().to_ascii_lowercase();
+    let m = m.strip_prefix("openai/").unwrap_or(&m);
+    let gpt5_class = m.starts_with("gpt-5")
+        || m.starts_with("o1")
+        || m.starts_with("o3")
+        || m.starts_with("o4")
+        || m.contains("codex");
+    if host == "api.openai.com" && gpt5_class {
+        return Some(ApiMode::OpenAiResponses);
+    }
+    None
+}
+
+/// Builds the client for a resolved runtime: Chat Completions (OpenRouter gets its attribution
+/// headers), Anthropic Messages (prompt caching `system_and_3`, 5 m TTL) and Responses. The
+/// local model is constructed by the `local` module; asking for it here is a `format_error`.
 pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
     match rt.api_mode {
         ApiMode::ChatCompletions => {
@@ -487,18 +522,24 @@ pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
             }
             Ok(Arc::new(OpenAiChatClient::new(cfg)?))
         }
+        ApiMode::AnthropicMessages => {
+            let mut cfg = AnthropicConfig::new(rt.base_url.clone(), rt.model.clone());
+            cfg.api_key = rt.api_key.clone();
+            cfg.provider_id = rt.provider.clone();
+            cfg.context_window = rt.context_window;
+            Ok(Arc::new(AnthropicClient::new(cfg)?))
+        }
+        ApiMode::OpenAiResponses => {
+            let mut cfg = ResponsesConfig::new(rt.base_url.clone(), rt.model.clone());
+            cfg.api_key = rt.api_key.clone();
+            cfg.provider_id = rt.provider.clone();
+            cfg.context_window = rt.context_window;
+            Ok(Arc::new(ResponsesClient::new(cfg)?))
+        }
         ApiMode::Local => Err(LlmError::new(
             ErrorClass::FormatError,
             None,
             "the local model client is constructed by hermes_llm::local (build with the `local` feature)",
-        )),
-        other => Err(LlmError::new(
-            ErrorClass::FormatError,
-            None,
-            format!(
-                "api_mode {} is not implemented yet; use an OpenAI-compatible endpoint (e.g. provider openrouter)",
-                other.as_str()
-            ),
         )),
     }
 }
