@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use hermes_agent::SystemPromptSource;
-use hermes_context::{PromptBuilder, PromptInputs, PromptProfile, ensure_soul};
+use hermes_context::skills::{IndexFilter, current_platform};
+use hermes_context::{LearningLayers, PromptBuilder, PromptInputs, PromptProfile, ensure_soul};
 use hermes_protocol::HermesHome;
 
 /// Builds session prompts for the CLI.
@@ -13,17 +14,21 @@ pub struct CliPrompt {
     cwd: PathBuf,
     profile: PromptProfile,
     context_window: Option<u64>,
+    toolsets: Vec<String>,
 }
 
 impl CliPrompt {
-    /// A source for `home`/`cwd`; `compact` selects the small-window profile.
+    /// A source for `home`/`cwd`; `compact` selects the small-window profile; `toolsets`
+    /// are the enabled toolset names (they filter the skills index).
     pub fn new(
         home: HermesHome,
         cwd: PathBuf,
         compact: bool,
         context_window: Option<u64>,
+        toolsets: Vec<String>,
     ) -> CliPrompt {
         CliPrompt {
+            toolsets,
             home,
             cwd,
             profile: if compact {
@@ -41,7 +46,19 @@ impl SystemPromptSource for CliPrompt {
         if let Err(e) = ensure_soul(&self.home) {
             tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
         }
-        let built = PromptBuilder::new(PromptInputs {
+        // Memory and the skills index as they are now: a frozen snapshot for this session.
+        let layers = LearningLayers::load(
+            &self.home,
+            &IndexFilter {
+                platform: current_platform(),
+                tool_names,
+                toolsets: &self.toolsets,
+            },
+        );
+        for note in &layers.notes {
+            tracing::info!("{note}");
+        }
+        let builder = PromptBuilder::new(PromptInputs {
             home: &self.home,
             cwd: &self.cwd,
             tool_names,
@@ -52,8 +69,8 @@ impl SystemPromptSource for CliPrompt {
             context_window: self.context_window,
             extra_system: None,
             load_context_files: true,
-        })
-        .build();
+        });
+        let built = layers.apply(builder).build();
         for note in &built.notes {
             tracing::info!("{note}");
         }

@@ -123,10 +123,16 @@ pub async fn build_agent(
         None if !app.config.toolsets.is_empty() => app.config.toolsets.clone(),
         None => vec!["hermes-cli".to_string()],
     };
-    let registry = hermes_tools::Registry::builtin();
+    let store = app.open_store()?;
+    let mut registry = hermes_tools::Registry::builtin();
+    for tool in hermes_context::learning_tools(&app.home, Some(store.clone())) {
+        registry
+            .register(tool)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let selection = registry
         .select(&ToolsetSelection::new(
-            toolsets,
+            toolsets.clone(),
             app.config.agent.disabled_toolsets.clone(),
         ))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -134,7 +140,6 @@ pub async fn build_agent(
         tracing::info!(tool = %name, %reason, "tool hidden: not available here");
     }
     let tools = selection.tools().to_vec();
-    let store = app.open_store()?;
     let cwd = match &app.config.terminal.cwd {
         Some(p) => p.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -153,6 +158,7 @@ pub async fn build_agent(
         cwd.clone(),
         compact,
         client.context_window(),
+        toolsets,
     );
     let deps = AgentDeps {
         client: client.clone(),

@@ -15,7 +15,9 @@ fn layer(name: &str) -> Option<u32> {
         "hermes-tools" | "hermes-mcp" => 3,
         "hermes-context" => 4,
         "hermes-agent" => 5,
-        "hermes-cli" | "hermes-gateway" | "hermes-cron" => 6,
+        "hermes-gateway" | "hermes-cron" => 6,
+        // The binary hosts every entry point (`hermes cron …`, `hermes gateway run`).
+        "hermes-cli" => 7,
         "hermes-testkit" => 100,
         _ => return None,
     })

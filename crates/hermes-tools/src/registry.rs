@@ -129,11 +129,11 @@ impl Registry {
     pub fn select(&self, selection: &ToolsetSelection) -> Result<ToolSet, UnknownToolset> {
         let mut enabled = HashSet::new();
         for name in &selection.enabled {
-            self.expand(name, &mut HashSet::new(), &mut enabled)?;
+            self.expand(name, true, &mut HashSet::new(), &mut enabled)?;
         }
         let mut disabled = HashSet::new();
         for name in &selection.disabled {
-            self.expand(name, &mut HashSet::new(), &mut disabled)?;
+            self.expand(name, true, &mut HashSet::new(), &mut disabled)?;
         }
         let mut tools = Vec::new();
         let mut unavailable = Vec::new();
@@ -150,9 +150,13 @@ impl Registry {
         Ok(ToolSet { tools, unavailable })
     }
 
+    /// Adds the tools of toolset `name` to `out`. A name the user gave (`top_level`) must
+    /// exist; a toolset that a preset includes may be absent from this build or machine
+    /// (e.g. `memory` when only hermes-tools is registered) and then adds nothing.
     fn expand(
         &self,
         name: &str,
+        top_level: bool,
         visited: &mut HashSet<String>,
         out: &mut HashSet<String>,
     ) -> Result<(), UnknownToolset> {
@@ -167,6 +171,9 @@ impl Registry {
             .map(|t| t.spec().name)
             .collect();
         if def.is_none() && base.is_empty() {
+            if !top_level {
+                return Ok(());
+            }
             return Err(UnknownToolset {
                 name: name.to_string(),
                 known: self.toolset_names(),
@@ -176,7 +183,7 @@ impl Registry {
         if let Some(def) = def {
             out.extend(def.tools.iter().map(|t| t.to_string()));
             for inc in def.includes {
-                self.expand(inc, visited, out)?;
+                self.expand(inc, false, visited, out)?;
             }
         }
         Ok(())

@@ -24,8 +24,8 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files and terminal.",
-        includes: &["file", "terminal"],
+        description: "Default for the CLI: files, terminal, memory, skills and session search.",
+        includes: &["file", "terminal", "memory", "skills", "session_search"],
         tools: &[],
     },
     ToolsetDef {

@@ -257,3 +257,13 @@ fn duplicates_rejected_and_close_names_suggested() {
     let set = r.select(&ToolsetSelection::parse("safe")).unwrap();
     assert_eq!(set.closest_names("read", 5), vec!["read_file"]);
 }
+
+#[test]
+fn a_preset_may_include_toolsets_this_build_does_not_register() {
+    // `hermes-cli` includes memory/skills/session_search, which hermes-context registers.
+    let reg = Registry::builtin();
+    let set = reg.select(&ToolsetSelection::default()).unwrap();
+    assert!(set.names().contains(&"read_file".to_string()));
+    // A name the user gives must still exist.
+    assert!(reg.select(&ToolsetSelection::parse("memory")).is_err());
+}
