@@ -9,7 +9,9 @@
 
 pub mod anthropic;
 mod client;
+pub mod credentials;
 pub mod error;
+pub mod fallback;
 pub mod hermes_format;
 pub mod openai_chat;
 pub mod openai_responses;

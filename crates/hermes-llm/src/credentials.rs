@@ -1,0 +1,202 @@
+//! Credential pools (FEATURES §2): several API keys per provider, a selection strategy
+//! (`fill_first`, `round_robin`, `least_used`), and cooldowns after failures — 5 min after a
+//! 401, 1 h after a 429 or 402 unless the provider said when it resets (`Retry-After`). The
+//! state (use counts, cooldown ends as Unix seconds) is plain serde data that the caller
+//! persists in `HERMES_HOME` with [`CredentialPool::save`] / [`CredentialPool::load`].
+//! Clock values are passed in (Unix seconds) so behaviour is testable without waiting.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorClass, LlmError};
+use crate::redact::mask_secret;
+
+/// Cooldown after an authentication failure (HTTP 401): 5 minutes.
+pub const AUTH_COOLDOWN: Duration = Duration::from_secs(5 * 60);
+/// Cooldown after a rate limit (429) or billing failure (402) with no reset time: 1 hour.
+pub const LIMIT_COOLDOWN: Duration = Duration::from_secs(60 * 60);
+
+/// How the next key is chosen among those not cooling down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolStrategy {
+    /// Always the first available key in order (the default).
+    #[default]
+    FillFirst,
+    /// Take turns: the available key after the one used last.
+    RoundRobin,
+    /// The available key with the fewest uses.
+    LeastUsed,
+}
+
+impl PoolStrategy {
+    /// Parses `fill_first` / `round_robin` / `least_used`.
+    pub fn parse(s: &str) -> Option<PoolStrategy> {
+        match s.trim() {
+            "fill_first" => Some(PoolStrategy::FillFirst),
+            "round_robin" => Some(PoolStrategy::RoundRobin),
+            "least_used" => Some(PoolStrategy::LeastUsed),
+            _ => None,
+        }
+    }
+}
+
+/// One key and its bookkeeping.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credential {
+    /// A short label for `hermes auth list` (e.g. `key-2`, `work`).
+    pub label: String,
+    /// The secret; never printed by `Debug`.
+    pub key: String,
+    /// Requests made with it.
+    #[serde(default)]
+    pub uses: u64,
+    /// Unix seconds until which it is not used, if cooling down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_until: Option<u64>,
+    /// Why it is cooling down (error class name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_reason: Option<String>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("label", &self.label)
+            .field("key", &mask_secret(&self.key))
+            .field("uses", &self.uses)
+            .field("cooldown_until", &self.cooldown_until)
+            .finish()
+    }
+}
+
+/// The keys of one provider.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CredentialPool {
+    /// Canonical provider id.
+    pub provider: String,
+    /// Selection strategy.
+    #[serde(default)]
+    pub strategy: PoolStrategy,
+    /// Keys in the user's order.
+    pub credentials: Vec<Credential>,
+    /// Index of the key handed out last.
+    #[serde(default)]
+    pub last: Option<usize>,
+}
+
+impl CredentialPool {
+    /// An empty pool for `provider`.
+    pub fn new(provider: impl Into<String>, strategy: PoolStrategy) -> CredentialPool {
+        CredentialPool {
+            provider: provider.into(),
+            strategy,
+            credentials: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// Adds a key (ignored when the same key is already present); returns its index.
+    pub fn add(&mut self, label: impl Into<String>, key: impl Into<String>) -> usize {
+        let key = key.into();
+        if let Some(i) = self.credentials.iter().position(|c| c.key == key) {
+            return i;
+        }
+        self.credentials.push(Credential {
+            label: label.into(),
+            key,
+            uses: 0,
+            cooldown_until: None,
+            cooldown_reason: None,
+        });
+        self.credentials.len() - 1
+    }
+
+    /// Removes the key with this label; true when one was removed.
+    pub fn remove(&mut self, label: &str) -> bool {
+        let before = self.credentials.len();
+        self.credentials.retain(|c| c.label != label);
+        self.last = None;
+        before != self.credentials.len()
+    }
+
+    fn available(&self, now: u64) -> impl Iterator<Item = usize> + '_ {
+        self.credentials
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.cooldown_until.is_none_or(|t| t <= now))
+            .map(|(i, _)| i)
+    }
+
+    /// Picks the next key by the strategy among keys not cooling down at `now` (Unix seconds),
+    /// counts the use and returns `(index, key)`. `None` when every key is cooling down.
+    pub fn acquire(&mut self, now: u64) -> Option<(usize, String)> {
+        let avail: Vec<usize> = self.available(now).collect();
+        let pick = match self.strategy {
+            PoolStrategy::FillFirst => avail.first().copied(),
+            PoolStrategy::RoundRobin => {
+                let after = self.last.map_or(0, |l| l + 1);
+                avail
+                    .iter()
+                    .copied()
+                    .find(|i| *i >= after)
+                    .or_else(|| avail.first().copied())
+            }
+            PoolStrategy::LeastUsed => avail
+                .iter()
+                .copied()
+                .min_by_key(|i| self.credentials[*i].uses),
+        }?;
+        let c = &mut self.credentials[pick];
+        c.uses += 1;
+        c.cooldown_until = None;
+        c.cooldown_reason = None;
+        self.last = Some(pick);
+        Some((pick, c.key.clone()))
+    }
+
+    /// Records a failure of key `index` at `now`: 401 (auth) → 5 min, rate_limit/billing → the
+    /// provider's `retry_after` if it gave one, else 1 h. Other errors do not cool a key down.
+    /// Returns the cooldown applied.
+    pub fn report_failure(&mut self, index: usize, err: &LlmError, now: u64) -> Option<Duration> {
+        let cooldown = match err.class {
+            ErrorClass::Auth if err.status != Some(403) => AUTH_COOLDOWN,
+            ErrorClass::RateLimit | ErrorClass::Billing => {
+                err.retry_after.unwrap_or(LIMIT_COOLDOWN)
+            }
+            _ => return None,
+        };
+        let c = self.credentials.get_mut(index)?;
+        c.cooldown_until = Some(now + cooldown.as_secs().max(1));
+        c.cooldown_reason = Some(err.class.as_str().to_string());
+        Some(cooldown)
+    }
+
+    /// Loads the pools file (a JSON list of pools); a missing file is an empty list.
+    pub fn load(path: &Path) -> std::io::Result<Vec<CredentialPool>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the pools file atomically (temp file + rename) with mode 0600 on Unix.
+    pub fn save(path: &Path, pools: &[CredentialPool]) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(pools).map_err(std::io::Error::other)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+        }
+        std::fs::rename(tmp, path)
+    }
+}
