@@ -14,7 +14,9 @@ pub mod config;
 mod manager;
 pub mod mapping;
 pub mod naming;
+pub mod sampling;
 pub mod server;
 pub mod stdio;
+mod utility;
 
 pub use manager::{McpManager, McpTool, ServerReport, StartOptions};

@@ -91,13 +91,31 @@ impl McpManager {
         self.generation.load(Ordering::SeqCst)
     }
 
-    /// Every server's current tools as [`Tool`]s, servers in configuration order, each
-    /// server's tools in listing order. Names are unique and never one of the built-ins.
+    /// Every server's current tools as [`Tool`]s, servers in configuration order; per server
+    /// the resource/prompt utility tools (when advertised) then the server's tools in listing
+    /// order. Names are unique and never one of the built-ins.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut taken = self.builtin_names.clone();
         let mut out: Vec<Arc<dyn Tool>> = Vec::new();
         for server in &self.servers {
             let remote = server.tools();
+            // Utility tools first so a server tool of the same name gets the suffix.
+            let kinds = crate::utility::Kind::for_capabilities(&server.capabilities());
+            let utility_names =
+                assign_names(server.name(), kinds.iter().map(|k| k.suffix()), &taken);
+            for kind in &kinds {
+                let Some((exposed, _)) = utility_names.iter().find(|(_, o)| *o == kind.suffix())
+                else {
+                    continue;
+                };
+                taken.insert(exposed.clone());
+                out.push(Arc::new(crate::utility::UtilityTool {
+                    server: server.clone(),
+                    kind: *kind,
+                    name: exposed.clone(),
+                    toolset: toolset_name(server.name()),
+                }));
+            }
             let names = assign_names(
                 server.name(),
                 remote.iter().map(|t| t.name.as_str()),

@@ -47,19 +47,33 @@ pub enum ServerState {
 }
 
 /// Session facts the client side answers with.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionFacts {
     /// The session's working directory (answer to `roots/list`, cwd of stdio children).
     pub cwd: PathBuf,
+    /// Serves `sampling/createMessage` for servers configured `sampling: true`; `None`
+    /// declines sampling everywhere.
+    pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
     /// Folder for `mcp-<server>.log` files (stderr and stdout noise); `None` logs to tracing
     /// only.
     pub log_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SessionFacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionFacts")
+            .field("cwd", &self.cwd)
+            .field("log_dir", &self.log_dir)
+            .field("sampler", &self.sampler.is_some())
+            .finish()
+    }
 }
 
 #[derive(Clone)]
 struct Handler {
     cwd: PathBuf,
     tools_changed: mpsc::UnboundedSender<()>,
+    sampler: Option<Arc<crate::sampling::SamplingGate>>,
 }
 
 #[allow(deprecated)] // roots are still what the reference servers ask for (2025-11-25)
@@ -67,6 +81,9 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
         info["capabilities"] = json!({"roots": {"listChanged": false}});
+        if self.sampler.is_some() {
+            info["capabilities"]["sampling"] = json!({});
+        }
         info["clientInfo"] = json!({"name": "hermes", "version": env!("CARGO_PKG_VERSION")});
         serde_json::from_value(info).unwrap_or_default()
     }
@@ -79,6 +96,26 @@ impl ClientHandler for Handler {
         let mut root = Root::new(uri);
         root.name = Some("working directory".to_string());
         Ok(ListRootsResult::new(vec![root]))
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let Some(gate) = &self.sampler else {
+            return Err(ErrorData::invalid_request(
+                "sampling is turned off for this server (mcp_servers.<name>.sampling)",
+                None,
+            ));
+        };
+        let request = serde_json::to_value(&params)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let answer = gate
+            .sample(request)
+            .await
+            .map_err(|e| ErrorData::invalid_request(e, None))?;
+        serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -103,6 +140,8 @@ pub struct McpServer {
     sequential: tokio::sync::Mutex<()>,
     ignored_lines: Arc<AtomicU64>,
     stop: CancellationToken,
+    sampling_gate: std::sync::OnceLock<Arc<crate::sampling::SamplingGate>>,
+    caps: RwLock<Value>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -156,6 +195,8 @@ impl McpServer {
             sequential: tokio::sync::Mutex::new(()),
             ignored_lines: Arc::new(AtomicU64::new(0)),
             stop: CancellationToken::new(),
+            sampling_gate: std::sync::OnceLock::new(),
+            caps: RwLock::new(Value::Null),
         })
     }
 
@@ -223,6 +264,15 @@ impl McpServer {
         match self.open().await {
             Ok(conn) => {
                 let conn = Arc::new(conn);
+                if let Some(caps) = conn
+                    .service
+                    .peer()
+                    .peer_info()
+                    .and_then(|i| serde_json::to_value(i.as_ref()).ok())
+                {
+                    *self.caps.write().unwrap_or_else(|p| p.into_inner()) =
+                        caps["capabilities"].clone();
+                }
                 *slot = Some(conn.clone());
                 drop(slot);
                 if let Err(e) = self.refresh_with(&conn).await {
@@ -245,6 +295,14 @@ impl McpServer {
         let handler = Handler {
             cwd: self.facts.cwd.clone(),
             tools_changed: tx,
+            sampler: match (&self.facts.sampler, self.spec.sampling) {
+                (Some(s), true) => Some(
+                    self.sampling_gate
+                        .get_or_init(|| Arc::new(crate::sampling::SamplingGate::new(s.clone())))
+                        .clone(),
+                ),
+                _ => None,
+            },
         };
         let limit = self.spec.connect_timeout;
         let timeout_msg = || format!("initialize timed out after {} s", limit.as_secs());
@@ -515,6 +573,86 @@ impl McpServer {
         if let Some(conn) = conn {
             close(conn).await;
         }
+    }
+
+    async fn live(&self) -> Result<Arc<Connection>, String> {
+        match self.conn.lock().await.clone() {
+            Some(c) if !c.service.is_closed() => Ok(c),
+            _ => Err(format!("MCP server `{}` is not connected", self.spec.name)),
+        }
+    }
+
+    /// The capabilities the server advertised at its last `initialize`, as JSON; `Null`
+    /// before the first connection.
+    pub fn capabilities(&self) -> Value {
+        self.caps.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `resources/list` (all pages) as a JSON array.
+    ///
+    /// # Errors
+    /// Not connected, timeout, or the server's error.
+    pub async fn list_resources(&self) -> Result<Value, String> {
+        let conn = self.live().await?;
+        let r = tokio::time::timeout(
+            self.spec.call_timeout,
+            conn.service.peer().list_all_resources(),
+        )
+        .await
+        .map_err(|_| "resources/list timed out".to_string())?
+        .map_err(|e| format!("resources/list failed: {e}"))?;
+        serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+
+    /// `resources/read` of `uri`: the result's JSON (`{contents: [...]}`).
+    ///
+    /// # Errors
+    /// Not connected, timeout, or the server's error.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, String> {
+        let conn = self.live().await?;
+        let params = serde_json::from_value(json!({"uri": uri})).map_err(|e| e.to_string())?;
+        let r = tokio::time::timeout(
+            self.spec.call_timeout,
+            conn.service.peer().read_resource(params),
+        )
+        .await
+        .map_err(|_| "resources/read timed out".to_string())?
+        .map_err(|e| format!("resources/read failed: {e}"))?;
+        serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+
+    /// `prompts/list` (all pages) as a JSON array.
+    ///
+    /// # Errors
+    /// Not connected, timeout, or the server's error.
+    pub async fn list_prompts(&self) -> Result<Value, String> {
+        let conn = self.live().await?;
+        let r = tokio::time::timeout(
+            self.spec.call_timeout,
+            conn.service.peer().list_all_prompts(),
+        )
+        .await
+        .map_err(|_| "prompts/list timed out".to_string())?
+        .map_err(|e| format!("prompts/list failed: {e}"))?;
+        serde_json::to_value(r).map_err(|e| e.to_string())
+    }
+
+    /// `prompts/get` of `name` with string `arguments`: the result's JSON (`{messages}`).
+    ///
+    /// # Errors
+    /// Not connected, timeout, or the server's error.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, String> {
+        let conn = self.live().await?;
+        let params = serde_json::from_value(json!({"name": name, "arguments": arguments}))
+            .map_err(|e| e.to_string())?;
+        let r = tokio::time::timeout(
+            self.spec.call_timeout,
+            conn.service.peer().get_prompt(params),
+        )
+        .await
+        .map_err(|_| "prompts/get timed out".to_string())?
+        .map_err(|e| format!("prompts/get failed: {e}"))?;
+        serde_json::to_value(r).map_err(|e| e.to_string())
     }
 
     /// Closes the connection: cancels the session, closes stdin, waits up to 2 s for the child
