@@ -12,12 +12,14 @@ fn layer(name: &str) -> Option<u32> {
         "hermes-protocol" => 0,
         "hermes-store" => 1,
         "hermes-llm" => 2,
-        "hermes-tools" | "hermes-mcp" => 3,
+        "hermes-tools" => 3,
         "hermes-context" => 4,
-        "hermes-agent" => 5,
-        "hermes-gateway" | "hermes-cron" => 6,
+        // The MCP bridge implements the Tool trait and scans descriptions for injection.
+        "hermes-mcp" => 5,
+        "hermes-agent" => 6,
+        "hermes-gateway" | "hermes-cron" => 7,
         // The binary hosts every entry point (`hermes cron …`, `hermes gateway run`).
-        "hermes-cli" => 7,
+        "hermes-cli" => 8,
         "hermes-testkit" => 100,
         _ => return None,
     })
