@@ -37,8 +37,8 @@ pub struct Config {
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
     /// that they are not reported as unknown keys.
     pub compression: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
-    pub memory: Option<yaml_serde::Value>,
+    /// `memory:` section (FEATURES §6, §13).
+    pub memory: MemoryConfig,
     /// See [`Config::compression`].
     pub skills: Option<yaml_serde::Value>,
     /// See [`Config::compression`].
@@ -161,6 +161,44 @@ pub struct LocalModelConfig {
     pub threads: Option<u32>,
     /// Maximum tokens generated per call (default 512).
     pub max_tokens: Option<u32>,
+}
+
+/// Default char limit of `MEMORY.md` (FEATURES §6).
+pub const DEFAULT_MEMORY_CHAR_LIMIT: usize = 2_200;
+/// Default char limit of `USER.md` (FEATURES §6).
+pub const DEFAULT_USER_CHAR_LIMIT: usize = 1_375;
+/// Default number of user turns between background memory reviews (FEATURES §8).
+pub const DEFAULT_MEMORY_NUDGE_INTERVAL: u32 = 10;
+
+/// `memory:` section (FEATURES §6, §13; key names as in the Python system).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryConfig {
+    /// Whether `MEMORY.md` (the agent's notes) is shown in the prompt and writable by the
+    /// `memory` tool (default true).
+    pub memory_enabled: bool,
+    /// Whether `USER.md` (the user profile) is shown in the prompt and writable by the
+    /// `memory` tool (default true).
+    pub user_profile_enabled: bool,
+    /// Char limit of `MEMORY.md` (default [`DEFAULT_MEMORY_CHAR_LIMIT`]).
+    pub memory_char_limit: usize,
+    /// Char limit of `USER.md` (default [`DEFAULT_USER_CHAR_LIMIT`]).
+    pub user_char_limit: usize,
+    /// User turns between background memory reviews (default
+    /// [`DEFAULT_MEMORY_NUDGE_INTERVAL`]; 0 turns reviews off).
+    pub nudge_interval: u32,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            memory_enabled: true,
+            user_profile_enabled: true,
+            memory_char_limit: DEFAULT_MEMORY_CHAR_LIMIT,
+            user_char_limit: DEFAULT_USER_CHAR_LIMIT,
+            nudge_interval: DEFAULT_MEMORY_NUDGE_INTERVAL,
+        }
+    }
 }
 
 /// `display:` section.
@@ -300,6 +338,30 @@ mod tests {
         assert_eq!(m.provider.as_deref(), Some("custom"));
         assert_eq!(c.config.agent.max_turns, 7);
         assert_eq!(c.config.terminal.timeout, 180);
+    }
+
+    #[test]
+    fn memory_section_is_typed_with_defaults() {
+        let c = Config::parse(
+            "memory:\n  memory_char_limit: 500\n  user_profile_enabled: false\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let m = &c.config.memory;
+        assert_eq!(m.memory_char_limit, 500);
+        assert_eq!(m.user_char_limit, DEFAULT_USER_CHAR_LIMIT);
+        assert!(m.memory_enabled);
+        assert!(!m.user_profile_enabled);
+        let c = Config::parse("memory:\n  memory_char_limit: lots\n", Path::new("c.yaml"));
+        assert!(c.is_err());
+        let c = Config::parse("memory:\n  nudge_intervall: 3\n", Path::new("c.yaml")).unwrap();
+        assert!(
+            c.warnings[0].contains("memory.nudge_intervall"),
+            "{:?}",
+            c.warnings
+        );
+        assert_eq!(Config::default().memory.memory_char_limit, 2_200);
     }
 
     #[test]
