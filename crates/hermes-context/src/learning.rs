@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use hermes_protocol::HermesHome;
+use hermes_protocol::config::MemoryConfig;
 use hermes_store::SessionStore;
 use hermes_tools::Tool;
 
@@ -23,13 +24,27 @@ pub const LEARNING_TOOLSETS: [&str; 3] = ["memory", "skills", "session_search"];
 /// `skill_manage`, then `session_search` when a store is given. Register them after the
 /// built-in tools; their toolsets are [`LEARNING_TOOLSETS`].
 pub fn learning_tools(home: &HermesHome, store: Option<Arc<SessionStore>>) -> Vec<Arc<dyn Tool>> {
+    learning_tools_with(home, store, &MemoryConfig::default())
+}
+
+/// Like [`learning_tools`] with config `memory:` applied: the char limits, only the enabled
+/// files writable, and no `memory` tool at all when both files are turned off.
+pub fn learning_tools_with(
+    home: &HermesHome,
+    store: Option<Arc<SessionStore>>,
+    memory: &MemoryConfig,
+) -> Vec<Arc<dyn Tool>> {
     let skills = home.skills_dir();
-    let mut tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(MemoryTool::new(MemoryStore::new(home))),
-        Arc::new(SkillsListTool::new(skills.clone())),
-        Arc::new(SkillViewTool::new(skills.clone())),
-        Arc::new(SkillManageTool::new(skills)),
-    ];
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    if memory.memory_enabled || memory.user_profile_enabled {
+        tools.push(Arc::new(
+            MemoryTool::new(MemoryStore::from_config(home, memory))
+                .with_targets(memory.memory_enabled, memory.user_profile_enabled),
+        ));
+    }
+    tools.push(Arc::new(SkillsListTool::new(skills.clone())));
+    tools.push(Arc::new(SkillViewTool::new(skills.clone())));
+    tools.push(Arc::new(SkillManageTool::new(skills)));
     if let Some(store) = store {
         tools.push(Arc::new(SessionSearchTool::new(store)));
     }
@@ -54,11 +69,25 @@ impl LearningLayers {
     /// Reads memory and the skills catalog (disk snapshot) of `home` for a session whose tools
     /// and toolsets are in `filter`. Layers of absent tools stay `None`. Blocking I/O.
     pub fn load(home: &HermesHome, filter: &IndexFilter<'_>) -> LearningLayers {
+        LearningLayers::load_with(home, filter, &MemoryConfig::default())
+    }
+
+    /// Like [`LearningLayers::load`] with config `memory:` applied: the char limits shown in
+    /// the usage line, and no block for a file that is turned off.
+    pub fn load_with(
+        home: &HermesHome,
+        filter: &IndexFilter<'_>,
+        memory: &MemoryConfig,
+    ) -> LearningLayers {
         let mut layers = LearningLayers::default();
         if filter.tool_names.iter().any(|t| t == "memory") {
-            let snap = MemorySnapshot::load(&MemoryStore::new(home));
-            layers.memory = snap.memory_block();
-            layers.user = snap.user_block();
+            let snap = MemorySnapshot::load(&MemoryStore::from_config(home, memory));
+            if memory.memory_enabled {
+                layers.memory = snap.memory_block();
+            }
+            if memory.user_profile_enabled {
+                layers.user = snap.user_block();
+            }
             layers.notes.extend(snap.notes);
         }
         if filter

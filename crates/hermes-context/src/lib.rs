@@ -31,7 +31,10 @@ pub use context_files::{
 };
 pub use fragments::{Fragment, render_guidance};
 pub use injection::{EXCERPT_MAX_CHARS, Finding, InjectionCategory, ScanScope, scan_for_injection};
-pub use learning::{LEARNING_TOOLSETS, LearningLayers, learning_tools, skill_invocation_message};
+pub use learning::{
+    LEARNING_TOOLSETS, LearningLayers, learning_tools, learning_tools_with,
+    skill_invocation_message,
+};
 pub use session_search::{
     BROWSE_DEFAULT, HIT_CONTEXT_MESSAGES, MESSAGE_PREVIEW_CHARS, READ_HEAD_TAIL,
     SCROLL_DEFAULT_WINDOW, SCROLL_MAX_WINDOW, SEARCH_MAX_SESSIONS, SessionSearchTool,

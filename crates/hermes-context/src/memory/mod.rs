@@ -9,6 +9,6 @@ mod tool;
 pub use snapshot::MemorySnapshot;
 pub use store::{
     ENTRY_DELIMITER, MEMORY_CHAR_LIMIT, MemoryError, MemoryOp, MemoryOutcome, MemoryStore,
-    MemoryTarget, USER_CHAR_LIMIT, joined_chars, parse_entries, usage_text,
+    MemoryTarget, USER_CHAR_LIMIT, joined_chars, parse_entries, usage_text, validate_memory_text,
 };
 pub use tool::MemoryTool;

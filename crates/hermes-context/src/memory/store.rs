@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hermes_protocol::HermesHome;
+use hermes_protocol::config::MemoryConfig;
 
 use crate::injection::{ScanScope, scan_for_injection};
 
@@ -225,6 +226,40 @@ fn round_trips(raw: &str) -> bool {
     parse_entries(&norm).join(ENTRY_DELIMITER) == norm.trim()
 }
 
+/// Checks a memory file's text as a user edited it (`hermes memory edit`): every problem the
+/// `memory` tool would trip over later, one line each, empty when the file is fine. Problems:
+/// text that is not clean `§`-separated entries (blank or padded entries, a `§` with text on
+/// its line — the tool refuses to rewrite such a file), more chars than `limit` (the tool then
+/// only lets it shrink), and entries the strict injection scan flags (left out of the prompt).
+pub fn validate_memory_text(raw: &str, limit: usize) -> Vec<String> {
+    let mut problems = Vec::new();
+    if !round_trips(raw) {
+        problems.push(
+            "the text is not clean entries separated by a line holding only `§` (blank \
+             entries, blank lines around a `§`, or a `§` with other text on its line); the \
+             memory tool will refuse to change this file until it is fixed"
+                .to_string(),
+        );
+    }
+    let entries = parse_entries(raw);
+    let chars = joined_chars(&entries);
+    if chars > limit {
+        problems.push(format!(
+            "{chars} chars, over the limit of {limit}; the memory tool can only shrink it"
+        ));
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        if let Some(f) = scan_for_injection(entry, ScanScope::Strict).first() {
+            problems.push(format!(
+                "entry {} is flagged by the injection scan ({}) and will be left out of the prompt",
+                i + 1,
+                f.category
+            ));
+        }
+    }
+    problems
+}
+
 /// The memory files of one `HERMES_HOME` (`memories/MEMORY.md`, `memories/USER.md`).
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
@@ -238,6 +273,12 @@ impl MemoryStore {
     /// [`USER_CHAR_LIMIT`]).
     pub fn new(home: &HermesHome) -> MemoryStore {
         MemoryStore::in_dir(home.memories_dir())
+    }
+
+    /// The store in `home.memories_dir()` with the limits of config `memory:`
+    /// (`memory_char_limit`, `user_char_limit`).
+    pub fn from_config(home: &HermesHome, config: &MemoryConfig) -> MemoryStore {
+        MemoryStore::new(home).with_limits(config.memory_char_limit, config.user_char_limit)
     }
 
     /// The store in `dir` with the default limits.

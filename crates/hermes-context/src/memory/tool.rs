@@ -11,12 +11,33 @@ use crate::memory::store::{MemoryError, MemoryOp, MemoryStore, MemoryTarget};
 #[derive(Debug, Clone)]
 pub struct MemoryTool {
     store: MemoryStore,
+    memory_enabled: bool,
+    user_enabled: bool,
 }
 
 impl MemoryTool {
-    /// A tool writing to `store`.
+    /// A tool writing to `store`, both files writable.
     pub fn new(store: MemoryStore) -> MemoryTool {
-        MemoryTool { store }
+        MemoryTool {
+            store,
+            memory_enabled: true,
+            user_enabled: true,
+        }
+    }
+
+    /// The same tool with only the enabled files writable (config `memory.memory_enabled`,
+    /// `memory.user_profile_enabled`); a call on a disabled file is refused with a reason.
+    pub fn with_targets(mut self, memory: bool, user: bool) -> MemoryTool {
+        self.memory_enabled = memory;
+        self.user_enabled = user;
+        self
+    }
+
+    fn target_enabled(&self, target: MemoryTarget) -> bool {
+        match target {
+            MemoryTarget::Memory => self.memory_enabled,
+            MemoryTarget::User => self.user_enabled,
+        }
     }
 }
 
@@ -108,6 +129,21 @@ impl Tool for MemoryTool {
             Ok(parsed) => parsed,
             Err(e) => return ToolOutput::error(e),
         };
+        if !self.target_enabled(target) {
+            let key = match target {
+                MemoryTarget::Memory => "memory_enabled",
+                MemoryTarget::User => "user_profile_enabled",
+            };
+            return ToolOutput::error(
+                json!({
+                    "success": false,
+                    "target": target.as_str(),
+                    "reason": "disabled",
+                    "error": format!("{} is turned off (config.yaml memory.{key}: false); nothing was saved", target.file_name()),
+                })
+                .to_string(),
+            );
+        }
         let store = self.store.clone();
         let result = tokio::task::spawn_blocking(move || store.apply(target, &ops)).await;
         match result {
