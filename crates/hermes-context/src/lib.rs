@@ -4,12 +4,15 @@
 //! files, metadata; full and compact profiles), the prompt-injection scan, token estimates,
 //! persistent memory ([`memory`]: `MEMORY.md`/`USER.md` and the `memory` tool), skills
 //! ([`skills`]: the `SKILL.md` loader, the prompt index and the skill tools), and the
-//! `session_search` tool over the session store. Model-visible texts live in `prompts/*.md`.
+//! `session_search` tool over the session store, and context compression planning
+//! ([`compress`]: thresholds, head/middle/tail cuts, the summarizer's input; the agent makes
+//! the call). Model-visible texts live in `prompts/*.md`.
 //! Must not: call models, drive the turn loop, write sessions (the store is only searched and
 //! read), or read the clock — the caller passes the date and stores the built prompt with the
 //! session (ARCHITECTURE §2).
 
 mod builder;
+pub mod compress;
 mod context_files;
 mod fragments;
 mod injection;
@@ -24,6 +27,7 @@ pub use builder::{
     BuiltPrompt, COMPACT_CONTEXT_CAP_CHARS, COMPACT_IDENTITY_MAX_CHARS, COMPACT_WINDOW_MAX_TOKENS,
     LayerKind, PromptBuilder, PromptInputs, PromptProfile,
 };
+pub use compress::{CompressionConfig, CompressionPlan, ContextCompressor, compression_threshold};
 pub use context_files::{
     BlockedContextFile, CONTEXT_CAP_MAX_CHARS, CONTEXT_CAP_MIN_CHARS, ContextFiles, HEAD_PERCENT,
     LoadedContextFile, MAX_POINTER_HOPS, MAX_READ_BYTES, TAIL_PERCENT, context_file_cap_chars,
