@@ -173,6 +173,29 @@ pub fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok(out)
 }
 
+/// Parses and resolves the whole section: the servers that resolved (in name order,
+/// disabled ones included with `enabled: false`) and one message per entry that did not.
+/// A section that is not a mapping gives no servers and one message.
+pub fn resolve_section(
+    value: Option<&yaml_serde::Value>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<ServerSpec>, Vec<String>) {
+    match parse_section(value) {
+        Err(e) => (Vec::new(), vec![e.to_string()]),
+        Ok(servers) => {
+            let mut specs = Vec::new();
+            let mut errors = Vec::new();
+            for (name, cfg) in &servers {
+                match cfg.resolve(name, lookup) {
+                    Ok(s) => specs.push(s),
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            (specs, errors)
+        }
+    }
+}
+
 impl McpServerConfig {
     /// Validates the entry `name` and resolves `${VAR}` with `lookup` (the `.env` file, then
     /// the process environment — the caller decides). A stdio child's environment is
@@ -312,6 +335,17 @@ mod tests {
             Err(ConfigError::Shape(_))
         ));
         assert!(parse_section(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn resolve_section_keeps_good_entries_and_reports_bad_ones() {
+        let yaml: yaml_serde::Value =
+            yaml_serde::from_str("a: {command: x}\nb: {url: '${NOPE}'}\n").unwrap();
+        let (specs, errors) = resolve_section(Some(&yaml), &env);
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].name, "a");
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("mcp_servers.b") && errors[0].contains("NOPE"));
     }
 
     #[test]

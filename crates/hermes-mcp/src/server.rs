@@ -20,6 +20,9 @@ use crate::config::{ServerSpec, Transport};
 use crate::mapping::{MappedResult, map_call_result, normalize_schema};
 use crate::stdio::{self, StdioChild};
 
+/// The MCP protocol version hermes asks for in `initialize` (spec 2025-11-25).
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
 /// A tool as the server lists it (after the `tools:` filter).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteTool {
@@ -80,6 +83,9 @@ struct Handler {
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
+        // The newest released spec (the SDK defaults to a draft that servers and the
+        // conformance suite reject).
+        info["protocolVersion"] = json!(PROTOCOL_VERSION);
         info["capabilities"] = json!({"roots": {"listChanged": false}});
         if self.sampler.is_some() {
             info["capabilities"]["sampling"] = json!({});

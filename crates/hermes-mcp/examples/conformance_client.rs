@@ -1,0 +1,84 @@
+//! The client under test for `@modelcontextprotocol/conformance client`: the suite runs
+//! `conformance_client <server-url>` with `MCP_CONFORMANCE_SCENARIO` set and judges the
+//! traffic. Connects through [`hermes_mcp::McpManager`] over Streamable HTTP (the same path a
+//! `url:` entry of `mcp_servers:` takes), lists the tools, and for `tools_call` calls
+//! `add_numbers`. Exit code 0 when the connection and the scenario's calls succeeded.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use hermes_mcp::config::{ServerSpec, ToolFilter, Transport};
+use hermes_mcp::server::{ServerState, SessionFacts};
+use hermes_mcp::{McpManager, StartOptions};
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    // The suite appends the URL as the last argument.
+    let Some(url) = std::env::args()
+        .skip(1)
+        .next_back()
+        .filter(|a| a.starts_with("http"))
+    else {
+        eprintln!("usage: conformance_client <server-url>");
+        return std::process::ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let spec = ServerSpec {
+        name: "conformance".to_string(),
+        transport: Transport::Http {
+            url,
+            headers: BTreeMap::new(),
+        },
+        call_timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(30),
+        tools: ToolFilter::default(),
+        parallel: false,
+        sampling: false,
+        enabled: true,
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let options = StartOptions {
+        facts: SessionFacts {
+            cwd,
+            log_dir: None,
+            sampler: None,
+        },
+        builtin_names: HashSet::new(),
+        discovery_wait: Duration::from_secs(40),
+    };
+    let manager = McpManager::start(vec![spec], options).await;
+    let state = manager.server("conformance").map(|s| s.state());
+    if state != Some(ServerState::Ready) {
+        eprintln!("connect failed: {state:?}");
+        manager.shutdown().await;
+        return std::process::ExitCode::FAILURE;
+    }
+    let mut ok = true;
+    if scenario == "tools_call" {
+        let ctx = hermes_tools::ToolContext::for_tests(
+            std::env::temp_dir(),
+            hermes_protocol::HermesHome::new(std::env::temp_dir()),
+        );
+        match manager
+            .tools()
+            .into_iter()
+            .find(|t| t.spec().name == "mcp__conformance__add_numbers")
+        {
+            Some(tool) => {
+                let out = tool.call(serde_json::json!({"a": 5, "b": 3}), &ctx).await;
+                println!("{}", out.content);
+                ok = !out.is_error;
+            }
+            None => {
+                eprintln!("the server offers no add_numbers tool");
+                ok = false;
+            }
+        }
+    }
+    manager.shutdown().await;
+    if ok {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}
