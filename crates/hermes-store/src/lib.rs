@@ -7,6 +7,7 @@
 //! It must not call models, run tools or build prompts, and it never depends on a hermes
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
+mod compaction;
 mod error;
 mod export;
 mod messages;

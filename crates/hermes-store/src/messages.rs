@@ -13,14 +13,14 @@ const MESSAGE_COLUMNS: &str = "id, role, content, content_json, tool_calls, tool
      tool_name, reasoning, finish_reason, timestamp, active";
 
 /// The columns a message is stored as.
-struct Encoded {
+pub(crate) struct Encoded {
     content: String,
     content_json: Option<String>,
     tool_calls: Option<String>,
     reasoning: Option<String>,
 }
 
-fn encode(message: &Message) -> Result<Encoded, StoreError> {
+pub(crate) fn encode(message: &Message) -> Result<Encoded, StoreError> {
     let only_one_text = matches!(message.content.as_slice(), [] | [ContentPart::Text { .. }]);
     let content_json = if only_one_text {
         None
@@ -101,6 +101,36 @@ fn raw_from_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
     })
 }
 
+/// Inserts one message row (no session counters) and returns its id.
+pub(crate) fn insert_row(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    message: &Message,
+    enc: &Encoded,
+    now: f64,
+    token_count: Option<i64>,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO messages (session_id, role, content, content_json, tool_calls, \
+         tool_call_id, tool_name, reasoning, finish_reason, timestamp, token_count) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        rusqlite::params![
+            session_id,
+            message.role.as_str(),
+            enc.content,
+            enc.content_json,
+            enc.tool_calls,
+            message.tool_call_id,
+            message.tool_name,
+            enc.reasoning,
+            message.finish_reason.as_ref().map(FinishReason::as_str),
+            now,
+            token_count
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
 impl SessionStore {
     /// Appends `message` to session `session_id` in its own committed transaction and
     /// returns the new row id. Updates the session's `message_count` and `tool_call_count`.
@@ -129,25 +159,7 @@ impl SessionStore {
                     id: session_id.to_string(),
                 });
             }
-            tx.execute(
-                "INSERT INTO messages (session_id, role, content, content_json, tool_calls, \
-                 tool_call_id, tool_name, reasoning, finish_reason, timestamp, token_count) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                rusqlite::params![
-                    session_id,
-                    message.role.as_str(),
-                    enc.content,
-                    enc.content_json,
-                    enc.tool_calls,
-                    message.tool_call_id,
-                    message.tool_name,
-                    enc.reasoning,
-                    message.finish_reason.as_ref().map(FinishReason::as_str),
-                    now,
-                    token_count
-                ],
-            )?;
-            Ok(tx.last_insert_rowid())
+            insert_row(tx, session_id, message, &enc, now, token_count)
         })
     }
 
