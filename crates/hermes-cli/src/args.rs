@@ -98,8 +98,45 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<ConfigCmd>,
     },
+    /// Manage MCP servers in config.yaml (`mcp_servers:`).
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        action: McpCmd,
+    },
     /// Print the version.
     Version,
+}
+
+/// `hermes mcp …`
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// The configured servers.
+    List,
+    /// Adds a server: `hermes mcp add NAME --url URL` or `hermes mcp add NAME -- CMD ARGS…`.
+    Add {
+        /// Server name (the key under `mcp_servers:`).
+        name: String,
+        /// Streamable HTTP endpoint.
+        #[arg(long)]
+        url: Option<String>,
+        /// Environment of a stdio server, `KEY=value` (values may use `${VAR}`); repeatable.
+        #[arg(long = "env")]
+        env: Vec<String>,
+        /// Command and arguments of a stdio server (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Removes a server.
+    Remove {
+        /// Server name.
+        name: String,
+    },
+    /// Connects to one server and lists its tools.
+    Test {
+        /// Server name.
+        name: String,
+    },
 }
 
 /// `hermes sessions …`

@@ -6,6 +6,7 @@ mod approver;
 mod args;
 mod chat;
 mod config_cmd;
+mod mcp_cmd;
 mod model_cmd;
 mod prompt;
 mod render;
@@ -68,6 +69,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Model { action }) => {
             model_cmd::run(profile, &cli.chat, action.as_ref()).await
         }
+        Some(Command::Mcp { action }) => mcp_cmd::run(profile, action).await,
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;

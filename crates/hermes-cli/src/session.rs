@@ -27,6 +27,10 @@ pub struct SessionInfo {
     pub history_file: PathBuf,
     /// The store (for `/usage`, `/sessions`).
     pub store: Arc<SessionStore>,
+    /// The session's MCP servers, kept alive for the session (children are killed with
+    /// their process group when this is dropped).
+    #[allow(dead_code)] // held, not read: dropping it ends the servers
+    pub mcp: Option<hermes_mcp::McpManager>,
 }
 
 impl SessionInfo {
@@ -139,11 +143,16 @@ pub async fn build_agent(
     for (name, reason) in selection.unavailable() {
         tracing::info!(tool = %name, %reason, "tool hidden: not available here");
     }
-    let tools = selection.tools().to_vec();
+    let mut tools = selection.tools().to_vec();
     let cwd = match &app.config.terminal.cwd {
         Some(p) => p.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    // MCP tools go after the built-ins (never shadowing them).
+    let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools).await;
+    if let Some(m) = &mcp {
+        tools.extend(m.tools());
+    }
     let compact = match args.prompt_profile {
         Some(PromptProfileArg::Compact) => true,
         Some(PromptProfileArg::Full) => false,
@@ -192,6 +201,7 @@ pub async fn build_agent(
         provider: client.provider().to_string(),
         history_file: app.home.history_file(),
         store,
+        mcp,
     };
     Ok((agent, info))
 }
