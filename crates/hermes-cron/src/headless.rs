@@ -230,7 +230,9 @@ impl JobRunner for AgentRunner {
                 error: None,
                 session_id: Some(session_id.clone()),
             },
-            TurnOutcome::Interrupted if timed_out => failed(
+            // The watchdog fired: whatever the interrupted model call reported (a cancelled
+            // stream may surface as a failed call), the run timed out.
+            TurnOutcome::Interrupted | TurnOutcome::Failed if timed_out => failed(
                 RunStatus::Timeout,
                 format!(
                     "no activity for {} s; the run was stopped",

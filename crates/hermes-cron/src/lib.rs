@@ -15,19 +15,23 @@ mod delivery;
 mod headless;
 mod history;
 mod job;
+mod listing;
 mod schedule;
 mod scheduler;
 mod store;
+mod tool;
 
+pub use chrono_tz::Tz;
 pub use claim::{Claim, Finish, claim_due, claim_manual, finish, next_slot};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use delivery::{
     BadTarget, Deliverer, DeliveryResult, NO_GATEWAY, Outgoing, PlatformMessage, PlatformSender,
     Target,
 };
-pub use headless::{AgentRunner, ClientFactory, HeadlessOptions};
+pub use headless::{AgentRunner, CRON_PREAMBLE, CRON_TOOLSET, ClientFactory, HeadlessOptions};
 pub use history::{RunRecord, append_run, list_runs};
 pub use job::{Job, JobPatch, Lease, NewJob, Origin, Repeat};
+pub use listing::{jobs_table, runs_table};
 pub use schedule::{
     ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes, parse_timezone,
 };
@@ -36,17 +40,21 @@ pub use scheduler::{
     SchedulerConfig, TickReport,
 };
 pub use store::{JobStore, JobStoreError, JobsFile};
+pub use tool::{CRONJOB_TOOL_PROMPT, CRONJOB_TOOLSET, CronjobTool};
 
 /// A new 12-hex-char id (job ids, run ids).
 pub(crate) fn new_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
-/// `cron.max_parallel_jobs` and friends from `config.yaml`'s free-form `cron:` section.
+/// `cron.max_parallel_jobs`, `cron.inactivity_timeout` from `config.yaml`'s free-form `cron:` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronSettings {
     /// Most runs at once (default 1).
     pub max_parallel_jobs: usize,
+    /// `cron.inactivity_timeout` in seconds: a run with no agent activity for this long is
+    /// stopped (default [`INACTIVITY_TIMEOUT`], 600 s, FEATURES §1).
+    pub inactivity_timeout: std::time::Duration,
 }
 
 impl CronSettings {
@@ -58,8 +66,14 @@ impl CronSettings {
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
             .unwrap_or(1);
+        let inactivity_timeout = section
+            .and_then(|v| v.get("inactivity_timeout"))
+            .and_then(yaml_serde::Value::as_u64)
+            .filter(|s| *s > 0)
+            .map_or(INACTIVITY_TIMEOUT, std::time::Duration::from_secs);
         CronSettings {
             max_parallel_jobs: n,
+            inactivity_timeout,
         }
     }
 }

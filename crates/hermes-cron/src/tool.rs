@@ -1,0 +1,269 @@
+//! The `cronjob` agent tool (FEATURES §1 Cron): lets the agent create, list, update, pause,
+//! resume, remove and run scheduled jobs from a conversation. It belongs to toolset
+//! `cronjob`, which front ends add to interactive sessions only — headless runs use
+//! [`crate::CRON_TOOLSET`], which never contains it, so a job cannot schedule more jobs.
+
+use std::sync::Arc;
+
+use chrono_tz::Tz;
+use hermes_protocol::ToolSpec;
+use hermes_tools::{Parallelism, Tool, ToolContext, ToolOutput};
+use serde_json::{Value, json};
+
+use crate::clock::Clock;
+use crate::job::{Job, JobPatch, NewJob, Origin};
+use crate::scheduler::Scheduler;
+use crate::store::{JobStore, JobStoreError};
+
+/// The tool's description for the model (`prompts/cronjob_tool.md`).
+pub const CRONJOB_TOOL_PROMPT: &str = include_str!("../prompts/cronjob_tool.md");
+
+/// Name of the tool and of its toolset.
+pub const CRONJOB_TOOLSET: &str = "cronjob";
+
+/// The `cronjob` tool over one jobs file.
+pub struct CronjobTool {
+    store: JobStore,
+    clock: Arc<dyn Clock>,
+    tz: Tz,
+    scheduler: Option<Scheduler>,
+    origin: Option<Origin>,
+}
+
+impl CronjobTool {
+    /// A tool editing `store`, reading "now" from `clock` and cron expressions in `tz`.
+    /// `scheduler` executes the `run` action (without one, `run` answers that runs are not
+    /// available here). `origin` is the chat new jobs remember for `origin` delivery.
+    pub fn new(
+        store: JobStore,
+        clock: Arc<dyn Clock>,
+        tz: Tz,
+        scheduler: Option<Scheduler>,
+        origin: Option<Origin>,
+    ) -> CronjobTool {
+        CronjobTool {
+            store,
+            clock,
+            tz,
+            scheduler,
+            origin,
+        }
+    }
+
+    fn job_json(&self, job: &Job) -> Value {
+        json!({
+            "id": job.id,
+            "name": job.name,
+            "schedule": job.schedule_text,
+            "schedule_meaning": job.schedule.display(self.tz),
+            "state": job.state(),
+            "deliver": job.deliver,
+            "next_run_at": job.next_run_at.map(|t| t.with_timezone(&self.tz).to_rfc3339()),
+            "last_run_at": job.last_run_at.map(|t| t.with_timezone(&self.tz).to_rfc3339()),
+            "last_status": job.last_status,
+            "last_error": job.last_error,
+            "repeat": {"times": job.repeat.times, "completed": job.repeat.completed},
+            "prompt": job.prompt,
+            "skills": job.skills,
+            "model": job.model,
+        })
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(JobStore, chrono::DateTime<chrono::Utc>, Tz) -> Result<T, JobStoreError>
+        + Send
+        + 'static,
+    ) -> Result<T, String> {
+        let (store, now, tz) = (self.store.clone(), self.clock.now(), self.tz);
+        match tokio::task::spawn_blocking(move || f(store, now, tz)).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(e) => Err(format!("the jobs file task failed: {e}")),
+        }
+    }
+
+    async fn dispatch(&self, args: &Value, ctx: &ToolContext) -> Result<Value, String> {
+        let action = str_arg(args, "action").ok_or("`action` is required")?;
+        let job_key = || str_arg(args, "job_id").ok_or(format!("`{action}` needs `job_id`"));
+        match action.as_str() {
+            "create" => {
+                let new = NewJob {
+                    name: str_arg(args, "name"),
+                    prompt: str_arg(args, "prompt").ok_or("`create` needs `prompt`")?,
+                    schedule: str_arg(args, "schedule").ok_or("`create` needs `schedule`")?,
+                    skills: list_arg(args, "skills").unwrap_or_default(),
+                    model: str_arg(args, "model"),
+                    deliver: str_arg(args, "deliver"),
+                    repeat: u32_arg(args, "repeat"),
+                    origin: self.origin.clone(),
+                    script: None,
+                    no_agent: false,
+                };
+                if let Some(d) = &new.deliver {
+                    crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
+                }
+                let job = self
+                    .blocking(move |s, now, tz| s.create(new, now, tz))
+                    .await?;
+                Ok(json!({"created": self.job_json(&job)}))
+            }
+            "list" => {
+                let jobs = self.blocking(|s, _, _| s.list()).await?;
+                let list: Vec<Value> = jobs.iter().map(|j| self.job_json(j)).collect();
+                Ok(json!({"jobs": list, "time_zone": self.tz.name()}))
+            }
+            "update" => {
+                let key = job_key()?;
+                let patch = JobPatch {
+                    name: str_arg(args, "name"),
+                    prompt: str_arg(args, "prompt"),
+                    schedule: str_arg(args, "schedule"),
+                    skills: list_arg(args, "skills"),
+                    model: str_arg(args, "model").map(|m| Some(m).filter(|m| !m.is_empty())),
+                    deliver: str_arg(args, "deliver"),
+                    repeat: u32_arg(args, "repeat").map(Some),
+                    script: None,
+                    no_agent: None,
+                };
+                if patch == JobPatch::default() {
+                    return Err("`update` needs at least one field to change".into());
+                }
+                if let Some(d) = &patch.deliver {
+                    crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
+                }
+                let job = self
+                    .blocking(move |s, now, tz| s.edit(&key, patch, now, tz))
+                    .await?;
+                Ok(json!({"updated": self.job_json(&job)}))
+            }
+            "pause" => {
+                let key = job_key()?;
+                let job = self.blocking(move |s, _, _| s.pause(&key)).await?;
+                Ok(json!({"paused": self.job_json(&job)}))
+            }
+            "resume" => {
+                let key = job_key()?;
+                let job = self
+                    .blocking(move |s, now, tz| s.resume(&key, now, tz))
+                    .await?;
+                Ok(json!({"resumed": self.job_json(&job)}))
+            }
+            "remove" => {
+                let key = job_key()?;
+                let job = self.blocking(move |s, _, _| s.remove(&key)).await?;
+                Ok(json!({"removed": {"id": job.id, "name": job.name}}))
+            }
+            "run" => {
+                let key = job_key()?;
+                let scheduler = self
+                    .scheduler
+                    .as_ref()
+                    .ok_or("running a job from here is not available; it runs on its schedule")?;
+                let job = self.blocking(move |s, _, _| s.get(&key)).await?;
+                match scheduler.run_now(&job.id, &ctx.cancel).await {
+                    Ok(Some(rec)) => {
+                        let text = rec
+                            .output_path
+                            .as_ref()
+                            .and_then(|p| std::fs::read_to_string(ctx.home.root().join(p)).ok());
+                        Ok(json!({"ran": {
+                            "job_id": rec.job_id,
+                            "status": rec.status,
+                            "error": rec.error,
+                            "output_file": rec.output_path,
+                            "output": text.map(|t| truncate(&t, 4000)),
+                            "deliveries": rec.deliveries,
+                        }}))
+                    }
+                    Ok(None) => Err(format!(
+                        "job {} is already running; wait for that run to finish",
+                        job.id
+                    )),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            other => Err(format!(
+                "unknown action `{other}`; use create, list, update, pause, resume, remove or run"
+            )),
+        }
+    }
+}
+
+fn str_arg(args: &Value, key: &str) -> Option<String> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn u32_arg(args: &Value, key: &str) -> Option<u32> {
+    args.get(key)
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+fn list_arg(args: &Value, key: &str) -> Option<Vec<String>> {
+    match args.get(key)? {
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
+        Value::String(s) => Some(
+            s.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max_chars).collect();
+    s.push_str("\n[… truncated; read the output file for the rest]");
+    s
+}
+
+#[async_trait::async_trait]
+impl Tool for CronjobTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: CRONJOB_TOOLSET.to_string(),
+            description: CRONJOB_TOOL_PROMPT.trim().to_string(),
+            parameters: json!({"type": "object", "properties": {
+                "action": {"type": "string", "enum": ["create", "list", "update", "pause", "resume", "remove", "run"]},
+                "job_id": {"type": "string", "description": "Job id (or exact name) for update, pause, resume, remove and run."},
+                "prompt": {"type": "string", "description": "The complete task for the scheduled run (create, update)."},
+                "schedule": {"type": "string", "description": "When it runs: `every 2h`, `0 9 * * *`, `2026-03-04T09:00` or `45m`."},
+                "name": {"type": "string", "description": "A short name for the job."},
+                "deliver": {"type": "string", "description": "Where the result goes; default `local`."},
+                "skills": {"type": "array", "items": {"type": "string"}, "description": "Skills the run loads."},
+                "model": {"type": "string", "description": "A different model for this job's runs."},
+                "repeat": {"type": "integer", "minimum": 1, "description": "Stop after this many runs."}
+            }, "required": ["action"]}),
+        }
+    }
+
+    fn toolset(&self) -> &'static str {
+        CRONJOB_TOOLSET
+    }
+
+    fn parallelism(&self) -> Parallelism {
+        Parallelism::Never
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
+        match self.dispatch(&args, ctx).await {
+            Ok(v) => ToolOutput::ok(v.to_string()),
+            Err(e) => ToolOutput::error(e),
+        }
+    }
+}

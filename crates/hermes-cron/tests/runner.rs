@@ -1,0 +1,222 @@
+//! The headless [`AgentRunner`] end to end: a scheduler over a temp home, the real
+//! OpenAI-compatible client against the mock provider, the session store. Covers a reply
+//! delivered locally, `[SILENT]`, the inactivity timeout with a hanging stream, and the run's
+//! session in `state.db` with source `cron`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use hermes_cron::{
+    AgentRunner, ClientFactory, Deliverer, HeadlessOptions, JobStore, NewJob, RunRecord, Scheduler,
+    SchedulerConfig, SystemClock, Tz,
+};
+use hermes_llm::{ModelClient, OpenAiChatClient, OpenAiChatConfig};
+use hermes_store::SessionStore;
+use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use tokio_util::sync::CancellationToken;
+
+const PROMPT: &str = "You are the stored test prompt.";
+
+struct Env {
+    mock: MockProvider,
+    home: TempHome,
+    _cwd: tempfile::TempDir,
+    store: Arc<SessionStore>,
+    scheduler: Scheduler,
+}
+
+async fn env(inactivity: Duration) -> Env {
+    let mock = MockProvider::start().await;
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = Arc::new(SessionStore::open(home.home().state_db()).unwrap());
+    let base = mock.base_url();
+    let clients: ClientFactory = Arc::new(move |model: Option<&str>| {
+        let c = OpenAiChatClient::new(OpenAiChatConfig::new(
+            base.clone(),
+            model.unwrap_or("mock-model"),
+        ))
+        .map_err(|e| e.to_string())?;
+        Ok(Arc::new(c) as Arc<dyn ModelClient>)
+    });
+    let prompt = |_m: &str, _p: &str, _t: &[String]| PROMPT.to_string();
+    let runner = AgentRunner::new(HeadlessOptions {
+        home: home.home().clone(),
+        cwd: cwd.path().to_path_buf(),
+        store: store.clone(),
+        prompt: Arc::new(prompt),
+        clients,
+        max_turns: 5,
+        api_max_retries: 0,
+        terminal_timeout_s: 30,
+        inactivity,
+    });
+    let scheduler = Scheduler::new(
+        JobStore::new(home.home()),
+        Arc::new(SystemClock),
+        Arc::new(runner),
+        Deliverer::new(None),
+        SchedulerConfig::default(),
+    );
+    Env {
+        mock,
+        home,
+        _cwd: cwd,
+        store,
+        scheduler,
+    }
+}
+
+impl Env {
+    /// A job due now (a one-shot 10 s in the past, inside the 2-minute grace).
+    fn due_job(&self, prompt: &str, model: Option<&str>) -> String {
+        let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+        JobStore::new(self.home.home())
+            .create(
+                NewJob {
+                    name: Some("digest".into()),
+                    prompt: prompt.into(),
+                    schedule: at,
+                    model: model.map(str::to_string),
+                    ..NewJob::default()
+                },
+                Utc::now(),
+                Tz::UTC,
+            )
+            .unwrap()
+            .id
+    }
+
+    async fn tick_one(&self) -> RunRecord {
+        let report = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.scheduler.tick(&CancellationToken::new()),
+        )
+        .await
+        .expect("the tick hung")
+        .unwrap();
+        assert_eq!(report.runs.len(), 1);
+        report.runs.into_iter().next().unwrap()
+    }
+}
+
+#[tokio::test]
+async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron() {
+    let env = env(Duration::from_secs(600)).await;
+    let id = env.due_job("Summarize today's notes", Some("job-model"));
+    env.mock.push(MockResponse::text("Three notes, all done."));
+
+    let rec = env.tick_one().await;
+    assert_eq!(rec.job_id, id);
+    assert_eq!(rec.status, "ok");
+    assert_eq!(rec.deliveries.len(), 1);
+    assert!(rec.deliveries[0].ok, "{:?}", rec.deliveries);
+    assert_eq!(rec.deliveries[0].target, "local");
+    let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
+    assert!(md.contains("Three notes, all done."), "{md}");
+    assert!(md.contains("Summarize today's notes"), "{md}");
+
+    // The request: the job's model, stored prompt + cron preamble, the job prompt as the
+    // user message, and only file and terminal tools.
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 1);
+    let req = &requests[0];
+    assert_eq!(req["model"], "job-model");
+    let system = req["messages"][0]["content"].to_string();
+    assert!(system.contains(PROMPT), "{system}");
+    assert!(system.contains("[SILENT]"), "{system}");
+    let tools: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"terminal") && tools.contains(&"read_file"));
+    for banned in ["cronjob", "clarify", "memory", "send_message"] {
+        assert!(!tools.contains(&banned), "{banned} offered: {tools:?}");
+    }
+    hermes_testkit::assert_request_invariants(&requests);
+
+    let session = env
+        .store
+        .get_session(rec.session_id.as_deref().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.source, "cron");
+    assert_eq!(session.end_reason.as_deref(), Some("ok"));
+    assert!(session.message_count >= 2);
+}
+
+#[tokio::test]
+async fn silent_reply_delivers_nothing() {
+    let env = env(Duration::from_secs(600)).await;
+    env.due_job("Tell me if the disk is full", None);
+    env.mock.push(MockResponse::text("[SILENT]"));
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "silent");
+    assert!(rec.deliveries.is_empty());
+    let job = &JobStore::new(env.home.home()).list().unwrap()[0];
+    assert_eq!(job.last_status.as_deref(), Some("silent"));
+}
+
+#[tokio::test]
+async fn a_hanging_stream_hits_the_inactivity_timeout() {
+    let env = env(Duration::from_secs(1)).await;
+    env.due_job("Check the backups", None);
+    // One delta, then the stream stays open without another byte.
+    let first = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\
+                 \"model\":\"mock-model\",\"choices\":[{\"index\":0,\"delta\":\
+                 {\"role\":\"assistant\",\"content\":\"Checking\"},\"finish_reason\":null}]}\n\n";
+    env.mock.push(
+        MockResponse::from_bytes(
+            200,
+            vec![("content-type".into(), "text/event-stream".into())],
+            first,
+        )
+        .hang(),
+    );
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "timeout", "{:?}", rec.error);
+    assert!(
+        rec.error.as_deref().unwrap().contains("no activity"),
+        "{:?}",
+        rec.error
+    );
+    let session = env
+        .store
+        .get_session(rec.session_id.as_deref().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.end_reason.as_deref(), Some("timeout"));
+    let job = &JobStore::new(env.home.home()).list().unwrap()[0];
+    assert_eq!(job.last_status.as_deref(), Some("timeout"));
+    assert!(job.lease.is_none(), "the lease is released after a timeout");
+}
+
+#[tokio::test]
+async fn a_script_only_job_needs_no_model() {
+    let env = env(Duration::from_secs(600)).await;
+    let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+    JobStore::new(env.home.home())
+        .create(
+            NewJob {
+                prompt: String::new(),
+                schedule: at,
+                script: Some("echo disk at 42%".into()),
+                no_agent: true,
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "ok");
+    assert!(rec.session_id.is_none());
+    assert!(env.mock.requests().is_empty());
+    let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
+    assert!(md.contains("disk at 42%"), "{md}");
+}

@@ -1,0 +1,193 @@
+//! The `cronjob` tool through the `Tool` interface: every action, the errors the model sees,
+//! and `run` keeping the schedule (C41). Runs go through a scheduler with a fake runner.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::{DateTime, Utc};
+use hermes_cron::{
+    CRONJOB_TOOLSET, CronSettings, CronjobTool, Deliverer, Job, JobRunner, JobStore, RunOutput,
+    RunStatus, Scheduler, SchedulerConfig, TokioClock, Tz,
+};
+use hermes_testkit::TempHome;
+use hermes_tools::{Parallelism, Tool, ToolContext};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Default)]
+struct CountingRunner(AtomicUsize);
+
+#[async_trait::async_trait]
+impl JobRunner for CountingRunner {
+    async fn run(&self, job: &Job, _cancel: CancellationToken) -> RunOutput {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        RunOutput {
+            status: RunStatus::Ok,
+            text: format!("done: {}", job.prompt),
+            error: None,
+            session_id: None,
+        }
+    }
+}
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+struct Fixture {
+    home: TempHome,
+    tool: CronjobTool,
+    runner: Arc<CountingRunner>,
+    ctx: ToolContext,
+}
+
+fn fixture(with_scheduler: bool) -> Fixture {
+    let home = TempHome::new().unwrap();
+    let clock = Arc::new(TokioClock::starting_at(t("2026-03-04T13:00:00Z")));
+    let runner = Arc::new(CountingRunner::default());
+    let scheduler = Scheduler::new(
+        JobStore::new(home.home()),
+        clock.clone(),
+        runner.clone(),
+        Deliverer::new(None),
+        SchedulerConfig::default(),
+    );
+    let tool = CronjobTool::new(
+        JobStore::new(home.home()),
+        clock,
+        Tz::UTC,
+        with_scheduler.then_some(scheduler),
+        None,
+    );
+    let ctx = ToolContext::for_tests(home.path(), home.home().clone());
+    Fixture {
+        home,
+        tool,
+        runner,
+        ctx,
+    }
+}
+
+impl Fixture {
+    async fn call(&self, args: Value) -> (bool, Value) {
+        let out = self.tool.call(args, &self.ctx).await;
+        let v = serde_json::from_str(&out.content).unwrap_or(Value::String(out.content));
+        (out.is_error, v)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_action_through_the_tool_interface() {
+    let f = fixture(true);
+    assert_eq!(f.tool.spec().name, CRONJOB_TOOLSET);
+    assert_eq!(f.tool.toolset(), "cronjob");
+    assert_eq!(f.tool.parallelism(), Parallelism::Never);
+    let actions = f.tool.spec().parameters["properties"]["action"]["enum"].clone();
+    assert_eq!(
+        actions,
+        json!([
+            "create", "list", "update", "pause", "resume", "remove", "run"
+        ])
+    );
+
+    let (err, v) = f
+        .call(
+            json!({"action": "create", "schedule": "every 1d", "prompt": "daily digest",
+                     "name": "digest", "skills": ["notes"]}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    let id = v["created"]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["created"]["next_run_at"], "2026-03-05T13:00:00+00:00");
+    assert_eq!(v["created"]["skills"], json!(["notes"]));
+
+    let (_, v) = f.call(json!({"action": "list"})).await;
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["jobs"][0]["state"], "scheduled");
+
+    let (err, v) = f
+        .call(
+            json!({"action": "update", "job_id": "digest", "schedule": "0 7 * * *",
+                     "deliver": "local"}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(v["updated"]["next_run_at"], "2026-03-05T07:00:00+00:00");
+
+    let (_, v) = f.call(json!({"action": "pause", "job_id": id})).await;
+    assert_eq!(v["paused"]["state"], "paused");
+    let (_, v) = f.call(json!({"action": "resume", "job_id": id})).await;
+    assert_eq!(v["resumed"]["state"], "scheduled");
+
+    // `run` runs it now and keeps the schedule (C41).
+    let (err, v) = f.call(json!({"action": "run", "job_id": id})).await;
+    assert!(!err, "{v}");
+    assert_eq!(v["ran"]["status"], "ok");
+    assert!(
+        v["ran"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("done: daily digest")
+    );
+    assert_eq!(f.runner.0.load(Ordering::SeqCst), 1);
+    let job = JobStore::new(f.home.home()).get(&id).unwrap();
+    assert_eq!(job.next_run_at, Some(t("2026-03-05T07:00:00Z")));
+    assert_eq!(job.last_run_at, Some(t("2026-03-04T13:00:00Z")));
+
+    let (_, v) = f.call(json!({"action": "remove", "job_id": id})).await;
+    assert_eq!(v["removed"]["name"], "digest");
+    assert!(JobStore::new(f.home.home()).list().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn mistakes_come_back_as_error_results() {
+    let f = fixture(false);
+    for (args, needle) in [
+        (json!({}), "`action` is required"),
+        (json!({"action": "frobnicate"}), "unknown action"),
+        (json!({"action": "pause"}), "needs `job_id`"),
+        (
+            json!({"action": "create", "prompt": "x"}),
+            "needs `schedule`",
+        ),
+        (
+            json!({"action": "create", "schedule": "every banana", "prompt": "x"}),
+            "banana",
+        ),
+        (
+            json!({"action": "create", "schedule": "every 1h", "prompt": "x", "deliver": "a:b:c:d"}),
+            "delivery target",
+        ),
+        (json!({"action": "remove", "job_id": "nope"}), "no cron job"),
+        (
+            json!({"action": "update", "job_id": "nope"}),
+            "at least one field",
+        ),
+    ] {
+        let (err, v) = f.call(args.clone()).await;
+        assert!(err, "{args} should fail");
+        assert!(v.to_string().contains(needle), "{args}: {v}");
+    }
+    let (_, v) = f
+        .call(json!({"action": "create", "schedule": "every 1h", "prompt": "x"}))
+        .await;
+    let id = v["created"]["id"].as_str().unwrap();
+    let (err, v) = f.call(json!({"action": "run", "job_id": id})).await;
+    assert!(err);
+    assert!(v.to_string().contains("not available"), "{v}");
+    assert_eq!(f.runner.0.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn cron_settings_read_parallelism_and_inactivity_timeout() {
+    let yaml: yaml_serde::Value =
+        yaml_serde::from_str("max_parallel_jobs: 3\ninactivity_timeout: 90\n").unwrap();
+    let s = CronSettings::from_yaml(Some(&yaml));
+    assert_eq!(s.max_parallel_jobs, 3);
+    assert_eq!(s.inactivity_timeout, std::time::Duration::from_secs(90));
+    let d = CronSettings::from_yaml(None);
+    assert_eq!(d.max_parallel_jobs, 1);
+    assert_eq!(d.inactivity_timeout, hermes_cron::INACTIVITY_TIMEOUT);
+}
