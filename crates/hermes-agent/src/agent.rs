@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hermes_context::{CompressionConfig, ContextCompressor};
 use hermes_llm::ModelClient;
 use hermes_protocol::{AgentEvent, HermesHome, Message, Role, SessionId, Usage, new_session_id};
 use hermes_store::{NewSession, SessionStore};
@@ -66,6 +67,14 @@ pub struct AgentOptions {
     pub max_tokens: Option<u32>,
     /// Text appended to the system prompt at call time only (never stored).
     pub ephemeral_prompt: Option<String>,
+    /// Context window in tokens for the compression threshold; `None` asks the client and
+    /// falls back to [`crate::DEFAULT_CONTEXT_WINDOW`] (`model.context_length`).
+    pub context_window: Option<u64>,
+    /// Automatic compression on the preflight estimate (`compression.enabled`, default
+    /// true). Overflow errors and `/compress` compress regardless.
+    pub compression_enabled: bool,
+    /// Compressor tunables (`compression.protect_first_n`, `protect_last_n`, …).
+    pub compression: CompressionConfig,
 }
 
 impl Default for AgentOptions {
@@ -81,6 +90,9 @@ impl Default for AgentOptions {
             source: "cli".to_string(),
             max_tokens: None,
             ephemeral_prompt: None,
+            context_window: None,
+            compression_enabled: true,
+            compression: CompressionConfig::default(),
         }
     }
 }
@@ -119,6 +131,8 @@ pub struct Agent {
     pub(crate) session_usage: Usage,
     /// The tools' specs, computed once: sent with every request in this stable order.
     pub(crate) specs: Vec<hermes_protocol::ToolSpec>,
+    /// Plans compressions; remembers recent savings for anti-thrash.
+    pub(crate) compressor: ContextCompressor,
 }
 
 impl Agent {
@@ -129,7 +143,9 @@ impl Agent {
         resume: Option<&str>,
     ) -> Result<Agent, AgentError> {
         let specs = deps.tools.iter().map(|t| t.spec()).collect();
+        let compressor = ContextCompressor::new(opts.compression.clone());
         let mut agent = Agent {
+            compressor,
             specs,
             deps,
             opts,
@@ -280,7 +296,7 @@ impl Agent {
         }
     }
 
-    async fn flush_unsaved(&mut self) {
+    pub(crate) async fn flush_unsaved(&mut self) {
         let pending = std::mem::take(&mut self.unsaved);
         for index in pending {
             let Some(entry) = self.history.get(index) else {

@@ -90,6 +90,15 @@ impl AgentHandle {
                         }
                         Err(e) => status_and_finish(&ev_tx, &format!("could not resume: {e}")),
                     },
+                    Op::Compress { focus } => {
+                        // The compression reports itself through Status events.
+                        agent.compress(focus.as_deref(), &ev_tx, &token).await;
+                        let _ = ev_tx.send(AgentEvent::TurnFinished {
+                            outcome: TurnOutcome::Completed,
+                            final_text: String::new(),
+                            usage: Usage::default(),
+                        });
+                    }
                     Op::Interrupt => {}
                     Op::Shutdown => break,
                 }

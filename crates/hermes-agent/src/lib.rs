@@ -8,12 +8,14 @@
 
 mod agent;
 mod batch;
+mod compression;
 mod dispatch;
 mod handle;
 mod repair;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
+pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW};
 pub use dispatch::{args_preview, result_preview};
 pub use handle::AgentHandle;
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};

@@ -9,6 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
+use crate::compression::CompressTrigger;
 use crate::repair::repair_history;
 
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
@@ -17,7 +18,7 @@ const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md")
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// Why a model call produced no message.
-enum CallFailure {
+pub(crate) enum CallFailure {
     Cancelled,
     Failed(LlmError),
 }
@@ -47,8 +48,28 @@ impl Agent {
         let budget = self.opts.max_turns.max(1);
 
         for _iteration in 0..budget {
-            let request = self.request(ToolChoice::Auto, None, &cancel);
-            let reply = match self.call_model(&request, events, &cancel).await {
+            self.preflight_compress(events, &cancel).await;
+            let mut compressed_for_overflow = false;
+            let result = loop {
+                let request = self.request(ToolChoice::Auto, None, &cancel);
+                match self.call_model(&request, events, &cancel).await {
+                    Err(CallFailure::Failed(e))
+                        if e.class.should_compress() && !compressed_for_overflow =>
+                    {
+                        compressed_for_overflow = true;
+                        let trigger = CompressTrigger::Overflow;
+                        if self
+                            .compress_history(None, trigger, events, &cancel)
+                            .await
+                            .is_none()
+                        {
+                            break Err(CallFailure::Failed(e));
+                        }
+                    }
+                    other => break other,
+                }
+            };
+            let reply = match result {
                 Ok(reply) => reply,
                 Err(CallFailure::Cancelled) => {
                     outcome = TurnOutcome::Interrupted;
@@ -130,7 +151,7 @@ impl Agent {
     }
 
     /// One model call with retries per the error class (FEATURES §2).
-    async fn call_model(
+    pub(crate) async fn call_model(
         &self,
         request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
@@ -144,7 +165,11 @@ impl Agent {
                 Err(CallFailure::Failed(e)) => e,
             };
             attempt += 1;
-            if !error.class.retryable() || attempt > self.opts.api_max_retries {
+            // Resending an oversized request cannot help: the caller compresses first.
+            if error.class.should_compress()
+                || !error.class.retryable()
+                || attempt > self.opts.api_max_retries
+            {
                 return Err(CallFailure::Failed(error));
             }
             let delay = match error.retry_after {
@@ -239,7 +264,7 @@ impl Agent {
         text
     }
 
-    async fn record_usage(&self, usage: &Usage) {
+    pub(crate) async fn record_usage(&self, usage: &Usage) {
         if usage.is_empty() {
             return;
         }

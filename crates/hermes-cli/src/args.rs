@@ -32,6 +32,9 @@ pub struct ChatArgs {
     /// Toolsets to enable, comma-separated (default: config `toolsets`, else `hermes-cli`).
     #[arg(short = 't', long, value_delimiter = ',', global = true)]
     pub toolsets: Option<Vec<String>>,
+    /// Skills to preload into the first user message, comma-separated (FEATURES §7).
+    #[arg(short = 's', long, value_delimiter = ',', global = true)]
+    pub skills: Option<Vec<String>>,
     /// Resume a session by id, title or unique id prefix.
     #[arg(short = 'r', long, global = true)]
     pub resume: Option<String>,
@@ -85,6 +88,24 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         action: SessionsCmd,
+    },
+    /// Show or edit persistent memory (MEMORY.md, USER.md).
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::memory_cmd::MemoryCmd,
+    },
+    /// List, show, install or remove skills.
+    Skills {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::skills_cmd::SkillsCmd,
+    },
+    /// Toolsets and tools, with availability (default: list).
+    Tools {
+        /// What to do (default: list).
+        #[command(subcommand)]
+        action: Option<crate::tools_cmd::ToolsCmd>,
     },
     /// Show the model in use, or download the default local model.
     Model {

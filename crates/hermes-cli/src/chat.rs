@@ -19,7 +19,11 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
     let mut handle = AgentHandle::spawn(agent);
     let mut renderer = Renderer::new(Renderer::auto_mode(args.json), args.quiet, args.verbose);
     handle.submit(Op::UserInput {
-        text: query.to_string(),
+        text: crate::skills_cmd::preload_message(
+            &app.home,
+            args.skills.as_deref().unwrap_or_default(),
+            query,
+        )?,
     });
     let mut code = 1;
     loop {

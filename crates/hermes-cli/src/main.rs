@@ -7,13 +7,16 @@ mod args;
 mod chat;
 mod config_cmd;
 mod mcp_cmd;
+mod memory_cmd;
 mod model_cmd;
 mod prompt;
 mod render;
 mod repl;
 mod session;
 mod sessions_cmd;
+mod skills_cmd;
 mod slash;
+mod tools_cmd;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -70,6 +73,9 @@ async fn run(cli: Cli) -> Result<i32> {
             model_cmd::run(profile, &cli.chat, action.as_ref()).await
         }
         Some(Command::Mcp { action }) => mcp_cmd::run(profile, action).await,
+        Some(Command::Memory { action }) => memory_cmd::run(profile, action),
+        Some(Command::Skills { action }) => skills_cmd::run(profile, action),
+        Some(Command::Tools { action }) => tools_cmd::run(profile, &cli.chat, action.as_ref()),
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;

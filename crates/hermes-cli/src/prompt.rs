@@ -7,6 +7,7 @@ use hermes_agent::SystemPromptSource;
 use hermes_context::skills::{IndexFilter, current_platform};
 use hermes_context::{LearningLayers, PromptBuilder, PromptInputs, PromptProfile, ensure_soul};
 use hermes_protocol::HermesHome;
+use hermes_protocol::config::MemoryConfig;
 
 /// Builds session prompts for the CLI.
 pub struct CliPrompt {
@@ -15,6 +16,7 @@ pub struct CliPrompt {
     profile: PromptProfile,
     context_window: Option<u64>,
     toolsets: Vec<String>,
+    memory: MemoryConfig,
 }
 
 impl CliPrompt {
@@ -29,6 +31,7 @@ impl CliPrompt {
     ) -> CliPrompt {
         CliPrompt {
             toolsets,
+            memory: MemoryConfig::default(),
             home,
             cwd,
             profile: if compact {
@@ -41,19 +44,28 @@ impl CliPrompt {
     }
 }
 
+impl CliPrompt {
+    /// The same source with config `memory:` applied (limits, files turned off).
+    pub fn with_memory(mut self, memory: MemoryConfig) -> CliPrompt {
+        self.memory = memory;
+        self
+    }
+}
+
 impl SystemPromptSource for CliPrompt {
     fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String {
         if let Err(e) = ensure_soul(&self.home) {
             tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
         }
         // Memory and the skills index as they are now: a frozen snapshot for this session.
-        let layers = LearningLayers::load(
+        let layers = LearningLayers::load_with(
             &self.home,
             &IndexFilter {
                 platform: current_platform(),
                 tool_names,
                 toolsets: &self.toolsets,
             },
+            &self.memory,
         );
         for note in &layers.notes {
             tracing::info!("{note}");

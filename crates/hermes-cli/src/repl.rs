@@ -14,13 +14,13 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::approver::{ApprovalQuestion, parse_answer};
 use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
-use crate::slash::{SlashCommand, help_text, parse_slash};
+use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
 
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
     mut handle: AgentHandle,
     mut approvals: UnboundedReceiver<ApprovalQuestion>,
-    info: SessionInfo,
+    mut info: SessionInfo,
     quiet: bool,
     verbose: bool,
 ) -> Result<i32> {
@@ -92,6 +92,14 @@ pub async fn run(
                 println!("{u}");
                 continue;
             }
+            Some(SlashCommand::Memory) => {
+                print!("{}", info.learning.memory_text());
+                continue;
+            }
+            Some(SlashCommand::Skills) => {
+                print!("{}", info.learning.skills_text());
+                continue;
+            }
             Some(SlashCommand::Sessions) => {
                 println!("{}", info.recent_sessions());
                 continue;
@@ -107,10 +115,25 @@ pub async fn run(
             Some(SlashCommand::Retry) => Op::Retry,
             Some(SlashCommand::Undo(n)) => Op::Undo { count: n },
             Some(SlashCommand::Unknown(name)) => {
-                eprintln!("unknown command /{name} — /help lists the commands");
-                continue;
+                match info.learning.skill_message(&name, slash_arg(&input)) {
+                    Some(Ok(text)) => Op::UserInput { text },
+                    Some(Err(e)) => {
+                        eprintln!("/{name}: {e}");
+                        continue;
+                    }
+                    None => {
+                        eprintln!("unknown command /{name} — /help lists the commands");
+                        continue;
+                    }
+                }
             }
-            None => Op::UserInput { text: input },
+            None => match info.learning.first_message(&input) {
+                Ok(text) => Op::UserInput { text },
+                Err(e) => {
+                    eprintln!("{e}");
+                    continue;
+                }
+            },
         };
         handle.submit(op);
         if !wait_for_turn(&mut handle, &mut approvals, &mut renderer).await {

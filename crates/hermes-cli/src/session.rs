@@ -27,6 +27,8 @@ pub struct SessionInfo {
     pub history_file: PathBuf,
     /// The store (for `/usage`, `/sessions`).
     pub store: Arc<SessionStore>,
+    /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
+    pub learning: crate::memory_cmd::LearningInfo,
     /// The session's MCP servers, kept alive for the session (children are killed with
     /// their process group when this is dropped).
     #[allow(dead_code)] // held, not read: dropping it ends the servers
@@ -129,7 +131,9 @@ pub async fn build_agent(
     };
     let store = app.open_store()?;
     let mut registry = hermes_tools::Registry::builtin();
-    for tool in hermes_context::learning_tools(&app.home, Some(store.clone())) {
+    for tool in
+        hermes_context::learning_tools_with(&app.home, Some(store.clone()), &app.config.memory)
+    {
         registry
             .register(tool)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -168,7 +172,8 @@ pub async fn build_agent(
         compact,
         client.context_window(),
         toolsets,
-    );
+    )
+    .with_memory(app.config.memory.clone());
     let deps = AgentDeps {
         client: client.clone(),
         tools,
@@ -201,6 +206,7 @@ pub async fn build_agent(
         provider: client.provider().to_string(),
         history_file: app.home.history_file(),
         store,
+        learning: crate::memory_cmd::LearningInfo::new(app, args),
         mcp,
     };
     Ok((agent, info))

@@ -15,6 +15,10 @@ pub enum SlashCommand {
     Resume(String),
     /// `/usage`
     Usage,
+    /// `/memory`: entries and usage
+    Memory,
+    /// `/skills`: installed skills
+    Skills,
     /// `/help`
     Help,
     /// `/quit`, `/exit`
@@ -41,6 +45,8 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "sessions" => SlashCommand::Sessions,
         "resume" => SlashCommand::Resume(arg.to_string()),
         "usage" => SlashCommand::Usage,
+        "memory" => SlashCommand::Memory,
+        "skills" => SlashCommand::Skills,
         "help" | "?" => SlashCommand::Help,
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -56,10 +62,21 @@ pub fn help_text() -> &'static str {
   /sessions        recent sessions
   /resume <id>     switch to a stored session (id, title or id prefix)
   /usage           tokens used in this session
+  /memory          memory entries and usage
+  /skills          installed skills
+  /<skill> [text]  load a skill into this message
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)
 Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.
 Ctrl-C while the agent works interrupts the turn."
+}
+
+/// The text after the command name of a slash command (`/deploy-app to staging` → `to staging`);
+/// empty when there is none.
+pub fn slash_arg(input: &str) -> &str {
+    let rest = input.trim().strip_prefix('/').unwrap_or_default();
+    rest.split_once(char::is_whitespace)
+        .map_or("", |(_, arg)| arg.trim())
 }
 
 #[cfg(test)]
@@ -78,5 +95,13 @@ mod tests {
         assert_eq!(parse_slash("what is /etc/hosts"), None);
         assert_eq!(parse_slash("//comment"), None);
         assert_eq!(parse_slash("/new\nmore"), None);
+    }
+
+    #[test]
+    fn memory_skills_and_skill_arguments() {
+        assert_eq!(parse_slash("/memory"), Some(SlashCommand::Memory));
+        assert_eq!(parse_slash("/skills"), Some(SlashCommand::Skills));
+        assert_eq!(slash_arg("/deploy-app  to staging "), "to staging");
+        assert_eq!(slash_arg("/deploy-app"), "");
     }
 }

@@ -32,6 +32,13 @@ pub enum Op {
     },
     /// Remove the last user turn and run it again (`/retry`).
     Retry,
+    /// Compress the context now (`/compress [focus]`, FEATURES §9): summarize the middle of
+    /// the history, keeping the first messages and the recent tail.
+    Compress {
+        /// Topic the summary should keep in most detail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        focus: Option<String>,
+    },
     /// Stop the agent task after the current turn.
     Shutdown,
 }

@@ -1,0 +1,247 @@
+//! Context compression in the turn (FEATURES §9; ARCHITECTURE §2 step 3a): the preflight
+//! check, the summarizer call, the deterministic fallback, the store update and the one-time
+//! system prompt rebuild. The planning itself lives in `hermes_context::compress`.
+
+use hermes_context::compress::SUMMARY_SYSTEM_PROMPT;
+use hermes_context::{TokenEstimator, compression_threshold};
+use hermes_llm::{ChatRequest, ToolChoice};
+use hermes_protocol::{AgentEvent, Message};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, Entry};
+use crate::repair::repair_history;
+use crate::turn::CallFailure;
+
+/// Context window assumed when neither the options nor the client know it (tokens).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+
+/// Why a compression runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompressTrigger {
+    /// The preflight estimate exceeded the threshold.
+    Threshold,
+    /// The provider answered `context_overflow` / `payload_too_large`.
+    Overflow,
+    /// The user asked (`/compress`).
+    Manual,
+}
+
+/// What one compression did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressionReport {
+    /// Active messages before.
+    pub messages_before: usize,
+    /// Active messages after.
+    pub messages_after: usize,
+    /// Estimated tokens of the history before.
+    pub tokens_before: u64,
+    /// Estimated tokens of the history after.
+    pub tokens_after: u64,
+    /// False when the summary call failed and only old tool outputs were shortened.
+    pub summarized: bool,
+}
+
+impl Agent {
+    /// The context window used for the threshold: [`crate::AgentOptions::context_window`],
+    /// else the client's, else [`DEFAULT_CONTEXT_WINDOW`] (tokens).
+    pub fn context_window(&self) -> u64 {
+        self.opts
+            .context_window
+            .or_else(|| self.deps.client.context_window())
+            .unwrap_or(DEFAULT_CONTEXT_WINDOW)
+    }
+
+    /// The compression threshold in tokens (`hermes_context::compression_threshold` of the
+    /// context window and the output cap).
+    pub fn compression_threshold(&self) -> u64 {
+        compression_threshold(
+            self.context_window(),
+            u64::from(self.opts.max_tokens.unwrap_or(0)),
+        )
+    }
+
+    /// Estimated tokens of the next request (system prompt, repaired history, tools).
+    pub fn estimate_request_tokens(&self) -> u64 {
+        let (messages, _) = repair_history(&self.history());
+        TokenEstimator::new().estimate_request(&self.system_prompt, &messages, &self.specs)
+    }
+
+    /// Compresses now (`/compress [focus]`). Returns `None` when there was nothing to
+    /// compress or the call was cancelled; a `Status` event says what happened either way.
+    pub async fn compress(
+        &mut self,
+        focus: Option<&str>,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Option<CompressionReport> {
+        self.compress_history(focus, CompressTrigger::Manual, events, cancel)
+            .await
+    }
+
+    /// Preflight (ARCHITECTURE §2 step 3a): compresses when the estimate is over the
+    /// threshold, unless compression is disabled or paused by anti-thrash.
+    pub(crate) async fn preflight_compress(
+        &mut self,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) {
+        if !self.opts.compression_enabled {
+            return;
+        }
+        let estimate = self.estimate_request_tokens();
+        let threshold = self.compression_threshold();
+        if self.compressor.should_compress(estimate, threshold) {
+            self.compress_history(None, CompressTrigger::Threshold, events, cancel)
+                .await;
+        } else if estimate > threshold {
+            tracing::debug!(estimate, threshold, "compression paused (anti-thrash)");
+        }
+    }
+
+    /// The tail keeps at most a quarter of the threshold (tokens).
+    fn tail_budget(&self) -> u64 {
+        (self.compression_threshold() / 4).max(1)
+    }
+
+    pub(crate) async fn compress_history(
+        &mut self,
+        focus: Option<&str>,
+        trigger: CompressTrigger,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Option<CompressionReport> {
+        let status = |message: String| {
+            let _ = events.send(AgentEvent::Status { message });
+        };
+        self.flush_unsaved().await;
+        let (current, _) = repair_history(&self.history());
+        let budget = self.tail_budget();
+        let Some(plan) = self.compressor.plan(&current, budget) else {
+            if trigger != CompressTrigger::Threshold {
+                status("context compression: nothing to compress yet".to_string());
+            }
+            return None;
+        };
+        let request = ChatRequest {
+            model: self.deps.client.model().to_string(),
+            system: SUMMARY_SYSTEM_PROMPT.trim().to_string(),
+            messages: vec![Message::user(
+                plan.summary_request(focus, &hermes_llm::redact_secrets),
+            )],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::None,
+            max_tokens: self.opts.max_tokens,
+            temperature: None,
+            cancel: cancel.child_token(),
+        };
+        // The summary is not part of the conversation: its deltas go nowhere.
+        let (sink, _drop) = unbounded_channel();
+        let (new_history, summarized) = match self.call_model(&request, &sink, cancel).await {
+            Ok(reply) if !reply.text.trim().is_empty() => {
+                self.record_usage(&reply.usage).await;
+                self.session_usage.add(&reply.usage);
+                (plan.apply(&reply.text), true)
+            }
+            Err(CallFailure::Cancelled) => return None,
+            other => {
+                let reason = match other {
+                    Err(CallFailure::Failed(e)) => e.to_string(),
+                    _ => "the model returned an empty summary".to_string(),
+                };
+                status(format!(
+                    "warning: context compression could not write a summary ({reason}); \
+                     no messages were removed, old tool outputs were shortened instead"
+                ));
+                (self.compressor.prune_only(&current, budget), false)
+            }
+        };
+        let tokens_before = self.compressor.estimate(&current);
+        let tokens_after = self.compressor.estimate(&new_history);
+        let messages_before = self.history.len();
+        if let Err(e) = self.commit_history(new_history).await {
+            status(format!(
+                "warning: context compression was not saved ({e}); the history is unchanged"
+            ));
+            return None;
+        }
+        self.compressor.record(tokens_before, tokens_after);
+        self.rebuild_system_prompt(events).await;
+        let report = CompressionReport {
+            messages_before,
+            messages_after: self.history.len(),
+            tokens_before,
+            tokens_after,
+            summarized,
+        };
+        let why = match trigger {
+            CompressTrigger::Threshold => "context over the threshold",
+            CompressTrigger::Overflow => "the provider reported a context overflow",
+            CompressTrigger::Manual => "requested",
+        };
+        status(format!(
+            "context compressed ({why}): {} → {} messages, ~{} → ~{} tokens{}",
+            report.messages_before,
+            report.messages_after,
+            report.tokens_before,
+            report.tokens_after,
+            if summarized { "" } else { " (no summary)" }
+        ));
+        Some(report)
+    }
+
+    /// Makes `new` the active history, in memory and in the store: messages equal to the
+    /// current ones at the start keep their rows; from the first difference on, the old rows
+    /// become inactive (still searchable) and the rest is appended, in one transaction.
+    async fn commit_history(&mut self, new: Vec<Message>) -> Result<(), crate::AgentError> {
+        let keep = self
+            .history
+            .iter()
+            .zip(&new)
+            .take_while(|(e, m)| e.id.is_some() && e.message == **m)
+            .count();
+        let from_id = self.history[keep..].iter().find_map(|e| e.id);
+        let replacement: Vec<Message> = new[keep..].to_vec();
+        let sid = self.session_id.clone();
+        let ids = self
+            .blocking(move |s| s.replace_active_from(&sid, from_id, &replacement))
+            .await?;
+        self.history.truncate(keep);
+        self.history.extend(
+            new[keep..]
+                .iter()
+                .cloned()
+                .zip(ids)
+                .map(|(message, id)| Entry {
+                    id: Some(id),
+                    message,
+                }),
+        );
+        self.unsaved.clear();
+        Ok(())
+    }
+
+    /// Rebuilds the system prompt once after a compression (memory and skills are read
+    /// again) and stores it with the session, so a resume reuses the new text.
+    async fn rebuild_system_prompt(&mut self, events: &UnboundedSender<AgentEvent>) {
+        let client = &self.deps.client;
+        let prompt = self
+            .deps
+            .prompt
+            .build(client.model(), client.provider(), &self.tool_names());
+        if prompt == self.system_prompt {
+            return;
+        }
+        let sid = self.session_id.clone();
+        let stored = prompt.clone();
+        if let Err(e) = self
+            .blocking(move |s| s.set_system_prompt(&sid, &stored))
+            .await
+        {
+            let _ = events.send(AgentEvent::Status {
+                message: format!("warning: the rebuilt system prompt was not saved ({e})"),
+            });
+        }
+        self.system_prompt = prompt;
+    }
+}
