@@ -125,6 +125,12 @@ pub enum Command {
         #[command(subcommand)]
         action: McpCmd,
     },
+    /// Scheduled jobs: list, create, edit, pause, resume, run, remove, runs, status, tick.
+    Cron {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::cron_cmd::CronCmd,
+    },
     /// Print the version.
     Version,
 }

@@ -6,6 +6,7 @@ mod approver;
 mod args;
 mod chat;
 mod config_cmd;
+mod cron_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
@@ -76,6 +77,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Memory { action }) => memory_cmd::run(profile, action),
         Some(Command::Skills { action }) => skills_cmd::run(profile, action),
         Some(Command::Tools { action }) => tools_cmd::run(profile, &cli.chat, action.as_ref()),
+        Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;

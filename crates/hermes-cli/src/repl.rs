@@ -100,6 +100,10 @@ pub async fn run(
                 print!("{}", info.learning.skills_text());
                 continue;
             }
+            Some(SlashCommand::Cron) => {
+                println!("{}", info.cron_jobs());
+                continue;
+            }
             Some(SlashCommand::Sessions) => {
                 println!("{}", info.recent_sessions());
                 continue;

@@ -27,6 +27,10 @@ pub struct SessionInfo {
     pub history_file: PathBuf,
     /// The store (for `/usage`, `/sessions`).
     pub store: Arc<SessionStore>,
+    /// The hermes home (for `/cron`).
+    pub home: hermes_protocol::HermesHome,
+    /// `config.yaml` `timezone` (for `/cron`).
+    pub timezone: Option<String>,
     /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
     pub learning: crate::memory_cmd::LearningInfo,
     /// The session's MCP servers, kept alive for the session (children are killed with
@@ -52,6 +56,11 @@ impl SessionInfo {
             Ok(None) => format!("session {session_id}: no usage recorded yet"),
             Err(e) => format!("could not read usage: {e}"),
         }
+    }
+
+    /// `/cron`: the scheduled jobs.
+    pub fn cron_jobs(&self) -> String {
+        crate::cron_cmd::jobs_text(&self.home, self.timezone.as_deref())
     }
 
     /// `/sessions`: the ten newest sessions.
@@ -115,6 +124,20 @@ fn build_local_client(_app: &App, _rt: &Runtime) -> Result<Arc<dyn ModelClient>>
     bail!("this hermes was built without the `local` feature; configure a provider (see README)")
 }
 
+/// Whether the compact prompt profile applies: `--prompt-profile`, then config
+/// `agent.prompt_profile`, else compact for the embedded local model only.
+pub fn prompt_is_compact(app: &App, args: &ChatArgs, api_mode: ApiMode) -> bool {
+    match args.prompt_profile {
+        Some(PromptProfileArg::Compact) => true,
+        Some(PromptProfileArg::Full) => false,
+        None => match app.config.agent.prompt_profile.as_deref() {
+            Some("compact") => true,
+            Some("full") => false,
+            _ => api_mode == ApiMode::Local,
+        },
+    }
+}
+
 /// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue.
 pub async fn build_agent(
     app: &App,
@@ -124,11 +147,15 @@ pub async fn build_agent(
     let runtime = resolve_runtime(app, args)?;
     tracing::info!(trace = ?runtime.trace, "runtime resolved");
     let client = build_client(app, &runtime)?;
-    let toolsets: Vec<String> = match &args.toolsets {
+    let mut toolsets: Vec<String> = match &args.toolsets {
         Some(t) => t.clone(),
         None if !app.config.toolsets.is_empty() => app.config.toolsets.clone(),
         None => vec!["hermes-cli".to_string()],
     };
+    // Interactive sessions may schedule work; cron runs never get this tool.
+    if toolsets.iter().any(|t| t == "hermes-cli") {
+        toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
+    }
     let store = app.open_store()?;
     let mut registry = hermes_tools::Registry::builtin();
     for tool in
@@ -138,6 +165,9 @@ pub async fn build_agent(
             .register(tool)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    registry
+        .register(crate::cron_cmd::session_tool(app, args)?)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let selection = registry
         .select(&ToolsetSelection::new(
             toolsets.clone(),
@@ -157,15 +187,7 @@ pub async fn build_agent(
     if let Some(m) = &mcp {
         tools.extend(m.tools());
     }
-    let compact = match args.prompt_profile {
-        Some(PromptProfileArg::Compact) => true,
-        Some(PromptProfileArg::Full) => false,
-        None => match app.config.agent.prompt_profile.as_deref() {
-            Some("compact") => true,
-            Some("full") => false,
-            _ => runtime.api_mode == ApiMode::Local,
-        },
-    };
+    let compact = prompt_is_compact(app, args, runtime.api_mode);
     let prompt = crate::prompt::CliPrompt::new(
         app.home.clone(),
         cwd.clone(),
@@ -206,6 +228,8 @@ pub async fn build_agent(
         provider: client.provider().to_string(),
         history_file: app.home.history_file(),
         store,
+        home: app.home.clone(),
+        timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
         mcp,
     };

@@ -15,6 +15,8 @@ pub enum SlashCommand {
     Resume(String),
     /// `/usage`
     Usage,
+    /// `/cron`: list scheduled jobs
+    Cron,
     /// `/memory`: entries and usage
     Memory,
     /// `/skills`: installed skills
@@ -45,6 +47,7 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "sessions" => SlashCommand::Sessions,
         "resume" => SlashCommand::Resume(arg.to_string()),
         "usage" => SlashCommand::Usage,
+        "cron" => SlashCommand::Cron,
         "memory" => SlashCommand::Memory,
         "skills" => SlashCommand::Skills,
         "help" | "?" => SlashCommand::Help,
@@ -62,6 +65,7 @@ pub fn help_text() -> &'static str {
   /sessions        recent sessions
   /resume <id>     switch to a stored session (id, title or id prefix)
   /usage           tokens used in this session
+  /cron            scheduled jobs (manage them with `hermes cron …`)
   /memory          memory entries and usage
   /skills          installed skills
   /<skill> [text]  load a skill into this message
@@ -88,6 +92,7 @@ mod tests {
         assert_eq!(parse_slash("/undo 3"), Some(SlashCommand::Undo(3)));
         assert_eq!(parse_slash("/undo"), Some(SlashCommand::Undo(1)));
         assert_eq!(parse_slash("/reset"), Some(SlashCommand::New));
+        assert_eq!(parse_slash("/cron"), Some(SlashCommand::Cron));
         assert_eq!(
             parse_slash("/frob"),
             Some(SlashCommand::Unknown("frob".into()))

@@ -1,0 +1,280 @@
+//! End-to-end tests of `hermes cron …` on a temporary HERMES_HOME against the mock provider:
+//! create → tick fires once → Markdown output; `[SILENT]` recorded but not delivered; manual
+//! runs keep the schedule (C41); the `cronjob` tool in a chat session.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use serde_json::Value;
+
+async fn hermes(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let home = home.to_path_buf();
+    let cwd = cwd.to_path_buf();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
+        cmd.env_clear()
+            .env("HERMES_HOME", &home)
+            .env("HOME", &home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .current_dir(&cwd)
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(120));
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+struct Env {
+    mock: MockProvider,
+    home: TempHome,
+    cwd: tempfile::TempDir,
+}
+
+impl Env {
+    async fn new() -> Env {
+        let mock = MockProvider::start().await;
+        let home = TempHome::new().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let config = format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n",
+            mock.base_url()
+        );
+        std::fs::write(home.home().config_file(), config).unwrap();
+        Env { mock, home, cwd }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let out = hermes(self.home.path(), self.cwd.path(), args).await;
+        assert!(
+            out.status.success(),
+            "hermes {args:?} failed: {}",
+            stderr(&out)
+        );
+        out
+    }
+
+    fn jobs(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.home.path().join("cron/jobs.json")).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["jobs"].as_array().unwrap().clone()
+    }
+
+    /// Makes job `id` due now by editing jobs.json (as another process could).
+    fn make_due(&self, id: &str) {
+        let path = self.home.path().join("cron/jobs.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for j in v["jobs"].as_array_mut().unwrap() {
+            if j["id"] == id {
+                let past = chrono::Utc::now() - chrono::Duration::seconds(5);
+                j["next_run_at"] = Value::String(past.to_rfc3339());
+            }
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    }
+
+    fn runs(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.home.path().join("cron/runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn created_id(out: &Output) -> String {
+    stdout(out)
+        .strip_prefix("created job ")
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("unexpected create output: {}", stdout(out)))
+        .to_string()
+}
+
+#[tokio::test]
+async fn tick_fires_a_due_job_once_and_saves_markdown() {
+    let env = Env::new().await;
+    let soon = (chrono::Utc::now() - chrono::Duration::seconds(20)).to_rfc3339();
+    let id = created_id(
+        &env.run(&[
+            "cron",
+            "create",
+            &soon,
+            "Report the build status",
+            "--name",
+            "build",
+        ])
+        .await,
+    );
+    env.mock.push(MockResponse::text("The build is green."));
+
+    let tick = env.run(&["cron", "tick"]).await;
+    assert!(stdout(&tick).contains(&id), "{}", stdout(&tick));
+    assert!(stdout(&tick).contains(": ok"), "{}", stdout(&tick));
+    assert_eq!(env.mock.requests().len(), 1);
+    // The cron preamble is in the request, the job prompt is the user message.
+    let body = env.mock.requests()[0].to_string();
+    assert!(body.contains("[SILENT]"), "preamble missing: {body}");
+    assert!(body.contains("Report the build status"));
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[0]["deliveries"].as_array().unwrap().len(), 1);
+    let rel = runs[0]["output_path"].as_str().unwrap();
+    assert!(rel.starts_with(&format!("cron/output/{id}/")), "{rel}");
+    let md = std::fs::read_to_string(env.home.path().join(rel)).unwrap();
+    assert!(md.contains("# build"), "{md}");
+    assert!(md.contains("The build is green."), "{md}");
+    let job = &env.jobs()[0];
+    assert_eq!(job["last_status"], "ok");
+    assert!(job["next_run_at"].is_null(), "a one-shot is finished");
+
+    // A second tick finds nothing due and asks the model nothing.
+    let again = env.run(&["cron", "tick"]).await;
+    assert!(stderr(&again).contains("no jobs due"), "{}", stderr(&again));
+    assert_eq!(env.mock.requests().len(), 1);
+    assert_eq!(env.runs().len(), 1);
+
+    let listed = env.run(&["cron", "runs", "build"]).await;
+    assert!(stdout(&listed).contains("ok"), "{}", stdout(&listed));
+}
+
+#[tokio::test]
+async fn silent_reply_is_recorded_but_not_delivered_and_the_schedule_advances() {
+    let env = Env::new().await;
+    let id = created_id(
+        &env.run(&["cron", "create", "every 1h", "Watch the disk"])
+            .await,
+    );
+    env.make_due(&id);
+    env.mock.push(MockResponse::text("[SILENT]"));
+
+    env.run(&["cron", "tick"]).await;
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "silent");
+    assert_eq!(runs[0]["deliveries"].as_array().unwrap().len(), 0);
+    let job = &env.jobs()[0];
+    assert_eq!(job["last_status"], "silent");
+    let next: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(job["next_run_at"].clone()).unwrap();
+    assert!(next > chrono::Utc::now() + chrono::Duration::minutes(50));
+
+    env.run(&["cron", "tick"]).await;
+    assert_eq!(
+        env.mock.requests().len(),
+        1,
+        "the second tick must not fire"
+    );
+    assert_eq!(env.runs().len(), 1);
+}
+
+#[tokio::test]
+async fn manual_run_keeps_next_run_at_c41_and_management_commands_work() {
+    let env = Env::new().await;
+    let id = created_id(
+        &env.run(&["cron", "create", "every 1d", "Daily digest"])
+            .await,
+    );
+    let before = env.jobs()[0]["next_run_at"].clone();
+    env.mock.push(MockResponse::text("Digest: nothing new."));
+
+    let run = env.run(&["cron", "run", &id]).await;
+    assert!(stdout(&run).contains(": ok"), "{}", stdout(&run));
+    let job = &env.jobs()[0];
+    assert_eq!(
+        job["next_run_at"], before,
+        "a manual run must not move the schedule"
+    );
+    assert!(job["last_run_at"].is_string());
+    assert_eq!(env.runs()[0]["due_at"], Value::Null);
+
+    let paused = env.run(&["cron", "pause", &id]).await;
+    assert!(stdout(&paused).contains("paused"));
+    let list = env.run(&["cron", "list"]).await;
+    assert!(stdout(&list).contains("paused"), "{}", stdout(&list));
+    env.run(&["cron", "resume", &id]).await;
+    env.run(&[
+        "cron",
+        "edit",
+        &id,
+        "--name",
+        "digest",
+        "--schedule",
+        "0 7 * * *",
+    ])
+    .await;
+    let job = &env.jobs()[0];
+    assert_eq!(job["name"], "digest");
+    assert_eq!(job["schedule_text"], "0 7 * * *");
+    let status = env.run(&["cron", "status"]).await;
+    assert!(
+        stdout(&status).contains("1 jobs: 1 scheduled"),
+        "{}",
+        stdout(&status)
+    );
+    env.run(&["cron", "remove", "digest"]).await;
+    assert!(env.jobs().is_empty());
+
+    let missing = hermes(env.home.path(), env.cwd.path(), &["cron", "pause", "nope"]).await;
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("no cron job `nope`"),
+        "{}",
+        stderr(&missing)
+    );
+    let bad = hermes(
+        env.home.path(),
+        env.cwd.path(),
+        &["cron", "create", "every banana", "x"],
+    )
+    .await;
+    assert!(!bad.status.success());
+}
+
+#[tokio::test]
+async fn chat_session_can_schedule_with_the_cronjob_tool() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "cronjob",
+        r#"{"action":"create","schedule":"every 2h","prompt":"Check the weather in Paris","name":"weather"}"#,
+    )]));
+    env.mock.push(MockResponse::text("Scheduled."));
+    let out = env
+        .run(&["chat", "-q", "check the weather every two hours"])
+        .await;
+    assert_eq!(stdout(&out).trim(), "Scheduled.");
+    let tools: Vec<String> = env.mock.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(tools.contains(&"cronjob".to_string()), "{tools:?}");
+    let jobs = env.jobs();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["name"], "weather");
+    assert_eq!(jobs[0]["schedule"]["kind"], "interval");
+
+    // The scheduled run itself never offers `cronjob`.
+    env.make_due(jobs[0]["id"].as_str().unwrap());
+    env.mock.push(MockResponse::text("Sunny."));
+    env.run(&["cron", "tick"]).await;
+    let run_tools = env.mock.requests()[2]["tools"].to_string();
+    assert!(!run_tools.contains("cronjob"), "{run_tools}");
+    assert!(run_tools.contains("terminal"), "{run_tools}");
+}
