@@ -8,7 +8,7 @@ use hermes_context::{CompressionConfig, ContextCompressor};
 use hermes_llm::ModelClient;
 use hermes_protocol::{AgentEvent, HermesHome, Message, Role, SessionId, Usage, new_session_id};
 use hermes_store::{NewSession, SessionStore};
-use hermes_tools::{Approver, Tool};
+use hermes_tools::{Approver, Tool, ToolSource};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// Builds the system prompt of a new session (ARCHITECTURE §2 step 1). Called once per
@@ -129,8 +129,21 @@ pub struct Agent {
     /// Messages whose save failed; retried before the next write (nothing is dropped).
     pub(crate) unsaved: Vec<usize>,
     pub(crate) session_usage: Usage,
-    /// The tools' specs, computed once: sent with every request in this stable order.
+    /// The tools offered now: the built-ins of `deps.tools`, then those of `sources`.
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    /// `tools[i].spec()`, computed when the list changes: sent with every request in this
+    /// stable order.
     pub(crate) specs: Vec<hermes_protocol::ToolSpec>,
+    /// Tool lists that may change during the session (MCP servers).
+    pub(crate) sources: Vec<Arc<dyn ToolSource>>,
+    /// Sum of the sources' generations when `tools` was last built.
+    pub(crate) sources_generation: u64,
+    /// The model client of the running turn: the primary, or a fallback after a failure.
+    pub(crate) active: Arc<dyn ModelClient>,
+    /// `fallback_providers`, tried in order within one turn (FEATURES §2).
+    pub(crate) fallbacks: Vec<Arc<dyn ModelClient>>,
+    /// Index of the next fallback to try in this turn.
+    pub(crate) next_fallback: usize,
     /// Plans compressions; remembers recent savings for anti-thrash.
     pub(crate) compressor: ContextCompressor,
 }
@@ -147,6 +160,12 @@ impl Agent {
         let mut agent = Agent {
             compressor,
             specs,
+            tools: deps.tools.clone(),
+            sources: Vec::new(),
+            sources_generation: 0,
+            active: deps.client.clone(),
+            fallbacks: Vec::new(),
+            next_fallback: 0,
             deps,
             opts,
             session_id: String::new(),
@@ -180,6 +199,40 @@ impl Agent {
     /// Tokens used by this session's model calls since the agent started.
     pub fn session_usage(&self) -> Usage {
         self.session_usage
+    }
+
+    /// Adds a tool list that may change during the session (e.g. an MCP manager). Its tools
+    /// go after the built-ins and are re-read before every model call when it changes.
+    pub fn add_tool_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+        self.sources_generation = u64::MAX;
+        self.refresh_tools();
+    }
+
+    /// Sets the fallback providers (`fallback_providers`), tried in order within a turn
+    /// when the current provider fails with a class that allows fallback (FEATURES §2); the
+    /// next turn starts on the primary again.
+    pub fn set_fallbacks(&mut self, fallbacks: Vec<Arc<dyn ModelClient>>) {
+        self.fallbacks = fallbacks;
+    }
+
+    /// Rebuilds the tool list when a source changed; returns true when it did.
+    pub(crate) fn refresh_tools(&mut self) -> bool {
+        let generation = self
+            .sources
+            .iter()
+            .fold(0u64, |acc, s| acc.wrapping_add(s.generation()));
+        if generation == self.sources_generation {
+            return false;
+        }
+        self.sources_generation = generation;
+        let mut tools = self.deps.tools.clone();
+        for source in &self.sources {
+            tools.extend(source.tools());
+        }
+        self.specs = tools.iter().map(|t| t.spec()).collect();
+        self.tools = tools;
+        true
     }
 
     /// The model client.

@@ -54,7 +54,7 @@ impl Agent {
                 {
                     return Plan::SameAs(j);
                 }
-                match prepare_call(&self.deps.tools, &self.specs, call) {
+                match prepare_call(&self.tools, &self.specs, call) {
                     Ok((tool, args)) => Plan::Run(tool, args),
                     Err(refusal) => Plan::Refuse(refusal),
                 }
@@ -71,7 +71,7 @@ impl Agent {
                 },
             })
             .collect();
-        let tools = &self.deps.tools;
+        let tools = &self.tools;
         let parallelism_of = |name: &str| {
             tools
                 .iter()
@@ -80,7 +80,7 @@ impl Agent {
         };
         let segments = plan_batch(&batch, parallelism_of, &self.opts.cwd);
 
-        let budget = ResultBudget::for_context(self.deps.client.context_window());
+        let budget = ResultBudget::for_context(self.active.context_window());
         let spill_dir = self
             .deps
             .home

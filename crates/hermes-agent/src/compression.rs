@@ -124,7 +124,7 @@ impl Agent {
             return None;
         };
         let request = ChatRequest {
-            model: self.deps.client.model().to_string(),
+            model: self.active.model().to_string(),
             system: SUMMARY_SYSTEM_PROMPT.trim().to_string(),
             messages: vec![Message::user(
                 plan.summary_request(focus, &hermes_llm::redact_secrets),

@@ -41,6 +41,9 @@ impl Agent {
         });
         self.persist(Message::user(input), events).await;
         self.maybe_set_title(input).await;
+        // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
+        self.active = self.deps.client.clone();
+        self.next_fallback = 0;
 
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -48,6 +51,11 @@ impl Agent {
         let budget = self.opts.max_turns.max(1);
 
         for _iteration in 0..budget {
+            if self.refresh_tools() {
+                emit(AgentEvent::Status {
+                    message: format!("tool list changed: {} tools available", self.specs.len()),
+                });
+            }
             self.preflight_compress(events, &cancel).await;
             let mut compressed_for_overflow = false;
             let result = loop {
@@ -139,7 +147,7 @@ impl Agent {
             messages.push(Message::user(text));
         }
         ChatRequest {
-            model: self.deps.client.model().to_string(),
+            model: self.active.model().to_string(),
             system,
             messages,
             tools: self.specs.clone(),
@@ -150,45 +158,89 @@ impl Agent {
         }
     }
 
-    /// One model call with retries per the error class (FEATURES §2).
+    /// One model call with recovery per the error class (FEATURES §2): retries with
+    /// jittered backoff (a `Retry-After` wins, capped at 600 s; sleeps are interruptible),
+    /// one retry without replayed reasoning after a rejected thinking signature, then the
+    /// next fallback provider for the rest of the turn where the class allows it. Context
+    /// overflow is returned at once: the caller compresses.
     pub(crate) async fn call_model(
-        &self,
+        &mut self,
         request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, CallFailure> {
+        let mut request = request.clone();
         let mut attempt: u32 = 0;
+        let mut stripped_thinking = false;
         loop {
-            let error = match self.stream_once(request, events, cancel).await {
+            let error = match self.stream_once(&request, events, cancel).await {
                 Ok(reply) => return Ok(reply),
                 Err(CallFailure::Cancelled) => return Err(CallFailure::Cancelled),
                 Err(CallFailure::Failed(e)) => e,
             };
-            attempt += 1;
             // Resending an oversized request cannot help: the caller compresses first.
-            if error.class.should_compress()
-                || !error.class.retryable()
-                || attempt > self.opts.api_max_retries
-            {
+            if error.class.should_compress() {
                 return Err(CallFailure::Failed(error));
             }
-            let delay = match error.retry_after {
-                Some(d) => d.min(MAX_RETRY_AFTER),
-                None => {
-                    hermes_llm::backoff_delay(attempt, self.opts.retry_base, self.opts.retry_max)
+            if error.class == ErrorClass::ThinkingSignature && !stripped_thinking {
+                stripped_thinking = true;
+                for m in &mut request.messages {
+                    m.reasoning = None;
                 }
-            };
-            let _ = events.send(AgentEvent::Status {
-                message: format!(
-                    "{} error ({error}); retry {attempt}/{} in {:.1}s",
-                    class_label(error.class),
-                    self.opts.api_max_retries,
-                    delay.as_secs_f64()
-                ),
-            });
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+                let _ = events.send(AgentEvent::Status {
+                    message: "the provider rejected a replayed thinking block; retrying without it"
+                        .to_string(),
+                });
+                continue;
+            }
+            attempt += 1;
+            if error.class.retryable()
+                && error.class != ErrorClass::ThinkingSignature
+                && attempt <= self.opts.api_max_retries
+            {
+                let delay = match error.retry_after {
+                    Some(d) => d.min(MAX_RETRY_AFTER),
+                    None => hermes_llm::backoff_delay(
+                        attempt,
+                        self.opts.retry_base,
+                        self.opts.retry_max,
+                    ),
+                };
+                let _ = events.send(AgentEvent::Status {
+                    message: format!(
+                        "{} error ({error}); retry {attempt}/{} in {:.1}s",
+                        error.class.as_str(),
+                        self.opts.api_max_retries,
+                        delay.as_secs_f64()
+                    ),
+                });
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+                }
+                continue;
+            }
+            let may_fall_back = error.fallback()
+                || matches!(
+                    error.class,
+                    ErrorClass::RateLimit | ErrorClass::Overloaded | ErrorClass::ServerError
+                );
+            match self.fallbacks.get(self.next_fallback).cloned() {
+                Some(next) if may_fall_back => {
+                    self.next_fallback += 1;
+                    let _ = events.send(AgentEvent::Status {
+                        message: format!(
+                            "{} failed ({error}); falling back to {} / {} for this turn",
+                            self.active.provider(),
+                            next.provider(),
+                            next.model()
+                        ),
+                    });
+                    request.model = next.model().to_string();
+                    self.active = next;
+                    attempt = 0;
+                }
+                _ => return Err(CallFailure::Failed(error)),
             }
         }
     }
@@ -199,7 +251,7 @@ impl Agent {
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, CallFailure> {
-        let client = self.deps.client.clone();
+        let client = self.active.clone();
         let mut stream = tokio::select! {
             r = client.stream(request) => r.map_err(CallFailure::Failed)?,
             () = cancel.cancelled() => return Err(CallFailure::Cancelled),
@@ -269,8 +321,8 @@ impl Agent {
             return;
         }
         let sid = self.session_id.clone();
-        let model = self.deps.client.model().to_string();
-        let provider = self.deps.client.provider().to_string();
+        let model = self.active.model().to_string();
+        let provider = self.active.provider().to_string();
         let u = *usage;
         if let Err(e) = self
             .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None))
@@ -307,8 +359,4 @@ impl Agent {
             tracing::warn!(error = %e, "could not set session title");
         }
     }
-}
-
-fn class_label(class: ErrorClass) -> String {
-    format!("{class:?}").to_lowercase()
 }

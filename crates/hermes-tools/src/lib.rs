@@ -24,6 +24,6 @@ pub use safety::{CommandSafety, check_write_path, classify_command};
 pub use terminal::ProcessRegistry;
 pub use tool::{
     Access, Approval, ApprovalRequest, Approver, FixedApprover, Parallelism, Tool, ToolContext,
-    ToolOutput,
+    ToolOutput, ToolSource,
 };
 pub use toolsets::{DEFAULT_TOOLSET, TOOLSET_DEFS, ToolsetDef, ToolsetSelection, UnknownToolset};

@@ -174,3 +174,12 @@ impl ToolContext {
         }
     }
 }
+
+/// Tools that can change while a session runs (an MCP server's list after
+/// `notifications/tools/list_changed`, case C32). The agent asks before every model call.
+pub trait ToolSource: Send + Sync {
+    /// A number that changes whenever [`ToolSource::tools`] would return a different list.
+    fn generation(&self) -> u64;
+    /// The current tools, in a stable order; they go after the built-in tools.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
