@@ -100,6 +100,7 @@ pub async fn run(
                 print!("{}", info.learning.skills_text());
                 continue;
             }
+            Some(SlashCommand::Compress(focus)) => Op::Compress { focus },
             Some(SlashCommand::Cron) => {
                 println!("{}", info.cron_jobs());
                 continue;

@@ -36,7 +36,7 @@ pub struct SessionInfo {
     /// The session's MCP servers, kept alive for the session (children are killed with
     /// their process group when this is dropped).
     #[allow(dead_code)] // held, not read: dropping it ends the servers
-    pub mcp: Option<hermes_mcp::McpManager>,
+    pub mcp: Option<Arc<hermes_mcp::McpManager>>,
 }
 
 impl SessionInfo {
@@ -138,6 +138,47 @@ pub fn prompt_is_compact(app: &App, args: &ChatArgs, api_mode: ApiMode) -> bool 
     }
 }
 
+/// `compression:` settings over the compressor's defaults.
+fn compression_config(
+    settings: &hermes_protocol::config::CompressionSettings,
+) -> hermes_context::compress::CompressionConfig {
+    let mut config = hermes_context::compress::CompressionConfig::default();
+    if let Some(n) = settings.protect_first_n {
+        config.protect_first_n = n;
+    }
+    if let Some(n) = settings.protect_last_n {
+        config.protect_last_n = n;
+    }
+    config
+}
+
+/// Clients for `fallback_providers:` (FEATURES §2), in order. An entry that cannot be
+/// resolved (unknown provider, missing key) is reported and skipped.
+fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
+    let mut out = Vec::new();
+    for entry in &app.config.fallback_providers {
+        let inputs = ResolveInputs {
+            provider: entry.provider.clone(),
+            model: entry.default.clone(),
+            base_url: entry.base_url.clone(),
+            config: entry.clone(),
+            env: app.env.clone(),
+            local_model_available: None,
+        };
+        let built = hermes_llm::resolve(&inputs)
+            .map_err(|e| e.to_string())
+            .and_then(|rt| hermes_llm::build_client(&rt).map_err(|e| e.to_string()));
+        match built {
+            Ok(client) => out.push(client),
+            Err(e) => eprintln!(
+                "warning: fallback provider {} skipped: {e}",
+                entry.provider.as_deref().unwrap_or("(none)")
+            ),
+        }
+    }
+    out
+}
+
 /// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue.
 pub async fn build_agent(
     app: &App,
@@ -177,16 +218,16 @@ pub async fn build_agent(
     for (name, reason) in selection.unavailable() {
         tracing::info!(tool = %name, %reason, "tool hidden: not available here");
     }
-    let mut tools = selection.tools().to_vec();
+    let tools = selection.tools().to_vec();
     let cwd = match &app.config.terminal.cwd {
         Some(p) => p.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    // MCP tools go after the built-ins (never shadowing them).
-    let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools).await;
-    if let Some(m) = &mcp {
-        tools.extend(m.tools());
-    }
+    // MCP tools go after the built-ins (never shadowing them); the agent re-reads them
+    // whenever a server's list changes.
+    let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools)
+        .await
+        .map(Arc::new);
     let compact = prompt_is_compact(app, args, runtime.api_mode);
     let prompt = crate::prompt::CliPrompt::new(
         app.home.clone(),
@@ -212,6 +253,9 @@ pub async fn build_agent(
         terminal_timeout_s: app.config.terminal.timeout,
         source: "cli".to_string(),
         max_tokens: app.config.model.to_config().max_tokens,
+        context_window: app.config.model.to_config().context_length,
+        compression_enabled: app.config.compression.enabled,
+        compression: compression_config(&app.config.compression),
         ..AgentOptions::default()
     };
     let resume = match (&args.resume, args.continue_last) {
@@ -222,7 +266,11 @@ pub async fn build_agent(
         },
         (None, false) => None,
     };
-    let agent = Agent::start(deps, opts, resume.as_deref()).await?;
+    let mut agent = Agent::start(deps, opts, resume.as_deref()).await?;
+    if let Some(m) = &mcp {
+        agent.add_tool_source(m.clone());
+    }
+    agent.set_fallbacks(fallback_clients(app));
     let info = SessionInfo {
         model: client.model().to_string(),
         provider: client.provider().to_string(),

@@ -17,6 +17,8 @@ pub enum SlashCommand {
     Usage,
     /// `/cron`: list scheduled jobs
     Cron,
+    /// `/compress [focus]`: summarize the middle of the conversation now
+    Compress(Option<String>),
     /// `/memory`: entries and usage
     Memory,
     /// `/skills`: installed skills
@@ -48,6 +50,7 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "resume" => SlashCommand::Resume(arg.to_string()),
         "usage" => SlashCommand::Usage,
         "cron" => SlashCommand::Cron,
+        "compress" => SlashCommand::Compress((!arg.is_empty()).then(|| arg.to_string())),
         "memory" => SlashCommand::Memory,
         "skills" => SlashCommand::Skills,
         "help" | "?" => SlashCommand::Help,
@@ -66,6 +69,7 @@ pub fn help_text() -> &'static str {
   /resume <id>     switch to a stored session (id, title or id prefix)
   /usage           tokens used in this session
   /cron            scheduled jobs (manage them with `hermes cron …`)
+  /compress [focus] summarize older messages now (optionally what to keep in focus)
   /memory          memory entries and usage
   /skills          installed skills
   /<skill> [text]  load a skill into this message
@@ -93,6 +97,11 @@ mod tests {
         assert_eq!(parse_slash("/undo"), Some(SlashCommand::Undo(1)));
         assert_eq!(parse_slash("/reset"), Some(SlashCommand::New));
         assert_eq!(parse_slash("/cron"), Some(SlashCommand::Cron));
+        assert_eq!(parse_slash("/compress"), Some(SlashCommand::Compress(None)));
+        assert_eq!(
+            parse_slash("/compress the API design"),
+            Some(SlashCommand::Compress(Some("the API design".into())))
+        );
         assert_eq!(
             parse_slash("/frob"),
             Some(SlashCommand::Unknown("frob".into()))

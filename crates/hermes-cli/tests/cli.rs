@@ -210,3 +210,26 @@ async fn version_and_model_show() {
     assert!(stdout(&out).contains("mock-model"));
     assert!(stdout(&out).contains("custom"));
 }
+
+#[tokio::test]
+async fn fallback_providers_from_config_answer_when_the_primary_fails() {
+    let env = Env::new().await;
+    let backup = MockProvider::start().await;
+    let config = format!(
+        "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\nfallback_providers:\n  - provider: custom\n    base_url: {}\n    default: backup-model\n",
+        env.mock.base_url(),
+        backup.base_url()
+    );
+    std::fs::write(env.home.home().config_file(), config).unwrap();
+    env.mock.push(MockResponse::from_bytes(
+        404,
+        vec![("content-type".into(), "application/json".into())],
+        r#"{"error":{"message":"The model `mock-model` does not exist"}}"#,
+    ));
+    backup.push(MockResponse::text("Backup here."));
+    let out = env.run(&["chat", "-q", "hi"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Backup here.");
+    assert!(stderr(&out).contains("falling back"), "{}", stderr(&out));
+    assert_eq!(backup.requests()[0]["model"], "backup-model");
+}

@@ -221,3 +221,15 @@ impl Tool for McpTool {
         }
     }
 }
+
+/// The agent re-reads MCP tools before every model call when a server's list changed
+/// (`notifications/tools/list_changed`, case C32).
+impl hermes_tools::ToolSource for McpManager {
+    fn generation(&self) -> u64 {
+        McpManager::generation(self)
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        McpManager::tools(self)
+    }
+}

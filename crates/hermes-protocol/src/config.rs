@@ -34,24 +34,24 @@ pub struct Config {
     pub display: DisplayConfig,
     /// `timezone:` — IANA name used for dates in prompts and cron.
     pub timezone: Option<String>,
-    /// Sections of the Python system that this build reads elsewhere or not yet; kept so
-    /// that they are not reported as unknown keys.
-    pub compression: Option<yaml_serde::Value>,
+    /// `compression:` section (FEATURES §9).
+    pub compression: CompressionSettings,
     /// `memory:` section (FEATURES §6, §13).
     pub memory: MemoryConfig,
-    /// See [`Config::compression`].
+    /// Sections of the Python system that this build reads elsewhere or not yet; kept so
+    /// that they are not reported as unknown keys.
     pub skills: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub prompt_caching: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub mcp_servers: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub platform_toolsets: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub approvals: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub cron: Option<yaml_serde::Value>,
-    /// See [`Config::compression`].
+    /// See [`Config::skills`].
     pub gateway: Option<yaml_serde::Value>,
 }
 
@@ -103,6 +103,28 @@ pub struct ModelConfig {
     pub api_mode: Option<String>,
     /// Maximum output tokens per call.
     pub max_tokens: Option<u32>,
+}
+
+/// `compression:` section (FEATURES §9): automatic context compression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompressionSettings {
+    /// Compress automatically when the preflight estimate crosses the threshold (default true).
+    pub enabled: bool,
+    /// Messages kept verbatim at the start of the history (default 3).
+    pub protect_first_n: Option<usize>,
+    /// Messages kept verbatim at the end of the history (default 20).
+    pub protect_last_n: Option<usize>,
+}
+
+impl Default for CompressionSettings {
+    fn default() -> Self {
+        CompressionSettings {
+            enabled: true,
+            protect_first_n: None,
+            protect_last_n: None,
+        }
+    }
 }
 
 /// `agent:` section.
