@@ -1,8 +1,13 @@
-//! HTTP response handling shared by the adapters written after `openai_chat`: an error status
-//! becomes a classified [`LlmError`] (body read, `Retry-After` honoured), a JSON 200 body is
-//! returned whole, anything else is streamed.
+//! HTTP plumbing shared by the adapters: one [`Endpoint`] per client (URL, default headers,
+//! timeouts), a cancellable POST whose response becomes a classified [`LlmError`] (error
+//! status; body read, `Retry-After` honoured), a whole JSON body, or a byte stream to decode.
 
-use reqwest::header::CONTENT_TYPE;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, LlmError};
@@ -13,6 +18,93 @@ pub(crate) enum Body {
     Json(String),
     /// Any other 200 body (SSE).
     Stream(reqwest::Response),
+}
+
+/// Where one client POSTs its requests, with the headers every request carries.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// Full URL requests are POSTed to.
+    pub(crate) url: String,
+    /// JSON content type, SSE accept, the credential and any extra headers.
+    pub(crate) headers: HeaderMap,
+    /// The connection pool (rustls with ring, see [`crate::init_tls`]).
+    pub(crate) http: reqwest::Client,
+}
+
+/// A `format_error` for a client that cannot be built as configured.
+pub(crate) fn config_error(what: &str) -> LlmError {
+    LlmError::new(
+        ErrorClass::FormatError,
+        None,
+        format!("invalid client configuration: {what}"),
+    )
+}
+
+impl Endpoint {
+    /// Builds an endpoint: `credential` is a header name and its value (e.g. `Authorization:
+    /// Bearer …`, marked sensitive), `extra` are more headers; `timeout` bounds connecting and
+    /// each read. Errors (`format_error`) name the header that is not valid.
+    pub(crate) fn new(
+        url: String,
+        credential: Option<(HeaderName, String)>,
+        extra: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Endpoint, LlmError> {
+        crate::openai_chat::init_tls();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some((name, value)) = credential {
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                config_error("the API key contains characters not allowed in a header")
+            })?;
+            v.set_sensitive(true);
+            headers.insert(name, v);
+        }
+        for (k, v) in extra {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| config_error(&format!("header name {k:?}")))?;
+            let value = HeaderValue::from_str(v)
+                .map_err(|_| config_error(&format!("value of header {k:?}")))?;
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .read_timeout(timeout)
+            .build()
+            .map_err(|e| config_error(&format!("HTTP client: {e}")))?;
+        Ok(Endpoint { url, headers, http })
+    }
+
+    /// POSTs `body` and splits the response (see [`split_response`]); stops at once with an
+    /// "interrupted" error when `cancel` fires before the provider answers.
+    pub(crate) async fn post(
+        &self,
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<Body, LlmError> {
+        let send = self
+            .http
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .json(body)
+            .send();
+        let response = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(interrupted()),
+            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
+        };
+        split_response(response, cancel).await
+    }
+}
+
+/// The body of a streamed response as bytes; transport failures become `timeout`-class errors.
+pub(crate) fn byte_stream(
+    response: reqwest::Response,
+) -> impl Stream<Item = Result<Bytes, LlmError>> + Send + 'static {
+    response
+        .bytes_stream()
+        .map(|r| r.map_err(|e| LlmError::from_transport(&e)))
 }
 
 /// Splits a response: non-2xx → `Err` from [`LlmError::from_http`]; JSON → [`Body::Json`];

@@ -8,12 +8,12 @@ pub mod stream;
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, HeaderName};
 
 use crate::client::{ChatRequest, EventStream, ModelClient};
-use crate::error::{ErrorClass, LlmError};
+use crate::error::LlmError;
 use crate::sse::decode_named_sse;
+use crate::transport::{Body, Endpoint, byte_stream};
 pub use request::{BodyOptions, CacheTtl, build_body, default_max_tokens};
 pub use stream::{AnthropicDecoder, decode_message_body};
 
@@ -78,65 +78,41 @@ pub fn messages_endpoint(base_url: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct AnthropicClient {
     config: AnthropicConfig,
-    endpoint: String,
-    headers: HeaderMap,
-    http: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl AnthropicClient {
     /// Builds the client. Errors (class `format_error`) when the key or a header is not a valid
     /// HTTP header value, or the HTTP client cannot be built.
     pub fn new(config: AnthropicConfig) -> Result<AnthropicClient, LlmError> {
-        crate::openai_chat::init_tls();
-        let bad = |what: &str| {
-            LlmError::new(
-                ErrorClass::FormatError,
-                None,
-                format!("invalid client configuration: {what}"),
-            )
-        };
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        headers.insert(
-            "anthropic-version",
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let (name, value) = if key.starts_with("sk-ant-oat") {
-                (AUTHORIZATION, format!("Bearer {key}"))
-            } else {
-                (HeaderName::from_static("x-api-key"), key.to_string())
-            };
-            let mut v = HeaderValue::from_str(&value)
-                .map_err(|_| bad("the API key contains characters not allowed in a header"))?;
-            v.set_sensitive(true);
-            headers.insert(name, v);
-        }
-        for (k, v) in &config.extra_headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| bad(&format!("header name {k:?}")))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|_| bad(&format!("value of header {k:?}")))?;
-            headers.insert(name, value);
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .read_timeout(config.timeout)
-            .build()
-            .map_err(|e| bad(&format!("HTTP client: {e}")))?;
-        let endpoint = messages_endpoint(&config.base_url);
-        Ok(AnthropicClient {
-            config,
-            endpoint,
-            headers,
-            http,
-        })
+        let credential = config
+            .api_key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(|key| {
+                if key.starts_with("sk-ant-oat") {
+                    (AUTHORIZATION, format!("Bearer {key}"))
+                } else {
+                    (HeaderName::from_static("x-api-key"), key.to_string())
+                }
+            });
+        let mut extra = vec![(
+            "anthropic-version".to_string(),
+            ANTHROPIC_VERSION.to_string(),
+        )];
+        extra.extend(config.extra_headers.iter().cloned());
+        let endpoint = Endpoint::new(
+            messages_endpoint(&config.base_url),
+            credential,
+            &extra,
+            config.timeout,
+        )?;
+        Ok(AnthropicClient { config, endpoint })
     }
 
     /// The URL requests are POSTed to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.endpoint.url
     }
 
     /// The settings this client was built with.
@@ -150,28 +126,16 @@ impl ModelClient for AnthropicClient {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = build_body(request, &self.config.model, &self.config.body);
         let cancel = request.cancel.clone();
-        let send = self
-            .http
-            .post(&self.endpoint)
-            .headers(self.headers.clone())
-            .json(&body)
-            .send();
-        let response = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(crate::transport::interrupted()),
-            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
-        };
-        match crate::transport::split_response(response, &cancel).await? {
-            crate::transport::Body::Json(text) => {
+        match self.endpoint.post(&body, &cancel).await? {
+            Body::Json(text) => {
                 let events = decode_message_body(&text)?;
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
-            crate::transport::Body::Stream(response) => {
-                let bytes = response
-                    .bytes_stream()
-                    .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
-                Ok(decode_named_sse(bytes, AnthropicDecoder::new(), cancel))
-            }
+            Body::Stream(response) => Ok(decode_named_sse(
+                byte_stream(response),
+                AnthropicDecoder::new(),
+                cancel,
+            )),
         }
     }
 

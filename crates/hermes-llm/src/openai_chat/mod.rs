@@ -12,8 +12,7 @@ mod stream;
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
 pub use assemble::{ChatAssembler, PromptHint, decode_completion_body, map_usage};
 pub use request::{build_body, estimate_prompt_tokens, message_to_wire};
@@ -22,6 +21,7 @@ pub use stream::decode_sse;
 use crate::client::{ChatRequest, EventStream, ModelClient};
 use crate::error::{ErrorClass, LlmError};
 use crate::redact::mask_secret;
+use crate::transport::{Body, Endpoint, byte_stream};
 
 /// Installs the `ring` rustls crypto provider as the process default, once. Safe to call any
 /// number of times from any thread (a provider already installed, by us or anyone, is kept).
@@ -96,56 +96,30 @@ impl std::fmt::Debug for OpenAiChatConfig {
 #[derive(Debug, Clone)]
 pub struct OpenAiChatClient {
     config: OpenAiChatConfig,
-    endpoint: String,
-    headers: HeaderMap,
-    http: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl OpenAiChatClient {
     /// Builds the client (calls [`init_tls`]). Errors (class `format_error`) when a header name
     /// or value, or the key, is not a valid HTTP header, or the HTTP client cannot be built.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChatClient, LlmError> {
-        init_tls();
-        let bad = |what: &str| {
-            LlmError::new(
-                ErrorClass::FormatError,
-                None,
-                format!("invalid client configuration: {what}"),
-            )
-        };
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| bad("the API key contains characters not allowed in a header"))?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
-        for (k, v) in &config.extra_headers {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| bad(&format!("header name {k:?}")))?;
-            let value =
-                HeaderValue::from_str(v).map_err(|_| bad(&format!("value of header {k:?}")))?;
-            headers.insert(name, value);
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .read_timeout(config.timeout)
-            .build()
-            .map_err(|e| bad(&format!("HTTP client: {e}")))?;
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        Ok(OpenAiChatClient {
-            config,
-            endpoint,
-            headers,
-            http,
-        })
+        let credential = config
+            .api_key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(|k| (AUTHORIZATION, format!("Bearer {k}")));
+        let endpoint = Endpoint::new(
+            format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            credential,
+            &config.extra_headers,
+            config.timeout,
+        )?;
+        Ok(OpenAiChatClient { config, endpoint })
     }
 
     /// The URL requests are POSTed to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.endpoint.url
     }
 
     /// `GET {base_url}/models`: the ids in `data[].id`, in server order. Errors as for a chat
@@ -153,10 +127,11 @@ impl OpenAiChatClient {
     /// not a model list → format_error).
     pub async fn list_models(&self) -> Result<Vec<String>, LlmError> {
         let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
-        let mut headers = self.headers.clone();
+        let mut headers = self.endpoint.headers.clone();
         headers.remove(CONTENT_TYPE);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let response = self
+            .endpoint
             .http
             .get(url)
             .headers(headers)
@@ -207,40 +182,13 @@ impl ModelClient for OpenAiChatClient {
             context_window: self.config.context_window,
         };
         let cancel = request.cancel.clone();
-        let send = self
-            .http
-            .post(&self.endpoint)
-            .headers(self.headers.clone())
-            .json(&body)
-            .send();
-        let response = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(interrupted()),
-            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
-        };
-        let status = response.status();
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"));
-        if !status.is_success() || is_json {
-            let headers = response.headers().clone();
-            let text = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(interrupted()),
-                t = response.text() => t.map_err(|e| LlmError::from_transport(&e))?,
-            };
-            if !status.is_success() {
-                return Err(LlmError::from_http(status.as_u16(), &headers, &text));
+        match self.endpoint.post(&body, &cancel).await? {
+            Body::Json(text) => {
+                let events = decode_completion_body(&text, hint)?;
+                Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
-            let events = decode_completion_body(&text, hint)?;
-            return Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))));
+            Body::Stream(response) => Ok(decode_sse(byte_stream(response), hint, cancel)),
         }
-        let bytes = response
-            .bytes_stream()
-            .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
-        Ok(decode_sse(bytes, hint, cancel))
     }
 
     fn provider(&self) -> &str {
@@ -254,12 +202,4 @@ impl ModelClient for OpenAiChatClient {
     fn context_window(&self) -> Option<u64> {
         self.config.context_window
     }
-}
-
-fn interrupted() -> LlmError {
-    LlmError::new(
-        ErrorClass::Unknown,
-        None,
-        "the request was interrupted before the provider answered",
-    )
 }

@@ -7,12 +7,12 @@ pub mod stream;
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::AUTHORIZATION;
 
 use crate::client::{ChatRequest, EventStream, ModelClient};
-use crate::error::{ErrorClass, LlmError};
+use crate::error::LlmError;
 use crate::sse::decode_named_sse;
+use crate::transport::{Body, Endpoint, byte_stream};
 pub use request::build_body;
 pub use stream::{ResponsesDecoder, decode_response_body};
 
@@ -51,49 +51,30 @@ impl ResponsesConfig {
 #[derive(Debug, Clone)]
 pub struct ResponsesClient {
     config: ResponsesConfig,
-    endpoint: String,
-    headers: HeaderMap,
-    http: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl ResponsesClient {
     /// Builds the client. Errors (class `format_error`) when the key is not a valid HTTP header
     /// value, or the HTTP client cannot be built.
     pub fn new(config: ResponsesConfig) -> Result<ResponsesClient, LlmError> {
-        crate::openai_chat::init_tls();
-        let bad = |what: &str| {
-            LlmError::new(
-                ErrorClass::FormatError,
-                None,
-                format!("invalid client configuration: {what}"),
-            )
-        };
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| bad("the API key contains characters not allowed in a header"))?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .read_timeout(config.timeout)
-            .build()
-            .map_err(|e| bad(&format!("HTTP client: {e}")))?;
-        let endpoint = format!("{}/responses", config.base_url.trim_end_matches('/'));
-        Ok(ResponsesClient {
-            config,
-            endpoint,
-            headers,
-            http,
-        })
+        let credential = config
+            .api_key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(|k| (AUTHORIZATION, format!("Bearer {k}")));
+        let endpoint = Endpoint::new(
+            format!("{}/responses", config.base_url.trim_end_matches('/')),
+            credential,
+            &[],
+            config.timeout,
+        )?;
+        Ok(ResponsesClient { config, endpoint })
     }
 
     /// The URL requests are POSTed to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.endpoint.url
     }
 
     /// The settings this client was built with.
@@ -107,28 +88,16 @@ impl ModelClient for ResponsesClient {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
         let body = build_body(request, &self.config.model);
         let cancel = request.cancel.clone();
-        let send = self
-            .http
-            .post(&self.endpoint)
-            .headers(self.headers.clone())
-            .json(&body)
-            .send();
-        let response = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(crate::transport::interrupted()),
-            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
-        };
-        match crate::transport::split_response(response, &cancel).await? {
-            crate::transport::Body::Json(text) => {
+        match self.endpoint.post(&body, &cancel).await? {
+            Body::Json(text) => {
                 let events = decode_response_body(&text)?;
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
-            crate::transport::Body::Stream(response) => {
-                let bytes = response
-                    .bytes_stream()
-                    .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
-                Ok(decode_named_sse(bytes, ResponsesDecoder::new(), cancel))
-            }
+            Body::Stream(response) => Ok(decode_named_sse(
+                byte_stream(response),
+                ResponsesDecoder::new(),
+                cancel,
+            )),
         }
     }
 
