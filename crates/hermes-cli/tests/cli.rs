@@ -2,64 +2,11 @@
 //! provider (no network, no keys).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Output;
+mod common;
 
+use common::{Env, hermes, stderr, stdout};
 use hermes_testkit::{MockProvider, MockResponse, TempHome};
 use serde_json::Value;
-
-/// Runs `hermes args…` with HERMES_HOME set and no provider keys in the environment.
-async fn hermes(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    let home = home.to_path_buf();
-    let cwd = cwd.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
-        cmd.env_clear()
-            .env("HERMES_HOME", &home)
-            .env("HOME", &home)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .current_dir(&cwd)
-            .args(&args)
-            .timeout(std::time::Duration::from_secs(120));
-        cmd.output().unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-struct Env {
-    mock: MockProvider,
-    home: TempHome,
-    cwd: tempfile::TempDir,
-}
-
-impl Env {
-    async fn new() -> Env {
-        let mock = MockProvider::start().await;
-        let home = TempHome::new().unwrap();
-        let cwd = tempfile::tempdir().unwrap();
-        let config = format!(
-            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n",
-            mock.base_url()
-        );
-        std::fs::write(home.home().config_file(), config).unwrap();
-        Env { mock, home, cwd }
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        hermes(self.home.path(), self.cwd.path(), args).await
-    }
-}
 
 #[tokio::test]
 async fn one_shot_answer_on_stdout_progress_on_stderr() {

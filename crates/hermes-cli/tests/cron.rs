@@ -3,69 +3,15 @@
 //! runs keep the schedule (C41); the `cronjob` tool in a chat session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
+
 use std::process::Output;
 
-use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use common::{Env, hermes, stderr, stdout};
+use hermes_testkit::MockResponse;
 use serde_json::Value;
 
-async fn hermes(home: &Path, cwd: &Path, args: &[&str]) -> Output {
-    let home = home.to_path_buf();
-    let cwd = cwd.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
-        cmd.env_clear()
-            .env("HERMES_HOME", &home)
-            .env("HOME", &home)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .current_dir(&cwd)
-            .args(&args)
-            .timeout(std::time::Duration::from_secs(120));
-        cmd.output().unwrap()
-    })
-    .await
-    .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-struct Env {
-    mock: MockProvider,
-    home: TempHome,
-    cwd: tempfile::TempDir,
-}
-
 impl Env {
-    async fn new() -> Env {
-        let mock = MockProvider::start().await;
-        let home = TempHome::new().unwrap();
-        let cwd = tempfile::tempdir().unwrap();
-        let config = format!(
-            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n",
-            mock.base_url()
-        );
-        std::fs::write(home.home().config_file(), config).unwrap();
-        Env { mock, home, cwd }
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        let out = hermes(self.home.path(), self.cwd.path(), args).await;
-        assert!(
-            out.status.success(),
-            "hermes {args:?} failed: {}",
-            stderr(&out)
-        );
-        out
-    }
-
     fn jobs(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.home.path().join("cron/jobs.json")).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
@@ -107,7 +53,7 @@ async fn tick_fires_a_due_job_once_and_saves_markdown() {
     let env = Env::new().await;
     let soon = (chrono::Utc::now() - chrono::Duration::seconds(20)).to_rfc3339();
     let id = created_id(
-        &env.run(&[
+        &env.run_ok(&[
             "cron",
             "create",
             &soon,
@@ -119,7 +65,7 @@ async fn tick_fires_a_due_job_once_and_saves_markdown() {
     );
     env.mock.push(MockResponse::text("The build is green."));
 
-    let tick = env.run(&["cron", "tick"]).await;
+    let tick = env.run_ok(&["cron", "tick"]).await;
     assert!(stdout(&tick).contains(&id), "{}", stdout(&tick));
     assert!(stdout(&tick).contains(": ok"), "{}", stdout(&tick));
     assert_eq!(env.mock.requests().len(), 1);
@@ -143,12 +89,12 @@ async fn tick_fires_a_due_job_once_and_saves_markdown() {
     assert!(job["next_run_at"].is_null(), "a one-shot is finished");
 
     // A second tick finds nothing due and asks the model nothing.
-    let again = env.run(&["cron", "tick"]).await;
+    let again = env.run_ok(&["cron", "tick"]).await;
     assert!(stderr(&again).contains("no jobs due"), "{}", stderr(&again));
     assert_eq!(env.mock.requests().len(), 1);
     assert_eq!(env.runs().len(), 1);
 
-    let listed = env.run(&["cron", "runs", "build"]).await;
+    let listed = env.run_ok(&["cron", "runs", "build"]).await;
     assert!(stdout(&listed).contains("ok"), "{}", stdout(&listed));
 }
 
@@ -156,13 +102,13 @@ async fn tick_fires_a_due_job_once_and_saves_markdown() {
 async fn silent_reply_is_recorded_but_not_delivered_and_the_schedule_advances() {
     let env = Env::new().await;
     let id = created_id(
-        &env.run(&["cron", "create", "every 1h", "Watch the disk"])
+        &env.run_ok(&["cron", "create", "every 1h", "Watch the disk"])
             .await,
     );
     env.make_due(&id);
     env.mock.push(MockResponse::text("[SILENT]"));
 
-    env.run(&["cron", "tick"]).await;
+    env.run_ok(&["cron", "tick"]).await;
     let runs = env.runs();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "silent");
@@ -173,7 +119,7 @@ async fn silent_reply_is_recorded_but_not_delivered_and_the_schedule_advances() 
         serde_json::from_value(job["next_run_at"].clone()).unwrap();
     assert!(next > chrono::Utc::now() + chrono::Duration::minutes(50));
 
-    env.run(&["cron", "tick"]).await;
+    env.run_ok(&["cron", "tick"]).await;
     assert_eq!(
         env.mock.requests().len(),
         1,
@@ -186,13 +132,13 @@ async fn silent_reply_is_recorded_but_not_delivered_and_the_schedule_advances() 
 async fn manual_run_keeps_next_run_at_c41_and_management_commands_work() {
     let env = Env::new().await;
     let id = created_id(
-        &env.run(&["cron", "create", "every 1d", "Daily digest"])
+        &env.run_ok(&["cron", "create", "every 1d", "Daily digest"])
             .await,
     );
     let before = env.jobs()[0]["next_run_at"].clone();
     env.mock.push(MockResponse::text("Digest: nothing new."));
 
-    let run = env.run(&["cron", "run", &id]).await;
+    let run = env.run_ok(&["cron", "run", &id]).await;
     assert!(stdout(&run).contains(": ok"), "{}", stdout(&run));
     let job = &env.jobs()[0];
     assert_eq!(
@@ -202,12 +148,12 @@ async fn manual_run_keeps_next_run_at_c41_and_management_commands_work() {
     assert!(job["last_run_at"].is_string());
     assert_eq!(env.runs()[0]["due_at"], Value::Null);
 
-    let paused = env.run(&["cron", "pause", &id]).await;
+    let paused = env.run_ok(&["cron", "pause", &id]).await;
     assert!(stdout(&paused).contains("paused"));
-    let list = env.run(&["cron", "list"]).await;
+    let list = env.run_ok(&["cron", "list"]).await;
     assert!(stdout(&list).contains("paused"), "{}", stdout(&list));
-    env.run(&["cron", "resume", &id]).await;
-    env.run(&[
+    env.run_ok(&["cron", "resume", &id]).await;
+    env.run_ok(&[
         "cron",
         "edit",
         &id,
@@ -220,13 +166,13 @@ async fn manual_run_keeps_next_run_at_c41_and_management_commands_work() {
     let job = &env.jobs()[0];
     assert_eq!(job["name"], "digest");
     assert_eq!(job["schedule_text"], "0 7 * * *");
-    let status = env.run(&["cron", "status"]).await;
+    let status = env.run_ok(&["cron", "status"]).await;
     assert!(
         stdout(&status).contains("1 jobs: 1 scheduled"),
         "{}",
         stdout(&status)
     );
-    env.run(&["cron", "remove", "digest"]).await;
+    env.run_ok(&["cron", "remove", "digest"]).await;
     assert!(env.jobs().is_empty());
 
     let missing = hermes(env.home.path(), env.cwd.path(), &["cron", "pause", "nope"]).await;
@@ -255,7 +201,7 @@ async fn chat_session_can_schedule_with_the_cronjob_tool() {
     )]));
     env.mock.push(MockResponse::text("Scheduled."));
     let out = env
-        .run(&["chat", "-q", "check the weather every two hours"])
+        .run_ok(&["chat", "-q", "check the weather every two hours"])
         .await;
     assert_eq!(stdout(&out).trim(), "Scheduled.");
     let tools: Vec<String> = env.mock.requests()[0]["tools"]
@@ -273,7 +219,7 @@ async fn chat_session_can_schedule_with_the_cronjob_tool() {
     // The scheduled run itself never offers `cronjob`.
     env.make_due(jobs[0]["id"].as_str().unwrap());
     env.mock.push(MockResponse::text("Sunny."));
-    env.run(&["cron", "tick"]).await;
+    env.run_ok(&["cron", "tick"]).await;
     let run_tools = env.mock.requests()[2]["tools"].to_string();
     assert!(!run_tools.contains("cronjob"), "{run_tools}");
     assert!(run_tools.contains("terminal"), "{run_tools}");

@@ -3,71 +3,18 @@
 //! and the frozen memory snapshot across sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+mod common;
 
-use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use std::path::{Path, PathBuf};
+
+use common::{Env, stderr, stdout};
+use hermes_testkit::MockResponse;
 use serde_json::Value;
 
-struct Env {
-    mock: MockProvider,
-    home: TempHome,
-    cwd: tempfile::TempDir,
-}
-
 impl Env {
-    async fn new(extra_config: &str) -> Env {
-        let mock = MockProvider::start().await;
-        let home = TempHome::new().unwrap();
-        let cwd = tempfile::tempdir().unwrap();
-        let config = format!(
-            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n{extra_config}",
-            mock.base_url()
-        );
-        std::fs::write(home.home().config_file(), config).unwrap();
-        Env { mock, home, cwd }
-    }
-
-    async fn run_env(&self, args: &[&str], vars: &[(&str, String)]) -> Output {
-        let home = self.home.path().to_path_buf();
-        let cwd = self.cwd.path().to_path_buf();
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let vars: Vec<(String, String)> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
-        tokio::task::spawn_blocking(move || {
-            let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
-            cmd.env_clear()
-                .env("HERMES_HOME", &home)
-                .env("HOME", &home)
-                .env("PATH", std::env::var("PATH").unwrap_or_default())
-                .env("NO_COLOR", "1")
-                .envs(vars)
-                .current_dir(&cwd)
-                .args(&args)
-                .timeout(std::time::Duration::from_secs(120));
-            cmd.output().unwrap()
-        })
-        .await
-        .unwrap()
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        self.run_env(args, &[]).await
-    }
-
     fn memory_file(&self, name: &str) -> PathBuf {
         self.home.home().memories_dir().join(name)
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn system_prompt(request: &Value) -> String {
@@ -109,7 +56,7 @@ fn copy_fixture(rel: &str, to: &Path) -> PathBuf {
 
 #[tokio::test]
 async fn memory_saved_in_a_turn_shows_up_next_session_but_not_in_the_current_one() {
-    let env = Env::new("").await;
+    let env = Env::with_config("").await;
     env.mock.push(MockResponse::tool_calls(&[(
         "call_1",
         "memory",
@@ -162,7 +109,8 @@ async fn memory_saved_in_a_turn_shows_up_next_session_but_not_in_the_current_one
 
 #[tokio::test]
 async fn memory_config_limits_and_switches_are_read() {
-    let env = Env::new("memory:\n  memory_char_limit: 30\n  user_profile_enabled: false\n").await;
+    let env =
+        Env::with_config("memory:\n  memory_char_limit: 30\n  user_profile_enabled: false\n").await;
     std::fs::create_dir_all(env.home.home().memories_dir()).unwrap();
     std::fs::write(env.memory_file("MEMORY.md"), "Repo uses nextest").unwrap();
     std::fs::write(env.memory_file("USER.md"), "Name is Ada").unwrap();
@@ -191,7 +139,7 @@ async fn memory_config_limits_and_switches_are_read() {
 
 #[tokio::test]
 async fn memory_edit_runs_the_editor_and_checks_the_format() {
-    let env = Env::new("").await;
+    let env = Env::with_config("").await;
     let script = env.cwd.path().join("editor.sh");
     std::fs::write(
         &script,
@@ -234,7 +182,7 @@ async fn memory_edit_runs_the_editor_and_checks_the_format() {
 
 #[tokio::test]
 async fn skills_install_list_show_remove_a_fixture_skill() {
-    let env = Env::new("").await;
+    let env = Env::with_config("").await;
     let src = copy_fixture("anthropics-skills/brand-guidelines", env.cwd.path());
     let src = src.to_str().unwrap();
 
@@ -280,7 +228,7 @@ async fn skills_install_list_show_remove_a_fixture_skill() {
 
 #[tokio::test]
 async fn skills_install_refuses_git_urls_injections_and_broken_skills() {
-    let env = Env::new("").await;
+    let env = Env::with_config("").await;
     let url = env
         .run(&["skills", "install", "https://github.com/example/skills.git"])
         .await;
@@ -328,7 +276,7 @@ async fn skills_install_refuses_git_urls_injections_and_broken_skills() {
 
 #[tokio::test]
 async fn dash_s_puts_the_skill_into_the_first_user_message() {
-    let env = Env::new("").await;
+    let env = Env::with_config("").await;
     let src = copy_fixture(
         "hermes-agent-skills/software-development/systematic-debugging",
         env.cwd.path(),
@@ -365,7 +313,7 @@ async fn dash_s_puts_the_skill_into_the_first_user_message() {
 
 #[tokio::test]
 async fn tools_list_shows_toolsets_availability_and_reasons() {
-    let env = Env::new("agent:\n  disabled_toolsets: [session_search]\n").await;
+    let env = Env::with_config("agent:\n  disabled_toolsets: [session_search]\n").await;
     let out = env.run(&["tools", "list"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);

@@ -1,0 +1,98 @@
+//! Shared harness of the CLI end-to-end tests: the `hermes` binary on a temporary
+//! HERMES_HOME (and HOME), a scratch working directory and a mock provider configured as the
+//! `custom` model — no network, no keys from the machine's environment.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use hermes_testkit::{MockProvider, TempHome};
+
+/// Runs `hermes args…` with only PATH, HERMES_HOME, HOME, NO_COLOR and `vars` set.
+pub async fn hermes_env(home: &Path, cwd: &Path, args: &[&str], vars: &[(&str, String)]) -> Output {
+    let home = home.to_path_buf();
+    let cwd = cwd.to_path_buf();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = assert_cmd::Command::cargo_bin("hermes").unwrap();
+        cmd.env_clear()
+            .env("HERMES_HOME", &home)
+            .env("HOME", &home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .envs(vars)
+            .current_dir(&cwd)
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(120));
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// Runs `hermes args…` (see [`hermes_env`]).
+pub async fn hermes(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    hermes_env(home, cwd, args, &[]).await
+}
+
+/// The process's stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The process's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A mock provider, a temporary home whose config.yaml points at it, and a working directory.
+pub struct Env {
+    pub mock: MockProvider,
+    pub home: TempHome,
+    pub cwd: tempfile::TempDir,
+}
+
+impl Env {
+    /// An environment whose config.yaml only selects the mock model.
+    pub async fn new() -> Env {
+        Env::with_config("").await
+    }
+
+    /// Same, with `extra_config` YAML appended to config.yaml.
+    pub async fn with_config(extra_config: &str) -> Env {
+        let mock = MockProvider::start().await;
+        let home = TempHome::new().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let config = format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n{extra_config}",
+            mock.base_url()
+        );
+        std::fs::write(home.home().config_file(), config).unwrap();
+        Env { mock, home, cwd }
+    }
+
+    /// Runs `hermes args…` here.
+    pub async fn run(&self, args: &[&str]) -> Output {
+        hermes(self.home.path(), self.cwd.path(), args).await
+    }
+
+    /// Runs `hermes args…` here with extra environment variables.
+    pub async fn run_env(&self, args: &[&str], vars: &[(&str, String)]) -> Output {
+        hermes_env(self.home.path(), self.cwd.path(), args, vars).await
+    }
+
+    /// Runs `hermes args…` here and fails the test unless it exits 0.
+    pub async fn run_ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "hermes {args:?} failed: {}",
+            stderr(&out)
+        );
+        out
+    }
+}
