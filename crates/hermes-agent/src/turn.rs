@@ -220,10 +220,15 @@ impl Agent {
                 }
                 continue;
             }
+            // Retries spent on a provider that keeps failing (or cannot be reached) move
+            // on to the next provider too.
             let may_fall_back = error.fallback()
                 || matches!(
                     error.class,
-                    ErrorClass::RateLimit | ErrorClass::Overloaded | ErrorClass::ServerError
+                    ErrorClass::RateLimit
+                        | ErrorClass::Overloaded
+                        | ErrorClass::ServerError
+                        | ErrorClass::Timeout
                 );
             match self.fallbacks.get(self.next_fallback).cloned() {
                 Some(next) if may_fall_back => {

@@ -197,3 +197,30 @@ async fn case_c32_tool_list_change_is_visible_to_the_next_call_in_the_same_turn(
         "the new tool ran in the same turn"
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_primary_falls_back_after_its_retries() {
+    let h = Harness::new().await;
+    // Nothing listens on this port: every attempt is a refused connection (class timeout).
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        OpenAiChatClient::new(OpenAiChatConfig::new(
+            format!("http://127.0.0.1:{port}/v1"),
+            "dead-model",
+        ))
+        .unwrap()
+    };
+    let mut deps = h.deps.clone();
+    deps.client = Arc::new(dead);
+    let mut agent = hermes_agent::Agent::start(deps, h.opts.clone(), None)
+        .await
+        .unwrap();
+    let backup = OpenAiChatClient::new(OpenAiChatConfig::new(h.mock.base_url(), "backup")).unwrap();
+    agent.set_fallbacks(vec![Arc::new(backup)]);
+    h.mock.push(MockResponse::text("reached the backup"));
+    let (outcome, events) = h.turn(&mut agent, "hello").await;
+    assert_eq!(outcome, TurnOutcome::Completed);
+    assert_eq!(final_text(&events), "reached the backup");
+}

@@ -517,7 +517,7 @@ async fn dangerous_command_denied_in_one_shot_mode() {
         tool_messages(&requests[1])[0]
             .1
             .to_lowercase()
-            .contains("denied")
+            .contains("not approved")
     );
 }
 

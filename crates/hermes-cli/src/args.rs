@@ -32,7 +32,7 @@ pub struct ChatArgs {
     /// Toolsets to enable, comma-separated (default: config `toolsets`, else `hermes-cli`).
     #[arg(short = 't', long, value_delimiter = ',', global = true)]
     pub toolsets: Option<Vec<String>>,
-    /// Skills to preload into the first user message, comma-separated (FEATURES §7).
+    /// Skills to preload into the first user message, comma-separated.
     #[arg(short = 's', long, value_delimiter = ',', global = true)]
     pub skills: Option<Vec<String>>,
     /// Resume a session by id, title or unique id prefix.

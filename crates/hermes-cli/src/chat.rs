@@ -15,16 +15,16 @@ use crate::session::build_agent;
 
 /// Runs one turn and returns the exit code.
 pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
+    // Resolve `-s` first: a bad skill name must not leave an empty session behind.
+    let text = crate::skills_cmd::preload_message(
+        &app.home,
+        args.skills.as_deref().unwrap_or_default(),
+        query,
+    )?;
     let (agent, _info) = build_agent(app, args, Arc::new(DenyApprover)).await?;
     let mut handle = AgentHandle::spawn(agent);
     let mut renderer = Renderer::new(Renderer::auto_mode(args.json), args.quiet, args.verbose);
-    handle.submit(Op::UserInput {
-        text: crate::skills_cmd::preload_message(
-            &app.home,
-            args.skills.as_deref().unwrap_or_default(),
-            query,
-        )?,
-    });
+    handle.submit(Op::UserInput { text });
     let mut code = 1;
     loop {
         tokio::select! {

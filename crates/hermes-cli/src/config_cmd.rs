@@ -11,13 +11,13 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
     match action.unwrap_or(&ConfigCmd::Show) {
         ConfigCmd::Path => {
             let app = App::load(profile)?;
-            println!("{}", app.home.config_file().display());
+            outln!("{}", app.home.config_file().display());
             Ok(0)
         }
         ConfigCmd::Show => {
             let app = App::load(profile)?;
             app.warn_config();
-            print!("{}", app.config.to_yaml());
+            print!("{}", redacted(&app.config).to_yaml());
             Ok(0)
         }
         ConfigCmd::Check => {
@@ -25,15 +25,15 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
                 .ok_or_else(|| anyhow::anyhow!("cannot find a home directory; set HERMES_HOME"))?;
             let path = home.config_file();
             if !path.exists() {
-                println!("{}: not present (defaults apply)", path.display());
+                outln!("{}: not present (defaults apply)", path.display());
                 return Ok(0);
             }
             match Config::load(&path) {
                 Ok(loaded) => {
                     for w in &loaded.warnings {
-                        println!("warning: {w}");
+                        outln!("warning: {w}");
                     }
-                    println!("{}: ok", path.display());
+                    outln!("{}: ok", path.display());
                     Ok(0)
                 }
                 Err(e) => {
@@ -43,4 +43,21 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
             }
         }
     }
+}
+
+/// A copy of `config` whose API keys are masked (`sk-pro...7890`), for display.
+fn redacted(config: &Config) -> Config {
+    let mut shown = config.clone();
+    let mask = |key: &mut Option<String>| {
+        if let Some(k) = key.as_mut() {
+            *k = hermes_llm::mask_secret(k);
+        }
+    };
+    if let hermes_protocol::config::ModelSetting::Table(model) = &mut shown.model {
+        mask(&mut model.api_key);
+    }
+    for fallback in &mut shown.fallback_providers {
+        mask(&mut fallback.api_key);
+    }
+    shown
 }

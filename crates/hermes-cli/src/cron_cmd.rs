@@ -238,7 +238,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
         CronCmd::Tick => return tick(app, args, tz).await,
         CronCmd::Run { job } => return run_one(app, args, tz, job).await,
     };
-    println!("{}", text.await?);
+    outln!("{}", text.await?);
     Ok(0)
 }
 
@@ -286,7 +286,7 @@ fn status_text(store: &JobStore, tz: Tz) -> Result<String> {
     }
     out.push_str(
         "Jobs run when `hermes cron tick` is called (add it to your system crontab, e.g. \
-         `* * * * * hermes cron tick`); a background scheduler comes with `hermes gateway run`.",
+         `* * * * * hermes cron tick`); there is no background scheduler yet.",
     );
     Ok(out)
 }
@@ -381,9 +381,12 @@ fn cancel_on_ctrl_c() -> CancellationToken {
 
 fn print_run(rec: &hermes_cron::RunRecord) {
     let path = rec.output_path.as_deref().unwrap_or("(output not saved)");
-    println!(
+    outln!(
         "{} {} \"{}\": {} — {path}",
-        rec.run_id, rec.job_id, rec.job_name, rec.status
+        rec.run_id,
+        rec.job_id,
+        rec.job_name,
+        rec.status
     );
     if let Some(e) = &rec.error {
         eprintln!("  error: {e}");

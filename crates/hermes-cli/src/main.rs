@@ -1,6 +1,9 @@
 //! The `hermes` binary: parses flags, loads HERMES_HOME, and hands off to the REPL, one-shot
 //! chat or a subcommand. Everything here is wiring; the agent lives in `hermes-agent`.
 
+#[macro_use]
+mod output;
+
 mod app;
 mod approver;
 mod args;
@@ -85,6 +88,13 @@ async fn run(cli: Cli) -> Result<i32> {
             chat::run(&app, &cli.chat, q).await
         }
         Some(Command::Chat { query: None }) | None => {
+            use std::io::IsTerminal;
+            if !std::io::stdin().is_terminal() {
+                anyhow::bail!(
+                    "the interactive REPL needs a terminal on stdin; for scripts use \
+                     `hermes chat -q \"…\"` (add --json for machine-readable events)"
+                );
+            }
             let app = app::App::load(profile)?;
             app.warn_config();
             let (approver, questions) = approver::ReplApprover::new();

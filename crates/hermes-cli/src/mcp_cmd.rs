@@ -87,11 +87,11 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
         McpCmd::List => {
             let specs = configured(&app);
             if specs.is_empty() {
-                println!("no MCP servers configured (add one with `hermes mcp add`)");
+                outln!("no MCP servers configured (add one with `hermes mcp add`)");
             }
             for s in specs {
                 let state = if s.enabled { "enabled" } else { "disabled" };
-                println!("{}\t{state}\t{}", s.name, describe(&s));
+                outln!("{}\t{state}\t{}", s.name, describe(&s));
             }
             Ok(0)
         }
@@ -126,7 +126,7 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                 servers.insert(name.clone(), serde_json::Value::Object(entry));
                 Ok(())
             })?;
-            println!("added MCP server `{name}`; check it with `hermes mcp test {name}`");
+            outln!("added MCP server `{name}`; check it with `hermes mcp test {name}`");
             Ok(0)
         }
         McpCmd::Remove { name } => {
@@ -136,7 +136,7 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                     .map(|_| ())
                     .with_context(|| format!("no MCP server named `{name}`"))
             })?;
-            println!("removed MCP server `{name}`");
+            outln!("removed MCP server `{name}`");
             Ok(0)
         }
         McpCmd::Test { name } => {
@@ -159,20 +159,20 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                     if let Some(s) = &server
                         && let Some(info) = s.server_info().await
                     {
-                        println!("connected: {info}");
+                        outln!("connected: {info}");
                     }
                     if let Some(s) = &server
                         && s.ignored_lines() > 0
                     {
-                        println!(
+                        outln!(
                             "note: {} non-JSON-RPC stdout line(s) skipped",
                             s.ignored_lines()
                         );
                     }
                     let tools = manager.tools();
-                    println!("{} tool(s):", tools.len());
+                    outln!("{} tool(s):", tools.len());
                     for t in tools {
-                        println!("  {}", t.spec().name);
+                        outln!("  {}", t.spec().name);
                     }
                     0
                 }

@@ -112,7 +112,7 @@ fn edit(app: &App, target: MemoryTarget) -> Result<i32> {
     let problems = validate_memory_text(&raw, limit);
     if problems.is_empty() {
         let entries = parse_entries(&raw);
-        println!(
+        outln!(
             "{}: {} entries, {} — new sessions see the change",
             target.file_name(),
             entries.len(),

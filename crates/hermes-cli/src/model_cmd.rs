@@ -14,15 +14,15 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
             app.warn_config();
             match resolve_runtime(&app, args) {
                 Ok(rt) => {
-                    println!("provider: {}", rt.provider);
-                    println!("model:    {}", rt.model);
-                    println!("api_mode: {:?}", rt.api_mode);
+                    outln!("provider: {}", rt.provider);
+                    outln!("model:    {}", rt.model);
+                    outln!("api_mode: {:?}", rt.api_mode);
                     if !rt.base_url.is_empty() {
-                        println!("base_url: {}", rt.base_url);
+                        outln!("base_url: {}", rt.base_url);
                     }
-                    println!("resolution:");
+                    outln!("resolution:");
                     for step in &rt.trace {
-                        println!("  - {step}");
+                        outln!("  - {step}");
                     }
                     Ok(0)
                 }
@@ -58,7 +58,7 @@ async fn pull(app: &App, wheel: Option<&std::path::Path>) -> Result<i32> {
         }
     };
     eprintln!();
-    println!("{}", path.display());
+    outln!("{}", path.display());
     Ok(0)
 }
 

@@ -188,27 +188,9 @@ pub async fn build_agent(
     let runtime = resolve_runtime(app, args)?;
     tracing::info!(trace = ?runtime.trace, "runtime resolved");
     let client = build_client(app, &runtime)?;
-    let mut toolsets: Vec<String> = match &args.toolsets {
-        Some(t) => t.clone(),
-        None if !app.config.toolsets.is_empty() => app.config.toolsets.clone(),
-        None => vec!["hermes-cli".to_string()],
-    };
-    // Interactive sessions may schedule work; cron runs never get this tool.
-    if toolsets.iter().any(|t| t == "hermes-cli") {
-        toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
-    }
+    let (toolsets, _) = crate::tools_cmd::enabled_toolsets(app, args);
     let store = app.open_store()?;
-    let mut registry = hermes_tools::Registry::builtin();
-    for tool in
-        hermes_context::learning_tools_with(&app.home, Some(store.clone()), &app.config.memory)
-    {
-        registry
-            .register(tool)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    registry
-        .register(crate::cron_cmd::session_tool(app, args)?)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let registry = crate::tools_cmd::build_registry(app, args, Some(store.clone()))?;
     let selection = registry
         .select(&ToolsetSelection::new(
             toolsets.clone(),

@@ -43,7 +43,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
     let store = app.open_store()?;
     match action {
         SessionsCmd::List { limit } => {
-            println!("{}", recent_sessions_text(&store, *limit)?);
+            outln!("{}", recent_sessions_text(&store, *limit)?);
             Ok(0)
         }
         SessionsCmd::Show { session } => {
@@ -51,8 +51,8 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 eprintln!("error: no session matches `{session}`");
                 return Ok(1);
             };
-            println!("{}", session_line(&record));
-            println!("model: {} ({})", record.model, record.provider);
+            outln!("{}", session_line(&record));
+            outln!("model: {} ({})", record.model, record.provider);
             for m in store.load_messages(&record.id)? {
                 let msg = &m.message;
                 let who = match msg.role {
@@ -61,13 +61,13 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                     Role::Tool => "tool",
                     Role::System => "system",
                 };
-                println!("\n[{}] {who}", m.timestamp.format("%H:%M:%S"));
+                outln!("\n[{}] {who}", m.timestamp.format("%H:%M:%S"));
                 let text = msg.text();
                 if !text.is_empty() {
-                    println!("{text}");
+                    outln!("{text}");
                 }
                 for call in &msg.tool_calls {
-                    println!("→ {}({})", call.name, call.arguments);
+                    outln!("→ {}({})", call.name, call.arguments);
                 }
             }
             Ok(0)
@@ -78,10 +78,10 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             q.limit = *limit;
             let hits = store.search(&q)?;
             if hits.is_empty() {
-                println!("no matches");
+                outln!("no matches");
             }
             for h in hits {
-                println!(
+                outln!(
                     "{}  {}  [{}] {}",
                     h.session_id,
                     h.session_title.unwrap_or_default(),

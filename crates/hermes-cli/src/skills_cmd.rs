@@ -68,12 +68,12 @@ pub fn run(profile: Option<&str>, action: &SkillsCmd) -> Result<i32> {
             force,
         } => {
             let dest = install(&root, source, category.as_deref(), *force)?;
-            println!("installed {}", dest.display());
+            outln!("installed {}", dest.display());
             Ok(0)
         }
         SkillsCmd::Remove { name } => {
             let dir = remove(&root, name)?;
-            println!("removed {}", dir.display());
+            outln!("removed {}", dir.display());
             Ok(0)
         }
     }

@@ -24,20 +24,27 @@ pub enum ToolsCmd {
 ///
 /// # Errors
 /// A duplicate tool name (a programming error).
-pub fn build_registry(app: &App, store: Option<Arc<SessionStore>>) -> Result<Registry> {
+pub fn build_registry(
+    app: &App,
+    args: &ChatArgs,
+    store: Option<Arc<SessionStore>>,
+) -> Result<Registry> {
     let mut registry = Registry::builtin();
     for tool in hermes_context::learning_tools_with(&app.home, store, &app.config.memory) {
         registry
             .register(tool)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
+    registry
+        .register(crate::cron_cmd::session_tool(app, args)?)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(registry)
 }
 
 /// The toolsets to enable and where the choice came from: `-t`, config `toolsets:`, or the
 /// default `hermes-cli`.
 pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static str) {
-    match &args.toolsets {
+    let (mut toolsets, source) = match &args.toolsets {
         Some(t) => (t.clone(), "-t/--toolsets"),
         None if !app.config.toolsets.is_empty() => {
             (app.config.toolsets.clone(), "config.yaml toolsets")
@@ -46,7 +53,12 @@ pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static st
             vec![hermes_tools::DEFAULT_TOOLSET.to_string()],
             "the default",
         ),
+    };
+    // Interactive sessions may schedule work; cron runs never get this tool.
+    if toolsets.iter().any(|t| t == hermes_tools::DEFAULT_TOOLSET) {
+        toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
     }
+    (toolsets, source)
 }
 
 /// Runs a tools subcommand; returns the process exit code.
@@ -56,7 +68,7 @@ pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) ->
     match action.unwrap_or(&ToolsCmd::List) {
         ToolsCmd::List => {
             let store = app.open_store()?;
-            let registry = build_registry(&app, Some(store))?;
+            let registry = build_registry(&app, args, Some(store))?;
             print!("{}", list_text(&app, args, &registry)?);
             Ok(0)
         }

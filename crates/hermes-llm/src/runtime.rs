@@ -114,8 +114,8 @@ pub enum ResolveError {
     /// Nothing at all is configured.
     #[error(
         "no model provider is configured. Configure one of:\n  \
-         - run `hermes setup` (interactive), or `hermes model pull` to install the embedded local model;\n  \
-         - set an API key, e.g. `export OPENROUTER_API_KEY=sk-or-...` (or OPENAI_API_KEY, ANTHROPIC_API_KEY, \
+         - run `hermes model pull` to install the embedded local model (works offline);\n  \
+         - set a provider key such as OPENROUTER_API_KEY (or OPENAI_API_KEY, ANTHROPIC_API_KEY, \
          NOUS_API_KEY, DEEPSEEK_API_KEY, GEMINI_API_KEY, XAI_API_KEY) in the shell or in HERMES_HOME/.env;\n  \
          - or point at an OpenAI-compatible server in HERMES_HOME/config.yaml:\n      \
          model:\n        provider: custom\n        base_url: http://127.0.0.1:8080/v1\n        default: my-model"

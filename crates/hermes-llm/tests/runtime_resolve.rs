@@ -138,7 +138,6 @@ fn local_model_then_nothing_configured() {
     assert_eq!(err, ResolveError::NothingConfigured);
     let msg = err.to_string();
     for needle in [
-        "hermes setup",
         "hermes model pull",
         "OPENROUTER_API_KEY",
         "config.yaml",

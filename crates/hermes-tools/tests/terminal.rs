@@ -152,11 +152,11 @@ async fn dangerous_commands_need_approval_and_hardline_is_always_blocked() {
     std::fs::create_dir(dir.path().join("build")).unwrap();
     let t = tools();
 
-    // Denied: not run, the model is told the user denied it.
+    // Denied: not run, the model is told it was not approved.
     let ctx = common::ctx(dir.path(), Approval::Deny);
     let out = call(&t.terminal, json!({"command": "rm -r build"}), &ctx).await;
     assert!(
-        out.is_error && out.content.contains("user denied"),
+        out.is_error && out.content.contains("not approved"),
         "{}",
         out.content
     );

@@ -97,8 +97,8 @@ impl TerminalTool {
                         None
                     }
                     Approval::Deny => Some(ToolOutput::error(format!(
-                        "The user denied this command ({reason}); it was not run. Do not retry \
-                         it; choose a safer approach or ask the user."
+                        "This command was not approved ({reason}); it was not run. Do not retry \
+                         it; choose a safer approach or ask the user to run it."
                     ))),
                 }
             }
