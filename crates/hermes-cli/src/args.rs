@@ -131,6 +131,9 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cron_cmd::CronCmd,
     },
+    /// Check config, model resolution, local model, state.db, MCP servers and skills;
+    /// exits 1 when something is broken.
+    Doctor,
     /// Print the version.
     Version,
 }

@@ -10,6 +10,7 @@ mod args;
 mod chat;
 mod config_cmd;
 mod cron_cmd;
+mod doctor_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
@@ -81,6 +82,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Skills { action }) => skills_cmd::run(profile, action),
         Some(Command::Tools { action }) => tools_cmd::run(profile, &cli.chat, action.as_ref()),
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
+        Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;

@@ -180,3 +180,27 @@ async fn fallback_providers_from_config_answer_when_the_primary_fails() {
     assert!(stderr(&out).contains("falling back"), "{}", stderr(&out));
     assert_eq!(backup.requests()[0]["model"], "backup-model");
 }
+
+#[tokio::test]
+async fn doctor_reports_health_and_fails_on_broken_setups() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("hi"));
+    assert!(env.run(&["chat", "-q", "hello"]).await.status.success());
+    let out = env.run(&["doctor"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("model: mock-model on custom"), "{text}");
+    assert!(text.contains("state.db integrity ok"), "{text}");
+    assert!(text.contains("1 sessions"), "{text}");
+
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = hermes(home.path(), cwd.path(), &["doctor"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("FAIL  no model provider is configured"));
+
+    std::fs::write(home.home().config_file(), "agent: [\n").unwrap();
+    let out = hermes(home.path(), cwd.path(), &["doctor"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("line"), "{}", stdout(&out));
+}

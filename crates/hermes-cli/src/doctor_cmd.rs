@@ -1,0 +1,254 @@
+//! `hermes doctor`: checks what a session needs and says what is wrong and how to fix it —
+//! config.yaml, the runtime resolution trace (keys redacted), the local model, `state.db`
+//! integrity and size, MCP servers, skills that failed to load, and the disk use of
+//! HERMES_HOME. Exit code 1 when something is broken, 0 otherwise (warnings included).
+
+use std::path::Path;
+
+use anyhow::Result;
+use hermes_protocol::HermesHome;
+use hermes_protocol::config::Config;
+
+use crate::app::App;
+use crate::args::ChatArgs;
+
+/// How one check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Broken,
+}
+
+/// The collected findings.
+#[derive(Default)]
+struct Report {
+    lines: Vec<(Level, String)>,
+}
+
+impl Report {
+    fn add(&mut self, level: Level, text: impl Into<String>) {
+        self.lines.push((level, text.into()));
+    }
+
+    fn broken(&self) -> bool {
+        self.lines.iter().any(|(l, _)| *l == Level::Broken)
+    }
+
+    fn print(&self) {
+        for (level, text) in &self.lines {
+            let mark = match level {
+                Level::Ok => "ok   ",
+                Level::Warn => "warn ",
+                Level::Broken => "FAIL ",
+            };
+            outln!("{mark} {text}");
+        }
+    }
+}
+
+/// Runs every check and prints one line per finding; returns the exit code.
+pub async fn run(profile: Option<&str>, args: &ChatArgs) -> Result<i32> {
+    let home = HermesHome::resolve(profile)
+        .ok_or_else(|| anyhow::anyhow!("cannot find a home directory; set HERMES_HOME"))?;
+    let mut report = Report::default();
+    report.add(
+        Level::Ok,
+        format!("HERMES_HOME is {}", home.root().display()),
+    );
+
+    // config.yaml: a broken file stops the checks that need it.
+    match Config::load(&home.config_file()) {
+        Ok(loaded) => {
+            report.add(Level::Ok, "config.yaml parses");
+            for w in loaded.warnings {
+                report.add(Level::Warn, format!("config.yaml: {w}"));
+            }
+        }
+        Err(e) => {
+            report.add(Level::Broken, e.to_string());
+            report.print();
+            return Ok(1);
+        }
+    }
+    let app = App::load(profile)?;
+
+    match crate::session::resolve_runtime(&app, args) {
+        Ok(rt) => {
+            report.add(
+                Level::Ok,
+                format!("model: {} on {} ({:?})", rt.model, rt.provider, rt.api_mode),
+            );
+            for step in &rt.trace {
+                report.add(Level::Ok, format!("  resolution: {step}"));
+            }
+        }
+        Err(e) => report.add(Level::Broken, format!("{e:#}")),
+    }
+    for (i, f) in app.config.fallback_providers.iter().enumerate() {
+        report.add(
+            Level::Ok,
+            format!(
+                "fallback {}: {} / {}",
+                i + 1,
+                f.provider.as_deref().unwrap_or("(provider not set)"),
+                f.default.as_deref().unwrap_or("(model not set)")
+            ),
+        );
+    }
+
+    match crate::session::local_model_path(&app) {
+        Some(p) => report.add(
+            Level::Ok,
+            format!(
+                "local model: {} ({})",
+                p.display(),
+                human_bytes(file_size(&p))
+            ),
+        ),
+        None if app.config.local.model_path.is_some() => report.add(
+            Level::Broken,
+            "local.model_path is set but the file is missing (relative paths are looked up in \
+             HERMES_HOME/models/)",
+        ),
+        None => report.add(
+            Level::Warn,
+            "no local model installed (`hermes model pull` gives hermes an offline model)",
+        ),
+    }
+
+    check_store(&app, &mut report);
+    check_mcp(&app, &mut report).await;
+
+    let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
+    report.add(
+        Level::Ok,
+        format!("skills: {} loaded", catalog.skills.len()),
+    );
+    for e in &catalog.errors {
+        report.add(
+            Level::Warn,
+            format!("skill skipped: {}: {}", e.path.display(), e.message),
+        );
+    }
+
+    report.add(
+        Level::Ok,
+        format!(
+            "disk use of HERMES_HOME: {}",
+            human_bytes(dir_size(home.root()))
+        ),
+    );
+    report.print();
+    Ok(if report.broken() { 1 } else { 0 })
+}
+
+fn check_store(app: &App, report: &mut Report) {
+    let path = app.home.state_db();
+    if !path.exists() {
+        report.add(
+            Level::Ok,
+            "state.db not created yet (first session creates it)",
+        );
+        return;
+    }
+    match hermes_store::SessionStore::open(&path) {
+        Ok(store) => {
+            match store.integrity_check() {
+                Ok(r) if r == "ok" => report.add(Level::Ok, "state.db integrity ok"),
+                Ok(r) => report.add(Level::Broken, format!("state.db integrity check: {r}")),
+                Err(e) => report.add(Level::Broken, format!("state.db: {e}")),
+            }
+            if let Ok(stats) = store.stats() {
+                report.add(
+                    Level::Ok,
+                    format!(
+                        "state.db: {} sessions, {} messages, {}",
+                        stats.sessions,
+                        stats.messages,
+                        human_bytes(stats.db_bytes)
+                    ),
+                );
+            }
+        }
+        Err(e) => report.add(Level::Broken, format!("state.db cannot be opened: {e}")),
+    }
+}
+
+async fn check_mcp(app: &App, report: &mut Report) {
+    let specs = crate::mcp_cmd::configured(app);
+    if specs.is_empty() {
+        return;
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| app.home.root().to_path_buf());
+    let builtin = hermes_tools::Registry::builtin()
+        .select(&hermes_tools::ToolsetSelection::default())
+        .map(|s| s.tools().to_vec())
+        .unwrap_or_default();
+    let Some(manager) = crate::mcp_cmd::start_for_session(app, &cwd, &builtin).await else {
+        report.add(Level::Ok, "MCP: every configured server is disabled");
+        return;
+    };
+    for r in manager.reports() {
+        match &r.state {
+            hermes_mcp::server::ServerState::Ready => report.add(
+                Level::Ok,
+                format!("MCP server {}: ready, {} tools", r.name, r.tools),
+            ),
+            hermes_mcp::server::ServerState::Failed(e) => {
+                report.add(Level::Broken, format!("MCP server {}: {e}", r.name))
+            }
+            other => report.add(Level::Warn, format!("MCP server {}: {other:?}", r.name)),
+        }
+    }
+    manager.shutdown().await;
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Bytes under `root`, not following symlinks.
+fn dir_size(root: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                Ok(t) if t.is_file() => total += entry.metadata().map(|m| m.len()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
+/// `1536` → `1.5 KiB`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_bytes_picks_a_unit() {
+        assert_eq!(super::human_bytes(512), "512 B");
+        assert_eq!(super::human_bytes(1536), "1.5 KiB");
+        assert_eq!(super::human_bytes(98 * 1024 * 1024), "98.0 MiB");
+    }
+}
