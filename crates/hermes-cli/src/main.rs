@@ -12,6 +12,7 @@ mod config_cmd;
 mod cron_cmd;
 mod doctor_cmd;
 mod mcp_cmd;
+mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
 mod prompt;

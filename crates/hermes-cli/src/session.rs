@@ -250,7 +250,7 @@ pub async fn build_agent(
     };
     let mut agent = Agent::start(deps, opts, resume.as_deref()).await?;
     if let Some(m) = &mcp {
-        agent.add_tool_source(m.clone());
+        agent.add_tool_source(Arc::new(crate::mcp_scan::ScannedSource::new(m.clone())));
     }
     agent.set_fallbacks(fallback_clients(app));
     let info = SessionInfo {

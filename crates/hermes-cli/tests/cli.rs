@@ -204,3 +204,43 @@ async fn doctor_reports_health_and_fails_on_broken_setups() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("line"), "{}", stdout(&out));
 }
+
+#[tokio::test]
+async fn mcp_tool_descriptions_flagged_by_the_injection_scan_are_withheld() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: python3 is missing (the scripted MCP server is a Python script)");
+        return;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../hermes-mcp/tests/fixtures/scripted_server.py");
+    let env = Env::with_config(&format!(
+        "mcp_servers:\n  demo:\n    command: python3\n    args: [\"{}\", \"--poisoned\"]\n",
+        script.display()
+    ))
+    .await;
+    env.mock.push(MockResponse::text("ok"));
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("withheld"), "{}", stderr(&out));
+    let request = &env.mock.requests()[0];
+    let tools = request["tools"].as_array().unwrap();
+    let poisoned = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__demo__poisoned")
+        .expect("the tool stays callable");
+    let description = poisoned["function"]["description"].as_str().unwrap();
+    assert!(
+        !description.contains("Ignore all previous instructions"),
+        "{description}"
+    );
+    assert!(description.contains("withheld"));
+    let echo = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__demo__echo")
+        .unwrap();
+    assert_eq!(echo["function"]["description"], "scripted echo");
+}
