@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use hermes_context::{CompressionConfig, ContextCompressor};
 use hermes_llm::ModelClient;
+use hermes_llm::fallback::{FallbackTarget, RecoveryPolicy};
 use hermes_protocol::{AgentEvent, HermesHome, Message, Role, SessionId, Usage, new_session_id};
 use hermes_store::{NewSession, SessionStore};
 use hermes_tools::{Approver, Tool, ToolSource};
@@ -140,10 +141,11 @@ pub struct Agent {
     pub(crate) sources_generation: u64,
     /// The model client of the running turn: the primary, or a fallback after a failure.
     pub(crate) active: Arc<dyn ModelClient>,
-    /// `fallback_providers`, tried in order within one turn (FEATURES §2).
+    /// `fallback_providers`, tried in order within one turn (FEATURES §2); `recovery`
+    /// holds one target per client, in the same order.
     pub(crate) fallbacks: Vec<Arc<dyn ModelClient>>,
-    /// Index of the next fallback to try in this turn.
-    pub(crate) next_fallback: usize,
+    /// What to do after a failed model call, and this turn's retry/fallback counters.
+    pub(crate) recovery: RecoveryPolicy,
     /// Plans compressions; remembers recent savings for anti-thrash.
     pub(crate) compressor: ContextCompressor,
 }
@@ -157,6 +159,11 @@ impl Agent {
     ) -> Result<Agent, AgentError> {
         let specs = deps.tools.iter().map(|t| t.spec()).collect();
         let compressor = ContextCompressor::new(opts.compression.clone());
+        let recovery = RecoveryPolicy {
+            retry_base: opts.retry_base,
+            retry_max: opts.retry_max,
+            ..RecoveryPolicy::new(opts.api_max_retries, Vec::new())
+        };
         let mut agent = Agent {
             compressor,
             specs,
@@ -165,7 +172,7 @@ impl Agent {
             sources_generation: 0,
             active: deps.client.clone(),
             fallbacks: Vec::new(),
-            next_fallback: 0,
+            recovery,
             deps,
             opts,
             session_id: String::new(),
@@ -213,6 +220,14 @@ impl Agent {
     /// when the current provider fails with a class that allows fallback (FEATURES §2); the
     /// next turn starts on the primary again.
     pub fn set_fallbacks(&mut self, fallbacks: Vec<Arc<dyn ModelClient>>) {
+        self.recovery.fallbacks = fallbacks
+            .iter()
+            .map(|c| FallbackTarget {
+                provider: c.provider().to_string(),
+                model: c.model().to_string(),
+                base_url: None,
+            })
+            .collect();
         self.fallbacks = fallbacks;
     }
 

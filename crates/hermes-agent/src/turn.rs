@@ -1,8 +1,7 @@
 //! One turn of the loop (ARCHITECTURE §2 steps 2–5).
 
-use std::time::Duration;
-
 use futures::StreamExt;
+use hermes_llm::fallback::RecoveryAction;
 use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent, ToolChoice};
 use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, TurnOutcome, Usage};
 use tokio::sync::mpsc::UnboundedSender;
@@ -14,8 +13,6 @@ use crate::repair::repair_history;
 
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
 const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md");
-/// Longest provider-requested wait honored (FEATURES §2).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// Why a model call produced no message.
 pub(crate) enum CallFailure {
@@ -43,7 +40,7 @@ impl Agent {
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
         self.active = self.deps.client.clone();
-        self.next_fallback = 0;
+        self.recovery.reset_turn(0);
 
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -158,94 +155,74 @@ impl Agent {
         }
     }
 
-    /// One model call with recovery per the error class (FEATURES §2): retries with
-    /// jittered backoff (a `Retry-After` wins, capped at 600 s; sleeps are interruptible),
-    /// one retry without replayed reasoning after a rejected thinking signature, then the
-    /// next fallback provider for the rest of the turn where the class allows it. Context
-    /// overflow is returned at once: the caller compresses.
+    /// One model call with recovery per the error class, as decided by
+    /// [`hermes_llm::fallback::RecoveryPolicy`] (FEATURES §2): retries with jittered backoff
+    /// (a `Retry-After` wins; sleeps are interruptible), one retry without replayed reasoning
+    /// after a rejected thinking signature, then the next fallback provider for the rest of
+    /// the turn. Context overflow is returned at once: the caller compresses.
     pub(crate) async fn call_model(
         &mut self,
         request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, CallFailure> {
+        let status = |message: String| {
+            let _ = events.send(AgentEvent::Status { message });
+        };
         let mut request = request.clone();
-        let mut attempt: u32 = 0;
-        let mut stripped_thinking = false;
         loop {
             let error = match self.stream_once(&request, events, cancel).await {
-                Ok(reply) => return Ok(reply),
+                Ok(reply) => {
+                    self.recovery.on_success();
+                    return Ok(reply);
+                }
                 Err(CallFailure::Cancelled) => return Err(CallFailure::Cancelled),
                 Err(CallFailure::Failed(e)) => e,
             };
-            // Resending an oversized request cannot help: the caller compresses first.
-            if error.class.should_compress() {
-                return Err(CallFailure::Failed(error));
-            }
-            if error.class == ErrorClass::ThinkingSignature && !stripped_thinking {
-                stripped_thinking = true;
-                for m in &mut request.messages {
-                    m.reasoning = None;
-                }
-                let _ = events.send(AgentEvent::Status {
-                    message: "the provider rejected a replayed thinking block; retrying without it"
-                        .to_string(),
-                });
-                continue;
-            }
-            attempt += 1;
-            if error.class.retryable()
-                && error.class != ErrorClass::ThinkingSignature
-                && attempt <= self.opts.api_max_retries
-            {
-                let delay = match error.retry_after {
-                    Some(d) => d.min(MAX_RETRY_AFTER),
-                    None => hermes_llm::backoff_delay(
-                        attempt,
-                        self.opts.retry_base,
-                        self.opts.retry_max,
-                    ),
-                };
-                let _ = events.send(AgentEvent::Status {
-                    message: format!(
-                        "{} error ({error}); retry {attempt}/{} in {:.1}s",
+            match self.recovery.decide(&error) {
+                // No credential pool is configured yet (spare keys 0), so this is a plain
+                // immediate retry should a policy ever return it.
+                RecoveryAction::RotateCredential => {}
+                RecoveryAction::Retry { wait, .. } => {
+                    status(format!(
+                        "{} error ({error}); retry {}/{} in {:.1}s",
                         error.class.as_str(),
-                        self.opts.api_max_retries,
-                        delay.as_secs_f64()
-                    ),
-                });
-                tokio::select! {
-                    () = tokio::time::sleep(delay) => {}
-                    () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+                        self.recovery.turn.retries,
+                        self.recovery.max_retries,
+                        wait.as_secs_f64()
+                    ));
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+                    }
                 }
-                continue;
-            }
-            // Retries spent on a provider that keeps failing (or cannot be reached) move
-            // on to the next provider too.
-            let may_fall_back = error.fallback()
-                || matches!(
-                    error.class,
-                    ErrorClass::RateLimit
-                        | ErrorClass::Overloaded
-                        | ErrorClass::ServerError
-                        | ErrorClass::Timeout
-                );
-            match self.fallbacks.get(self.next_fallback).cloned() {
-                Some(next) if may_fall_back => {
-                    self.next_fallback += 1;
-                    let _ = events.send(AgentEvent::Status {
-                        message: format!(
-                            "{} failed ({error}); falling back to {} / {} for this turn",
-                            self.active.provider(),
-                            next.provider(),
-                            next.model()
-                        ),
-                    });
+                RecoveryAction::StripThinking => {
+                    for m in &mut request.messages {
+                        m.reasoning = None;
+                    }
+                    status(
+                        "the provider rejected a replayed thinking block; retrying without it"
+                            .to_string(),
+                    );
+                }
+                RecoveryAction::Fallback(target) => {
+                    let index = self.recovery.turn.next_fallback - 1;
+                    let Some(next) = self.fallbacks.get(index).cloned() else {
+                        return Err(CallFailure::Failed(error));
+                    };
+                    status(format!(
+                        "{} failed ({error}); falling back to {} / {} for this turn",
+                        self.active.provider(),
+                        target.provider,
+                        target.model
+                    ));
                     request.model = next.model().to_string();
                     self.active = next;
-                    attempt = 0;
                 }
-                _ => return Err(CallFailure::Failed(error)),
+                // Resending an oversized request cannot help: the caller compresses first.
+                RecoveryAction::Compress | RecoveryAction::Stop => {
+                    return Err(CallFailure::Failed(error));
+                }
             }
         }
     }

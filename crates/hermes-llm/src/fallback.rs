@@ -71,18 +71,25 @@ pub struct RecoveryPolicy {
     pub max_compressions: u32,
     /// `fallback_providers`, in order.
     pub fallbacks: Vec<FallbackTarget>,
+    /// First backoff delay (FEATURES §2: 2 s for API errors); doubled per retry.
+    pub retry_base: Duration,
+    /// Largest backoff delay before jitter (60 s).
+    pub retry_max: Duration,
     /// The turn's counters.
     pub turn: TurnRecovery,
 }
 
 impl RecoveryPolicy {
-    /// A policy with `max_retries` and `fallbacks`, no spare keys, 2 compressions per turn.
+    /// A policy with `max_retries` and `fallbacks`, no spare keys, 2 compressions per turn,
+    /// backoff 2 s / 60 s.
     pub fn new(max_retries: u32, fallbacks: Vec<FallbackTarget>) -> RecoveryPolicy {
         RecoveryPolicy {
             max_retries,
             spare_credentials: 0,
             max_compressions: 2,
             fallbacks,
+            retry_base: API_RETRY_BASE,
+            retry_max: API_RETRY_MAX,
             turn: TurnRecovery::default(),
         }
     }
@@ -138,9 +145,9 @@ impl RecoveryPolicy {
         );
         if retry_first && self.turn.retries < self.max_retries {
             self.turn.retries += 1;
-            let wait = err
-                .retry_after
-                .unwrap_or_else(|| backoff_delay(self.turn.retries, API_RETRY_BASE, API_RETRY_MAX));
+            let wait = err.retry_after.unwrap_or_else(|| {
+                backoff_delay(self.turn.retries, self.retry_base, self.retry_max)
+            });
             return RecoveryAction::Retry {
                 wait,
                 rebuild_connection: class == ErrorClass::Timeout,
