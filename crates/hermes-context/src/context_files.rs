@@ -314,7 +314,7 @@ pub fn find_git_root(cwd: &Path) -> Option<PathBuf> {
 }
 
 /// If the whole (trimmed) text is one path-like token, returns it: a committed symlink that
-/// was checked out as a plain file holds just its target (`CLAUDE.md`, `/home/x/.hermes.md`).
+/// was checked out as a plain file holds just its target (`CLAUDE.md`, `/srv/project/.hermes.md`).
 fn pointer_target(text: &str) -> Option<&str> {
     let t = text.trim();
     if t.is_empty() || t.len() > 300 || t.starts_with('@') || t.contains(char::is_whitespace) {
@@ -420,8 +420,8 @@ mod tests {
     fn pointer_detection_is_narrow() {
         assert_eq!(pointer_target("CLAUDE.md\n"), Some("CLAUDE.md"));
         assert_eq!(
-            pointer_target("/home/josh/.hermes.md"),
-            Some("/home/josh/.hermes.md")
+            pointer_target("/srv/project/.hermes.md"),
+            Some("/srv/project/.hermes.md")
         );
         assert_eq!(pointer_target("# Rules\nUse tabs."), None);
         assert_eq!(pointer_target("tabs"), None);

@@ -25,11 +25,12 @@ mod transport;
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent, ToolChoice};
 pub use error::{ErrorClass, LlmError, classify};
-pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig, init_tls};
+pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig};
 pub use openai_responses::{ResponsesClient, ResponsesConfig};
 pub use redact::{mask_secret, redact_secrets};
 pub use retry::backoff_delay;
 pub use runtime::{ApiMode, ResolveError, ResolveInputs, Runtime, build_client, resolve};
+pub use transport::init_tls;
 
 #[cfg(feature = "local")]
 pub mod local;

@@ -12,6 +12,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, LlmError};
 
+/// Installs the `ring` rustls crypto provider as the process default, once. Safe to call any
+/// number of times from any thread (a provider already installed, by us or anyone, is kept).
+/// reqwest is built with `rustls-no-provider`, so a client cannot be built before this runs.
+pub fn init_tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Err means another thread installed one first; that provider is fine.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
 /// A successful response, either whole JSON text or a body to stream.
 pub(crate) enum Body {
     /// `application/json` 200 body (non-streamed answer).
@@ -50,7 +63,7 @@ impl Endpoint {
         extra: &[(String, String)],
         timeout: Duration,
     ) -> Result<Endpoint, LlmError> {
-        crate::openai_chat::init_tls();
+        init_tls();
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));

@@ -223,7 +223,7 @@ async fn download_wheel(
     dest: &Path,
     progress: &mut impl FnMut(u64, Option<u64>),
 ) -> Result<(), PullError> {
-    crate::openai_chat::init_tls();
+    crate::init_tls();
     let http = |e: reqwest::Error| PullError::Http(e.to_string());
     let client = reqwest::Client::builder()
         .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))

@@ -23,19 +23,6 @@ use crate::error::{ErrorClass, LlmError};
 use crate::redact::mask_secret;
 use crate::transport::{Body, Endpoint, byte_stream};
 
-/// Installs the `ring` rustls crypto provider as the process default, once. Safe to call any
-/// number of times from any thread (a provider already installed, by us or anyone, is kept).
-/// reqwest is built with `rustls-no-provider`, so a client cannot be built before this runs.
-pub fn init_tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            // Err means another thread installed one first; that provider is fine.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-    });
-}
-
 /// Settings of one Chat Completions endpoint.
 #[derive(Clone)]
 pub struct OpenAiChatConfig {
@@ -100,7 +87,7 @@ pub struct OpenAiChatClient {
 }
 
 impl OpenAiChatClient {
-    /// Builds the client (calls [`init_tls`]). Errors (class `format_error`) when a header name
+    /// Builds the client (installs the TLS provider, [`crate::init_tls`]). Errors (class `format_error`) when a header name
     /// or value, or the key, is not a valid HTTP header, or the HTTP client cannot be built.
     pub fn new(config: OpenAiChatConfig) -> Result<OpenAiChatClient, LlmError> {
         let credential = config
