@@ -14,9 +14,6 @@ use hermes_tools::{Approver, ToolsetSelection};
 use crate::app::App;
 use crate::args::{ChatArgs, PromptProfileArg};
 
-/// File name of the default local model in `HERMES_HOME/models/` (FEATURES §14).
-const DEFAULT_LOCAL_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
 /// What the REPL shows about the running session.
 pub struct SessionInfo {
     /// Model name.
@@ -33,10 +30,6 @@ pub struct SessionInfo {
     pub timezone: Option<String>,
     /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
     pub learning: crate::memory_cmd::LearningInfo,
-    /// The session's MCP servers, kept alive for the session (children are killed with
-    /// their process group when this is dropped).
-    #[allow(dead_code)] // held, not read: dropping it ends the servers
-    pub mcp: Option<Arc<hermes_mcp::McpManager>>,
 }
 
 impl SessionInfo {
@@ -77,7 +70,7 @@ pub fn local_model_path(app: &App) -> Option<PathBuf> {
     let candidate = match &app.config.local.model_path {
         Some(p) if p.is_absolute() => p.clone(),
         Some(p) => models.join(p),
-        None => models.join(DEFAULT_LOCAL_MODEL_FILE),
+        None => models.join(hermes_llm::DEFAULT_LOCAL_MODEL_FILE),
     };
     candidate.is_file().then_some(candidate)
 }
@@ -249,8 +242,10 @@ pub async fn build_agent(
         (None, false) => None,
     };
     let mut agent = Agent::start(deps, opts, resume.as_deref()).await?;
-    if let Some(m) = &mcp {
-        agent.add_tool_source(Arc::new(crate::mcp_scan::ScannedSource::new(m.clone())));
+    // The agent holds the MCP servers for the session; dropping it ends them (children are
+    // killed with their process group).
+    if let Some(m) = mcp {
+        agent.add_tool_source(Arc::new(crate::mcp_scan::ScannedSource::new(m)));
     }
     agent.set_fallbacks(fallback_clients(app));
     let info = SessionInfo {
@@ -261,7 +256,6 @@ pub async fn build_agent(
         home: app.home.clone(),
         timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
-        mcp,
     };
     Ok((agent, info))
 }

