@@ -63,7 +63,7 @@ impl Agent {
 
     /// Estimated tokens of the next request (system prompt, repaired history, tools).
     pub fn estimate_request_tokens(&self) -> u64 {
-        let (messages, _) = repair_history(&self.history());
+        let (messages, _) = repair_history(self.history.iter().map(|e| &e.message));
         TokenEstimator::new().estimate_request(&self.system_prompt, &messages, &self.specs)
     }
 
@@ -81,21 +81,32 @@ impl Agent {
 
     /// Preflight (ARCHITECTURE §2 step 3a): compresses when the estimate is over the
     /// threshold, unless compression is disabled or paused by anti-thrash.
+    /// Compresses before `request` is sent when its estimate crosses the threshold.
+    /// Returns true when the history changed (the caller builds the request again).
     pub(crate) async fn preflight_compress(
         &mut self,
+        request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
-    ) {
+    ) -> bool {
         if !self.opts.compression_enabled {
-            return;
+            return false;
         }
-        let estimate = self.estimate_request_tokens();
+        let estimate = TokenEstimator::new().estimate_request(
+            &request.system,
+            &request.messages,
+            &request.tools,
+        );
         let threshold = self.compression_threshold();
         if self.compressor.should_compress(estimate, threshold) {
             self.compress_history(None, CompressTrigger::Threshold, events, cancel)
-                .await;
-        } else if estimate > threshold {
-            tracing::debug!(estimate, threshold, "compression paused (anti-thrash)");
+                .await
+                .is_some()
+        } else {
+            if estimate > threshold {
+                tracing::debug!(estimate, threshold, "compression paused (anti-thrash)");
+            }
+            false
         }
     }
 
@@ -115,7 +126,7 @@ impl Agent {
             let _ = events.send(AgentEvent::Status { message });
         };
         self.flush_unsaved().await;
-        let (current, _) = repair_history(&self.history());
+        let (current, _) = repair_history(self.history.iter().map(|e| &e.message));
         let budget = self.tail_budget();
         let Some(plan) = self.compressor.plan(&current, budget) else {
             if trigger != CompressTrigger::Threshold {

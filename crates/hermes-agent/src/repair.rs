@@ -57,17 +57,23 @@ impl RepairReport {
     }
 }
 
-/// Returns a copy of `history` that satisfies the guarantees in the module docs.
-pub fn repair_history(history: &[Message]) -> (Vec<Message>, RepairReport) {
+/// Returns a copy of `history` that satisfies the guarantees in the module docs. Takes the
+/// messages by reference (a slice or any iterator of `&Message`), so callers need not clone
+/// their history first; each message is cloned once, into the output.
+pub fn repair_history<'a>(
+    history: impl IntoIterator<Item = &'a Message>,
+) -> (Vec<Message>, RepairReport) {
+    let history: Vec<&Message> = history.into_iter().collect();
     let mut report = RepairReport::default();
 
     // Pass 1: index the calls of every assistant message and bind each result to a call.
     // calls[i] = (message index, call index) in order of appearance.
     let mut alias_index: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
-    let mut answered: HashMap<(usize, usize), Message> = HashMap::new();
+    // (assistant message index, call index) → index of the tool message answering it.
+    let mut answered: HashMap<(usize, usize), usize> = HashMap::new();
     let mut result_position: HashMap<usize, (usize, usize)> = HashMap::new();
 
-    for (mi, m) in history.iter().enumerate() {
+    for (mi, m) in history.iter().copied().enumerate() {
         match m.role {
             Role::Assistant => {
                 for (ci, call) in m.tool_calls.iter().enumerate() {
@@ -95,7 +101,7 @@ pub fn repair_history(history: &[Message]) -> (Vec<Message>, RepairReport) {
                 }
                 match target {
                     Some(key) => {
-                        answered.insert(key, m.clone());
+                        answered.insert(key, mi);
                         result_position.insert(mi, key);
                     }
                     None => report.dropped_orphans += 1,
@@ -107,7 +113,7 @@ pub fn repair_history(history: &[Message]) -> (Vec<Message>, RepairReport) {
 
     // Pass 2: rebuild in order, placing each call's result right after its assistant message.
     let mut out = Vec::with_capacity(history.len());
-    for (mi, m) in history.iter().enumerate() {
+    for (mi, m) in history.iter().copied().enumerate() {
         match m.role {
             Role::System => {}
             Role::Tool => {
@@ -130,7 +136,8 @@ pub fn repair_history(history: &[Message]) -> (Vec<Message>, RepairReport) {
                 out.push(m.clone());
                 for (ci, call) in m.tool_calls.iter().enumerate() {
                     match answered.remove(&(mi, ci)) {
-                        Some(mut result) => {
+                        Some(ri) => {
+                            let mut result = history[ri].clone();
                             if result.tool_call_id.as_deref() != Some(call.id.as_str()) {
                                 result.tool_call_id = Some(call.id.clone());
                                 report.rewritten_ids += 1;

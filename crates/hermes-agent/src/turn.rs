@@ -53,10 +53,12 @@ impl Agent {
                     message: format!("tool list changed: {} tools available", self.specs.len()),
                 });
             }
-            self.preflight_compress(events, &cancel).await;
+            let mut request = self.request(ToolChoice::Auto, None, &cancel);
+            if self.preflight_compress(&request, events, &cancel).await {
+                request = self.request(ToolChoice::Auto, None, &cancel);
+            }
             let mut compressed_for_overflow = false;
             let result = loop {
-                let request = self.request(ToolChoice::Auto, None, &cancel);
                 match self.call_model(&request, events, &cancel).await {
                     Err(CallFailure::Failed(e))
                         if e.class.should_compress() && !compressed_for_overflow =>
@@ -70,6 +72,7 @@ impl Agent {
                         {
                             break Err(CallFailure::Failed(e));
                         }
+                        request = self.request(ToolChoice::Auto, None, &cancel);
                     }
                     other => break other,
                 }
@@ -136,7 +139,7 @@ impl Agent {
             system.push_str("\n\n");
             system.push_str(eph);
         }
-        let (mut messages, report) = repair_history(&self.history());
+        let (mut messages, report) = repair_history(self.history.iter().map(|e| &e.message));
         if !report.is_clean() {
             tracing::debug!(?report, "history repaired before request");
         }
