@@ -1,18 +1,8 @@
-//! Approval of dangerous commands for the CLI (FEATURES §4): a prompt in the REPL, a fixed
-//! denial in one-shot mode (unless `--yolo`, which the tools honor themselves).
+//! Approval of dangerous commands in the REPL (FEATURES §4): the user is asked. One-shot mode
+//! uses `hermes_tools::FixedApprover(Approval::Deny)` (`--yolo` is honored by the tools).
 
 use hermes_tools::{Approval, ApprovalRequest, Approver};
 use tokio::sync::{mpsc, oneshot};
-
-/// Denies every dangerous command (one-shot `chat -q`, `--json`).
-pub struct DenyApprover;
-
-#[async_trait::async_trait]
-impl Approver for DenyApprover {
-    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
-        Approval::Deny
-    }
-}
 
 /// A pending question for the REPL: the request and where to send the answer.
 pub type ApprovalQuestion = (ApprovalRequest, oneshot::Sender<Approval>);

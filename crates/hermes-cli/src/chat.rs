@@ -8,7 +8,6 @@ use hermes_agent::AgentHandle;
 use hermes_protocol::{AgentEvent, Op, TurnOutcome};
 
 use crate::app::App;
-use crate::approver::DenyApprover;
 use crate::args::ChatArgs;
 use crate::render::Renderer;
 use crate::session::build_agent;
@@ -21,7 +20,12 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         args.skills.as_deref().unwrap_or_default(),
         query,
     )?;
-    let (agent, _info) = build_agent(app, args, Arc::new(DenyApprover)).await?;
+    let (agent, _info) = build_agent(
+        app,
+        args,
+        Arc::new(hermes_tools::FixedApprover(hermes_tools::Approval::Deny)),
+    )
+    .await?;
     let mut handle = AgentHandle::spawn(agent);
     let mut renderer = Renderer::new(Renderer::auto_mode(args.json), args.quiet, args.verbose);
     handle.submit(Op::UserInput { text });
