@@ -11,9 +11,11 @@
 //! (the front end passes an agent factory), or contain provider-specific code.
 
 mod error;
+mod factory;
 mod platform;
 
 pub use error::PlatformError;
+pub use factory::{AgentFactory, AgentSpec};
 pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,

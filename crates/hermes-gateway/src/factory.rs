@@ -1,0 +1,35 @@
+//! How the gateway gets agents: the front end (the `hermes` binary) knows the configuration,
+//! the provider and the tools, and hands the gateway an [`AgentFactory`].
+
+use std::sync::Arc;
+
+use hermes_agent::Agent;
+use hermes_tools::Approver;
+
+/// What the gateway asks of the factory for one session.
+#[derive(Clone)]
+pub struct AgentSpec {
+    /// The session key the agent serves (`agent:<profile>:<platform>:…`, FEATURES §1 Gateway).
+    pub session_key: String,
+    /// Stored session to continue; `None` starts a new session.
+    pub resume: Option<String>,
+    /// Session source recorded in the store (the platform name, or `api_server`).
+    pub source: String,
+    /// Call-time platform context (who and where); never stored in the system prompt.
+    pub ephemeral_prompt: Option<String>,
+    /// Decides dangerous commands (in chat: `/approve`, `/deny`, with a timeout).
+    pub approver: Arc<dyn Approver>,
+}
+
+/// Builds agents for gateway sessions.
+#[async_trait::async_trait]
+pub trait AgentFactory: Send + Sync {
+    /// An agent for `spec`, resuming `spec.resume` when given. `Err` says why in words fit
+    /// for the chat (no secrets).
+    async fn build(&self, spec: AgentSpec) -> Result<Agent, String>;
+
+    /// A digest of the configuration agents are built from (model, provider, toolsets,
+    /// prompt settings). Cached agents whose signature differs are rebuilt
+    /// (ARCHITECTURE §6: the LRU is keyed by session key + config signature).
+    fn config_signature(&self) -> String;
+}
