@@ -23,3 +23,5 @@ pub use platform::{
 };
 #[cfg(feature = "discord")]
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
+#[cfg(feature = "slack")]
+pub use platforms::slack::{SlackAdapter, SlackSettings};
