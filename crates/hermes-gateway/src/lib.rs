@@ -13,6 +13,7 @@
 mod error;
 mod factory;
 mod platform;
+pub mod platforms;
 
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
