@@ -21,3 +21,5 @@ pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};

@@ -205,7 +205,7 @@ async fn photo_is_downloaded_under_the_media_dir_and_oversized_files_are_announc
     let doc = next(&mut run.rx).await;
     assert!(doc.attachments.is_empty());
     assert!(doc.text.contains("report.pdf"), "{}", doc.text);
-    assert!(doc.text.contains("4.0 KB"), "{}", doc.text);
+    assert!(doc.text.contains("4096"), "{}", doc.text);
     let saved: Vec<_> = std::fs::read_dir(dir.path().join("media"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -1,62 +1,65 @@
-//! Reconnect and retry delays shared by the HTTP-based adapters: exponential, capped and
-//! jittered ("full jitter" between half and all of the step), on tokio time so tests can use
-//! paused time.
+//! Reconnect delays for the websocket adapters: exponential backoff, capped, with jitter so
+//! that many gateways restarting together do not reconnect in lockstep.
 
 use std::time::Duration;
 
 use rand::Rng;
-use tokio_util::sync::CancellationToken;
 
-/// Exponential backoff: the n-th delay (n from 0) is `min(max, base * 2^n)` scaled by a
-/// random factor in `[0.5, 1.0]`, so many clients that failed together do not retry together.
+/// Exponential backoff with "equal jitter": attempt `n` waits a random time in
+/// `[d/2, d]` where `d = min(max, initial · 2ⁿ)`.
 #[derive(Debug, Clone)]
-pub struct Backoff {
-    base: Duration,
+pub(crate) struct Backoff {
+    initial: Duration,
     max: Duration,
     attempt: u32,
 }
 
 impl Backoff {
-    /// A backoff starting at `base` and never waiting longer than `max`.
-    pub fn new(base: Duration, max: Duration) -> Backoff {
+    /// A backoff starting at `initial` and never waiting longer than `max`.
+    pub(crate) fn new(initial: Duration, max: Duration) -> Backoff {
         Backoff {
-            base,
-            max: max.max(base),
+            initial,
+            max: max.max(initial),
             attempt: 0,
         }
     }
 
-    /// The upper bound of the next delay before jitter (for logs and tests).
-    pub fn ceiling(&self) -> Duration {
+    /// The delay before the next attempt; each call doubles the ceiling up to `max`.
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let factor = 2u32.saturating_pow(self.attempt.min(20));
-        self.base.saturating_mul(factor).min(self.max)
-    }
-
-    /// The next delay; every call doubles the ceiling until it reaches the cap.
-    pub fn next_delay(&mut self) -> Duration {
-        let ceiling = self.ceiling();
+        let ceiling = self.initial.saturating_mul(factor).min(self.max);
         self.attempt = self.attempt.saturating_add(1);
-        let scale: f64 = rand::rng().random_range(0.5..=1.0);
-        ceiling.mul_f64(scale)
+        let half = ceiling / 2;
+        let spread = u64::try_from((ceiling - half).as_millis()).unwrap_or(u64::MAX);
+        let extra = if spread == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..=spread)
+        };
+        half + Duration::from_millis(extra)
     }
 
-    /// How many delays were handed out since the last reset.
-    pub fn attempts(&self) -> u32 {
-        self.attempt
-    }
-
-    /// Back to the first step (after a success).
-    pub fn reset(&mut self) {
+    /// Back to the initial delay (after a connection that worked).
+    pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-pub async fn sleep_or_cancel(delay: Duration, cancel: &CancellationToken) -> bool {
+#[cfg(any(feature = "telegram", feature = "webhook"))]
+pub(crate) async fn sleep_or_cancel(
+    delay: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(delay) => true,
         _ = cancel.cancelled() => false,
     }
+}
+
+/// A random fraction of `d` (used for Discord's first heartbeat, which must be jittered).
+pub(crate) fn jitter(d: Duration) -> Duration {
+    d.mul_f64(rand::rng().random_range(0.0..1.0))
 }
 
 #[cfg(test)]
@@ -64,30 +67,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delays_grow_to_the_cap_and_stay_jittered_below_the_ceiling() {
-        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(1000));
-        let mut ceilings = Vec::new();
-        for _ in 0..8 {
-            let ceiling = b.ceiling();
-            let d = b.next_delay();
+    fn delays_grow_stay_within_bounds_and_reset() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+        let expected_ceilings = [100u64, 200, 400, 800, 1600, 2000, 2000, 2000];
+        for ceiling in expected_ceilings {
+            let d = b.next_delay().as_millis() as u64;
             assert!(
-                d <= ceiling && d >= ceiling / 2,
-                "{d:?} outside [{ceiling:?}/2, {ceiling:?}]"
+                d >= ceiling / 2 && d <= ceiling,
+                "{d} ms outside [{}, {ceiling}]",
+                ceiling / 2
             );
-            ceilings.push(ceiling.as_millis());
         }
-        assert_eq!(ceilings, vec![100, 200, 400, 800, 1000, 1000, 1000, 1000]);
         b.reset();
-        assert_eq!(b.ceiling(), Duration::from_millis(100));
-        assert_eq!(b.attempts(), 0);
+        assert!(b.next_delay() <= Duration::from_millis(100));
     }
 
+    #[test]
+    fn many_attempts_do_not_overflow() {
+        let mut b = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+        for _ in 0..200 {
+            assert!(b.next_delay() <= Duration::from_secs(60));
+        }
+    }
+
+    #[cfg(any(feature = "telegram", feature = "webhook"))]
     #[tokio::test(start_paused = true)]
     async fn cancelled_sleep_returns_false() {
-        let cancel = CancellationToken::new();
+        let cancel = tokio_util::sync::CancellationToken::new();
         cancel.cancel();
         assert!(!sleep_or_cancel(Duration::from_secs(3600), &cancel).await);
-        let live = CancellationToken::new();
+        let live = tokio_util::sync::CancellationToken::new();
         assert!(sleep_or_cancel(Duration::from_secs(3600), &live).await);
+    }
+
+    #[test]
+    fn jitter_is_below_the_interval() {
+        for _ in 0..100 {
+            assert!(jitter(Duration::from_secs(41)) < Duration::from_secs(41));
+        }
     }
 }

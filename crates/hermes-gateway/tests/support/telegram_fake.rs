@@ -48,8 +48,10 @@ fn lock(m: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
 impl FakeBotApi {
     /// Starts the fake on an ephemeral loopback port; `token` is the only one it accepts.
     pub async fn start(token: &str) -> FakeBotApi {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
         let fake = FakeBotApi {
             token: token.to_string(),
             inner: Arc::default(),

@@ -8,10 +8,11 @@ use super::api::{BotApi, DownloadError};
 use super::types::{File, Message};
 use crate::platform::{Attachment, AttachmentKind, ChatType, InboundMessage, MessageSource};
 
-/// Note added to the text when an attachment is over the size cap (model-visible).
-const TOO_LARGE_NOTE: &str = include_str!("../../../prompts/telegram_attachment_too_large.md");
+/// Note added to the text when an attachment is over the size cap (model-visible; shared
+/// with the other adapters: `{name}`, `{size}` and `{max}` in bytes).
+const TOO_LARGE_NOTE: &str = include_str!("../../../prompts/attachment_too_large.md");
 /// Note added to the text when an attachment could not be downloaded (model-visible).
-const FAILED_NOTE: &str = include_str!("../../../prompts/telegram_attachment_failed.md");
+const FAILED_NOTE: &str = include_str!("../../../prompts/attachment_failed.md");
 
 /// A file a message carries, before download.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,22 +143,6 @@ pub(crate) fn text_message(msg: &Message) -> Option<InboundMessage> {
     })
 }
 
-/// Human size: `512 B`, `3.4 KB`, `20.0 MB` (powers of 1024).
-pub(crate) fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// A file name safe to join under the media directory: ASCII letters, digits, `.`, `-` and
 /// `_` kept, everything else `_`, no leading dot, at most 80 chars.
 pub(crate) fn safe_file_name(name: &str) -> String {
@@ -183,8 +168,8 @@ fn fill(template: &str, name: &str, size: u64, limit: u64) -> String {
     template
         .trim_end()
         .replace("{name}", name)
-        .replace("{size}", &human_size(size))
-        .replace("{limit}", &human_size(limit))
+        .replace("{size}", &size.to_string())
+        .replace("{max}", &limit.to_string())
 }
 
 fn append_note(text: &mut String, note: &str) {
@@ -207,7 +192,7 @@ pub(crate) async fn attach(
     let shown = media
         .file_name
         .clone()
-        .unwrap_or_else(|| format!("a {}", kind_word(media.kind)));
+        .unwrap_or_else(|| kind_word(media.kind).to_string());
     if let Some(size) = media.size
         && size > max_bytes
     {
@@ -240,10 +225,10 @@ pub(crate) async fn attach(
 
 fn kind_word(kind: AttachmentKind) -> &'static str {
     match kind {
-        AttachmentKind::Image => "photo",
-        AttachmentKind::Audio => "voice or audio message",
-        AttachmentKind::Video => "video",
-        AttachmentKind::Document => "file",
+        AttachmentKind::Image => "(photo)",
+        AttachmentKind::Audio => "(voice or audio message)",
+        AttachmentKind::Video => "(video)",
+        AttachmentKind::Document => "(file)",
     }
 }
 
@@ -384,7 +369,5 @@ mod tests {
         assert_eq!(safe_file_name(".hidden"), "hidden");
         assert_eq!(safe_file_name("отчёт 1.pdf"), "______1.pdf");
         assert_eq!(safe_file_name(""), "file");
-        assert_eq!(human_size(20 * 1024 * 1024), "20.0 MB");
-        assert_eq!(human_size(512), "512 B");
     }
 }
