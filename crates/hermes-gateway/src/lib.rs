@@ -14,6 +14,7 @@ pub mod delivery;
 mod error;
 mod factory;
 mod platform;
+pub mod platforms;
 
 pub use delivery::render_chunks;
 pub use error::PlatformError;
@@ -22,3 +23,5 @@ pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};
