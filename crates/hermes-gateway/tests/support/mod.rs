@@ -287,3 +287,6 @@ impl HttpFake {
             .collect()
     }
 }
+
+#[cfg(feature = "telegram")]
+pub mod telegram_fake;
