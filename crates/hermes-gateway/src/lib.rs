@@ -13,6 +13,7 @@
 mod error;
 mod factory;
 mod platform;
+pub mod platforms;
 
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
@@ -20,3 +21,5 @@ pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};
