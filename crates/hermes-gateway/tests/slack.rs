@@ -175,6 +175,10 @@ async fn events_arrive_as_messages_every_envelope_is_acked_and_bot_messages_are_
     let mut h = start(BOT, APP, LONG).await;
     let mut conn = h.hello().await;
 
+    // Malformed input and unknown envelope types are skipped; the unknown one is acked.
+    conn.send_raw("{not json");
+    conn.send(json!({"envelope_id": "e0", "type": "slash_commands", "payload": {}}));
+    assert_eq!(conn.recv().await, json!({"envelope_id": "e0"}));
     conn.send(envelope("e1", im("U42", "1.1", "hello &amp; welcome")));
     assert_eq!(conn.recv().await, json!({"envelope_id": "e1"}));
     let dm = h.next().await;
