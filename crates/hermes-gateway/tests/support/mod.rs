@@ -274,3 +274,6 @@ impl HttpFake {
             .collect()
     }
 }
+
+#[cfg(feature = "telegram")]
+pub mod telegram_fake;
