@@ -10,13 +10,18 @@
 //! Must not: run the agent loop itself (it drives `hermes-agent`), resolve which model to use
 //! (the front end passes an agent factory), or contain provider-specific code.
 
+pub mod delivery;
 mod error;
 mod factory;
 mod platform;
+pub mod platforms;
 
+pub use delivery::render_chunks;
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};
