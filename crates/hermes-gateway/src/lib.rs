@@ -15,6 +15,7 @@ pub mod api;
 mod error;
 mod factory;
 mod platform;
+pub mod platforms;
 
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
@@ -22,3 +23,5 @@ pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};
