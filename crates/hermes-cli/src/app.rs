@@ -35,12 +35,20 @@ impl App {
             env.insert(k, v);
         }
         let loaded = Config::load(&home.config_file())?;
+        let mut config_warnings = loaded.warnings;
+        config_warnings.extend(hermes_llm::ClientOptions::from_config(&loaded.config).1);
         Ok(App {
             home,
             config: loaded.config,
-            config_warnings: loaded.warnings,
+            config_warnings,
             env,
         })
+    }
+
+    /// Client options from `config.yaml` (`prompt_caching.cache_ttl`); an unusable value was
+    /// reported among the config warnings and falls back to the default.
+    pub fn client_options(&self) -> hermes_llm::ClientOptions {
+        hermes_llm::ClientOptions::from_config(&self.config).0
     }
 
     /// Opens (creating if needed) `state.db`.

@@ -93,7 +93,7 @@ pub fn build_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
     if rt.api_mode == ApiMode::Local {
         return build_local_client(app, rt);
     }
-    Ok(hermes_llm::build_client(rt)?)
+    Ok(hermes_llm::build_client_with(rt, &app.client_options())?)
 }
 
 #[cfg(feature = "local")]
@@ -160,7 +160,9 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
         };
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
-            .and_then(|rt| hermes_llm::build_client(&rt).map_err(|e| e.to_string()));
+            .and_then(|rt| {
+                hermes_llm::build_client_with(&rt, &app.client_options()).map_err(|e| e.to_string())
+            });
         match built {
             Ok(client) => out.push(client),
             Err(e) => eprintln!(

@@ -12,11 +12,13 @@
 
 #[cfg(feature = "api-server")]
 pub mod api;
+pub mod delivery;
 mod error;
 mod factory;
 mod platform;
 pub mod platforms;
 
+pub use delivery::render_chunks;
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use platform::{
@@ -25,3 +27,5 @@ pub use platform::{
 };
 #[cfg(feature = "discord")]
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
+#[cfg(feature = "slack")]
+pub use platforms::slack::{SlackAdapter, SlackSettings};

@@ -30,7 +30,8 @@ pub use openai_responses::{ResponsesClient, ResponsesConfig};
 pub use redact::{mask_secret, redact_secrets};
 pub use retry::backoff_delay;
 pub use runtime::{
-    ApiMode, DEFAULT_LOCAL_MODEL_FILE, ResolveError, ResolveInputs, Runtime, build_client, resolve,
+    ApiMode, ClientOptions, DEFAULT_LOCAL_MODEL_FILE, ResolveError, ResolveInputs, Runtime,
+    build_client, build_client_with, resolve,
 };
 pub use transport::init_tls;
 

@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_protocol::config::ModelConfig;
+use hermes_protocol::config::{Config, ModelConfig};
 
-use crate::anthropic::{AnthropicClient, AnthropicConfig};
+use crate::anthropic::{AnthropicClient, AnthropicConfig, CacheTtl};
 use crate::client::ModelClient;
 use crate::error::{ErrorClass, LlmError};
-use crate::openai_chat::{OpenAiChatClient, OpenAiChatConfig};
+use crate::openai_chat::{ChatWireOptions, OpenAiChatClient, OpenAiChatConfig};
 use crate::openai_responses::{ResponsesClient, ResponsesConfig};
 use crate::redact::mask_secret;
 
@@ -504,10 +504,47 @@ pub fn detect_api_mode(base_url: &str, model: &str) -> Option<ApiMode> {
     None
 }
 
-/// Builds the client for a resolved runtime: Chat Completions (OpenRouter gets its attribution
-/// headers), Anthropic Messages (prompt caching `system_and_3`, 5 m TTL) and Responses. The
-/// local model is constructed by the `local` module; asking for it here is a `format_error`.
+/// Options of [`build_client_with`] that come from `config.yaml` rather than from the
+/// resolved runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientOptions {
+    /// Lifetime of prompt-cache markers (`prompt_caching.cache_ttl`, default 5 m), for the
+    /// Anthropic adapter and Claude models through OpenRouter.
+    pub cache_ttl: CacheTtl,
+}
+
+impl ClientOptions {
+    /// Reads the options from `config.yaml`. An unusable value falls back to the default and
+    /// is reported in the returned warnings (e.g. ``prompt_caching.cache_ttl `2h` …``).
+    pub fn from_config(config: &Config) -> (ClientOptions, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut opts = ClientOptions::default();
+        if let Some(raw) = config.prompt_caching.cache_ttl.as_deref() {
+            match CacheTtl::parse(raw) {
+                Some(ttl) => opts.cache_ttl = ttl,
+                None => warnings.push(format!(
+                    "prompt_caching.cache_ttl `{raw}` is not `5m` or `1h`; using 5m"
+                )),
+            }
+        }
+        (opts, warnings)
+    }
+}
+
+/// [`build_client_with`] with the default [`ClientOptions`].
 pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
+    build_client_with(rt, &ClientOptions::default())
+}
+
+/// Builds the client for a resolved runtime: Chat Completions (OpenRouter gets its attribution
+/// headers; the wire options — reasoning echo, cache markers for Claude models through
+/// OpenRouter — are detected from provider, base URL and model), Anthropic Messages (prompt
+/// caching `system_and_3`) and Responses. The local model is constructed by the `local`
+/// module; asking for it here is a `format_error`.
+pub fn build_client_with(
+    rt: &Runtime,
+    opts: &ClientOptions,
+) -> Result<Arc<dyn ModelClient>, LlmError> {
     match rt.api_mode {
         ApiMode::ChatCompletions => {
             let mut cfg = OpenAiChatConfig::new(rt.base_url.clone(), rt.model.clone());
@@ -515,6 +552,8 @@ pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
             cfg.timeout = Duration::from_secs(120);
+            cfg.wire =
+                ChatWireOptions::detect(&rt.provider, &rt.base_url, &rt.model, opts.cache_ttl);
             if rt.provider == "openrouter" {
                 cfg.extra_headers = vec![
                     (
@@ -531,6 +570,7 @@ pub fn build_client(rt: &Runtime) -> Result<Arc<dyn ModelClient>, LlmError> {
             cfg.api_key = rt.api_key.clone();
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
+            cfg.body.cache = Some(opts.cache_ttl);
             Ok(Arc::new(AnthropicClient::new(cfg)?))
         }
         ApiMode::OpenAiResponses => {

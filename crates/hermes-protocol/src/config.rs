@@ -41,8 +41,8 @@ pub struct Config {
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
     /// that they are not reported as unknown keys.
     pub skills: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
-    pub prompt_caching: Option<yaml_serde::Value>,
+    /// `prompt_caching:` section (FEATURES §5).
+    pub prompt_caching: PromptCachingConfig,
     /// See [`Config::skills`].
     pub mcp_servers: Option<yaml_serde::Value>,
     /// See [`Config::skills`].
@@ -221,6 +221,14 @@ impl Default for MemoryConfig {
             nudge_interval: DEFAULT_MEMORY_NUDGE_INTERVAL,
         }
     }
+}
+
+/// `prompt_caching:` section (FEATURES §5, key names as in the Python system).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptCachingConfig {
+    /// Lifetime of Anthropic-style `cache_control` breakpoints: `5m` (default) or `1h`.
+    pub cache_ttl: Option<String>,
 }
 
 /// `display:` section.
