@@ -12,6 +12,7 @@ mod chat;
 mod config_cmd;
 mod cron_cmd;
 mod doctor_cmd;
+mod hangup;
 mod mcp_cmd;
 mod mcp_scan;
 mod memory_cmd;
@@ -67,6 +68,9 @@ fn init_logging(verbose: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        // A closed stderr (the terminal went away) must not turn a log line into a panic:
+        // tracing-subscriber reports its own write failures with `eprintln!`, which panics.
+        .log_internal_errors(false)
         .try_init();
 }
 

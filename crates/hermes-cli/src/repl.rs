@@ -24,6 +24,7 @@ pub async fn run(
     quiet: bool,
     verbose: bool,
 ) -> Result<i32> {
+    crate::hangup::watch_stdin();
     let mut keybindings = default_emacs_keybindings();
     keybindings.add_binding(
         KeyModifiers::ALT,

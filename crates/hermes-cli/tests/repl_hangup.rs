@@ -1,0 +1,98 @@
+//! The REPL ends when its terminal goes away, instead of spinning on a dead tty (crossterm
+//! issue #793): the pty master is closed while `hermes` waits at its prompt, and the process
+//! must exit on its own.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags, open};
+use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+
+/// Generous bound that only catches a process that never exits.
+const EXIT_BOUND: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repl_exits_when_its_terminal_hangs_up() {
+    let env = common::Env::new().await;
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let slave = open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let slave = std::fs::File::from(slave);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .env_clear()
+        .env("HERMES_HOME", env.home.path())
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .current_dir(env.cwd.path())
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+
+    // Play the terminal until the prompt is up: answer cursor-position queries, wait for
+    // the banner and the prompt.
+    let mut master = std::fs::File::from(master);
+    let master = tokio::task::spawn_blocking(move || {
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        while !(seen.contains("hermes 0") && seen.contains("hermes>")) && !seen.contains("hermes〉")
+        {
+            let n = master.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "terminal closed before the prompt; output so far: {seen:?}"
+            );
+            let chunk = String::from_utf8_lossy(&buf[..n]).into_owned();
+            for _ in 0..chunk.matches("\x1b[6n").count() {
+                master.write_all(b"\x1b[1;1R").unwrap();
+            }
+            seen.push_str(&chunk);
+            if seen.contains("hermes 0") && seen.contains("\x1b[6n") && seen.contains("hermes") {
+                // Banner printed and reedline has asked for the cursor: the prompt is up.
+                break;
+            }
+        }
+        master
+    });
+    let master = tokio::time::timeout(EXIT_BOUND, master)
+        .await
+        .expect("the REPL never showed its prompt")
+        .unwrap();
+
+    // The terminal goes away.
+    drop(master);
+
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > EXIT_BOUND {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let Some(status) = status else {
+        child.kill().unwrap();
+        panic!("hermes kept running after its terminal hung up");
+    };
+    assert!(
+        !status.success(),
+        "a hangup is not a clean exit: {status:?}"
+    );
+}
