@@ -12,6 +12,7 @@ mod compression;
 mod dispatch;
 mod handle;
 mod repair;
+mod steer;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
@@ -19,3 +20,4 @@ pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW
 pub use dispatch::{args_preview, result_preview};
 pub use handle::AgentHandle;
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
+pub use steer::SteerQueue;

@@ -10,13 +10,21 @@
 //! Must not: run the agent loop itself (it drives `hermes-agent`), resolve which model to use
 //! (the front end passes an agent factory), or contain provider-specific code.
 
+pub mod auth;
+pub mod config;
 mod error;
 mod factory;
+pub mod keys;
 mod platform;
+pub mod routing;
+pub mod runner;
+pub mod status;
 
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
+pub use keys::{KeyOptions, session_key};
 pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+pub use runner::{Gateway, GatewayError};
