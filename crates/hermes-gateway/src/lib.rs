@@ -16,6 +16,7 @@ mod error;
 mod factory;
 pub mod keys;
 mod platform;
+pub mod platforms;
 pub mod routing;
 pub mod runner;
 pub mod status;
@@ -27,4 +28,6 @@ pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
 };
+#[cfg(feature = "discord")]
+pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 pub use runner::{Gateway, GatewayError};

@@ -1,0 +1,1 @@
+//! Slack adapter (Socket Mode).
