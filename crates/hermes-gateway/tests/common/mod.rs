@@ -1,6 +1,11 @@
 //! Shared harness for gateway tests: an in-process fake platform, a gate tool that holds a
 //! turn open until the test releases it, and an agent factory wired to the mock provider.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity
+)]
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
