@@ -10,8 +10,11 @@
 //! Must not: run the agent loop itself (it drives `hermes-agent`), resolve which model to use
 //! (the front end passes an agent factory), or contain provider-specific code.
 
+#[cfg(feature = "api-server")]
+pub mod api;
 pub mod auth;
 pub mod config;
+pub mod delivery;
 mod error;
 mod factory;
 pub mod keys;
@@ -21,6 +24,7 @@ pub mod routing;
 pub mod runner;
 pub mod status;
 
+pub use delivery::render_chunks;
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use keys::{KeyOptions, session_key};
@@ -30,4 +34,6 @@ pub use platform::{
 };
 #[cfg(feature = "discord")]
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
+#[cfg(feature = "slack")]
+pub use platforms::slack::{SlackAdapter, SlackSettings};
 pub use runner::{Gateway, GatewayError};

@@ -41,8 +41,8 @@ pub struct Config {
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
     /// that they are not reported as unknown keys.
     pub skills: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
-    pub prompt_caching: Option<yaml_serde::Value>,
+    /// `prompt_caching:` section (FEATURES §5).
+    pub prompt_caching: PromptCachingConfig,
     /// See [`Config::skills`].
     pub mcp_servers: Option<yaml_serde::Value>,
     /// See [`Config::skills`].
@@ -109,6 +109,11 @@ pub struct ModelConfig {
     pub context_length: Option<u64>,
     /// API key written in the config (prefer `.env`).
     pub api_key: Option<String>,
+    /// More keys for the same provider: with `api_key` (or the provider's env var) and the
+    /// keys of `hermes auth add` they form the credential pool (FEATURES §2).
+    pub api_keys: Vec<String>,
+    /// How the pool picks a key: `fill_first` (default), `round_robin` or `least_used`.
+    pub credential_strategy: Option<String>,
     /// Force an api_mode (`chat_completions`, …) instead of detecting it.
     pub api_mode: Option<String>,
     /// Maximum output tokens per call.
@@ -231,6 +236,14 @@ impl Default for MemoryConfig {
             nudge_interval: DEFAULT_MEMORY_NUDGE_INTERVAL,
         }
     }
+}
+
+/// `prompt_caching:` section (FEATURES §5, key names as in the Python system).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptCachingConfig {
+    /// Lifetime of Anthropic-style `cache_control` breakpoints: `5m` (default) or `1h`.
+    pub cache_ttl: Option<String>,
 }
 
 /// `display:` section.

@@ -45,7 +45,20 @@ impl Backoff {
     }
 }
 
+/// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
+#[cfg(any(feature = "telegram", feature = "webhook"))]
+pub(crate) async fn sleep_or_cancel(
+    delay: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = cancel.cancelled() => false,
+    }
+}
+
 /// A random fraction of `d` (used for Discord's first heartbeat, which must be jittered).
+#[cfg_attr(not(feature = "discord"), allow(dead_code))]
 pub(crate) fn jitter(d: Duration) -> Duration {
     d.mul_f64(rand::rng().random_range(0.0..1.0))
 }
@@ -76,6 +89,16 @@ mod tests {
         for _ in 0..200 {
             assert!(b.next_delay() <= Duration::from_secs(60));
         }
+    }
+
+    #[cfg(any(feature = "telegram", feature = "webhook"))]
+    #[tokio::test(start_paused = true)]
+    async fn cancelled_sleep_returns_false() {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        cancel.cancel();
+        assert!(!sleep_or_cancel(Duration::from_secs(3600), &cancel).await);
+        let live = tokio_util::sync::CancellationToken::new();
+        assert!(sleep_or_cancel(Duration::from_secs(3600), &live).await);
     }
 
     #[test]

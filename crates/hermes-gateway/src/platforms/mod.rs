@@ -2,7 +2,12 @@
 //! (FEATURES §1 Gateway). Adapters speak their platform's wire protocol and report stable
 //! user ids; they never authorize, route or chunk.
 
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "telegram",
+    feature = "webhook"
+))]
 pub(crate) mod backoff;
 #[cfg(any(feature = "discord", feature = "slack"))]
 pub(crate) mod media;
@@ -11,3 +16,5 @@ pub(crate) mod media;
 pub mod discord;
 #[cfg(feature = "slack")]
 pub mod slack;
+#[cfg(feature = "telegram")]
+pub mod telegram;

@@ -72,13 +72,14 @@ impl Approver for ChatApprover {
             *p = Some(tx);
         }
         let question = format!(
-            "⚠️ The agent wants to run a dangerous command ({}):\n{}\nReply /approve to run it, /approve session to stop asking for this kind, or /deny. No answer in {} s denies it.",
+            "⚠️ The agent wants to run a dangerous command ({}):\n\n```\n{}\n```\n\nReply /approve to run it, /approve session to stop asking for this kind, or /deny. No answer in {} s denies it.",
             request.reason,
             request.command,
             self.timeout.as_secs()
         );
-        let question = crate::runner::deliver::plain(&self.adapter.limits(), &question);
-        if let Err(e) = self.adapter.send(&target, &question).await {
+        if let Err(e) =
+            crate::runner::deliver::deliver(self.adapter.as_ref(), &target, &question).await
+        {
             tracing::warn!(error = %e, "could not ask for approval; denying");
             self.slot.answer(Approval::Deny);
             return Approval::Deny;
@@ -89,11 +90,8 @@ impl Approver for ChatApprover {
                 if let Ok(mut p) = self.slot.pending.lock() {
                     p.take();
                 }
-                let note = crate::runner::deliver::plain(
-                    &self.adapter.limits(),
-                    "No answer in time: the command was denied.",
-                );
-                let _ = self.adapter.send(&target, &note).await;
+                let note = "No answer in time: the command was denied.";
+                let _ = crate::runner::deliver::deliver(self.adapter.as_ref(), &target, note).await;
                 Approval::Deny
             }
         }

@@ -7,6 +7,7 @@
 //! [`LlmError::from_http`].
 
 mod assemble;
+pub mod capabilities;
 mod request;
 mod stream;
 
@@ -15,9 +16,11 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
 pub use assemble::{ChatAssembler, PromptHint, decode_completion_body, map_usage};
-pub use request::{build_body, estimate_prompt_tokens, message_to_wire};
+pub use capabilities::ChatWireOptions;
+pub use request::{apply_cache_markers, build_body, estimate_prompt_tokens, message_to_wire};
 pub use stream::decode_sse;
 
+use crate::anthropic::CacheTtl;
 use crate::client::{ChatRequest, EventStream, ModelClient};
 use crate::error::{ErrorClass, LlmError};
 use crate::redact::mask_secret;
@@ -41,15 +44,23 @@ pub struct OpenAiChatConfig {
     pub context_window: Option<u64>,
     /// Connect timeout and the longest silence allowed between two reads of the response.
     pub timeout: Duration,
+    /// Reasoning echo and prompt-cache markers for this endpoint and model
+    /// ([`capabilities`]); detected by [`OpenAiChatConfig::new`].
+    pub wire: ChatWireOptions,
 }
 
 impl OpenAiChatConfig {
-    /// A config with no key, no extra headers, provider id `custom` and a 120 s timeout.
+    /// A config with no key, no extra headers, provider id `custom`, a 120 s timeout and the
+    /// wire options detected from the base URL and model ([`ChatWireOptions::detect`], 5 m
+    /// cache TTL).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiChatConfig {
+        let base_url = base_url.into();
+        let model = model.into();
         OpenAiChatConfig {
-            base_url: base_url.into(),
+            wire: ChatWireOptions::detect("custom", &base_url, &model, CacheTtl::FiveMinutes),
+            base_url,
             api_key: None,
-            model: model.into(),
+            model,
             provider_id: "custom".to_string(),
             extra_headers: Vec::new(),
             context_window: None,
@@ -75,6 +86,7 @@ impl std::fmt::Debug for OpenAiChatConfig {
             )
             .field("context_window", &self.context_window)
             .field("timeout", &self.timeout)
+            .field("wire", &self.wire)
             .finish()
     }
 }
@@ -163,7 +175,7 @@ impl OpenAiChatClient {
 #[async_trait::async_trait]
 impl ModelClient for OpenAiChatClient {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = build_body(request, &self.config.model);
+        let body = build_body(request, &self.config.model, &self.config.wire);
         let hint = PromptHint {
             estimated_prompt_tokens: estimate_prompt_tokens(request),
             context_window: self.config.context_window,
