@@ -16,7 +16,10 @@ mod factory;
 mod platform;
 pub mod platforms;
 
-pub use delivery::render_chunks;
+pub use delivery::{
+    DeliveryOptions, DeliveryReport, StreamingReply, ToolProgressMode, extract_media,
+    render_chunks, save_inbound,
+};
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use platform::{
