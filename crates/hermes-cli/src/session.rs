@@ -88,12 +88,41 @@ pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
     Ok(hermes_llm::resolve(&inputs)?)
 }
 
+/// Fills `rt.context_window` by the context-length chain (config → provider metadata, cached
+/// a day in `HERMES_HOME/cache/context_lengths.json` → built-in table → 128k; FEATURES §2).
+/// The embedded model reports its own window.
+pub async fn resolve_context_window(app: &App, rt: &mut Runtime) {
+    if rt.api_mode == ApiMode::Local {
+        return;
+    }
+    let cache = app.home.cache_dir().join("context_lengths.json");
+    let now = chrono::Utc::now().timestamp().max(0) as u64;
+    let found = hermes_llm::context_length::resolve_context_length(rt, Some(&cache), now).await;
+    rt.trace.push(format!(
+        "context window {} tokens ({:?})",
+        found.tokens, found.source
+    ));
+    rt.context_window = Some(found.tokens);
+}
+
 /// Connects to the resolved model.
 pub fn build_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
     if rt.api_mode == ApiMode::Local {
         return build_local_client(app, rt);
     }
-    Ok(hermes_llm::build_client_with(rt, &app.client_options())?)
+    let mut section = app.config.model.to_config();
+    // `model.api_keys` belong to the configured provider, not to one chosen by a flag.
+    if section
+        .provider
+        .as_deref()
+        .is_some_and(|p| crate::auth_cmd::provider_id(p).as_deref() != Some(rt.provider.as_str()))
+    {
+        section.api_keys.clear();
+    }
+    Ok(hermes_llm::build_client_with(
+        rt,
+        &app.client_options(&section),
+    )?)
 }
 
 #[cfg(feature = "local")]
@@ -161,7 +190,8 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
             .and_then(|rt| {
-                hermes_llm::build_client_with(&rt, &app.client_options()).map_err(|e| e.to_string())
+                hermes_llm::build_client_with(&rt, &app.client_options(entry))
+                    .map_err(|e| e.to_string())
             });
         match built {
             Ok(client) => out.push(client),
@@ -180,7 +210,8 @@ pub async fn build_agent(
     args: &ChatArgs,
     approver: Arc<dyn Approver>,
 ) -> Result<(Agent, SessionInfo)> {
-    let runtime = resolve_runtime(app, args)?;
+    let mut runtime = resolve_runtime(app, args)?;
+    resolve_context_window(app, &mut runtime).await;
     tracing::info!(trace = ?runtime.trace, "runtime resolved");
     let client = build_client(app, &runtime)?;
     let (toolsets, _) = crate::tools_cmd::enabled_toolsets(app, args);

@@ -40,6 +40,7 @@ type React = Arc<dyn Fn(&Value) -> Reaction + Send + Sync>;
 enum Cmd {
     Send(String),
     Close(u16),
+    Freeze,
 }
 
 /// One accepted websocket connection, driven by the test.
@@ -65,9 +66,20 @@ impl FakeConn {
             .unwrap_or_else(|| serde_json::json!({"__gone": true}))
     }
 
+    /// Sends a text frame as is (for malformed input).
+    pub fn send_raw(&self, text: &str) {
+        let _ = self.cmds.send(Cmd::Send(text.to_owned()));
+    }
+
     /// Closes with a close frame carrying `code`.
     pub fn close(&self, code: u16) {
         let _ = self.cmds.send(Cmd::Close(code));
+    }
+
+    /// Stops reading and answering (not even pongs) while keeping the TCP connection open:
+    /// a dead peer.
+    pub fn freeze(&self) {
+        let _ = self.cmds.send(Cmd::Freeze);
     }
 
     /// Drops the TCP connection without a close frame (a network failure).
@@ -118,6 +130,12 @@ impl WsServer {
                                         code: CloseCode::from(code),
                                         reason: "test".into(),
                                     }))).await;
+                                    return;
+                                }
+                                Some(Cmd::Freeze) => {
+                                    // Hold the socket open, read nothing, until dropped.
+                                    while cmd_rx.recv().await.is_some() {}
+                                    drop((sink, stream));
                                     return;
                                 }
                                 None => return,
