@@ -80,7 +80,8 @@ async fn dropped_connection_exits_1_with_a_network_error() {
             .any(|l| l.starts_with("error: The model call failed: network error")),
         "{err}"
     );
-    assert_eq!(raw.connections(), 1);
+    // The chat request, plus any metadata lookups the client makes first (context length).
+    assert!(raw.connections() >= 1);
 }
 
 #[tokio::test]
