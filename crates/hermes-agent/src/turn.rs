@@ -36,18 +36,20 @@ impl Agent {
         emit(AgentEvent::TurnStarted {
             session_id: self.session_id.clone(),
         });
+        self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.persist(Message::user(input), events).await;
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
         self.active = self.deps.client.clone();
-        self.recovery.reset_turn(0);
+        self.recovery
+            .reset_turn(self.deps.client.spare_credentials());
 
         let mut usage = Usage::default();
         let mut final_text = String::new();
         let mut outcome = TurnOutcome::BudgetExhausted;
         let budget = self.opts.max_turns.max(1);
 
-        for _iteration in 0..budget {
+        for iteration in 0..budget {
             if self.refresh_tools() {
                 emit(AgentEvent::Status {
                     message: format!("tool list changed: {} tools available", self.specs.len()),
@@ -101,6 +103,13 @@ impl Agent {
                 outcome = TurnOutcome::Completed;
                 break;
             }
+            self.fire_hook(
+                "agent:step",
+                serde_json::json!({
+                    "iteration": iteration + 1,
+                    "tool_calls": reply.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                }),
+            );
             let truncated = reply.finish_reason == Some(FinishReason::Length);
             if !self
                 .run_tools(&reply.tool_calls, truncated, events, &cancel)
@@ -118,6 +127,14 @@ impl Agent {
             final_text = "Interrupted.".to_string();
         }
         self.session_usage.add(&usage);
+        self.fire_hook(
+            "agent:end",
+            serde_json::json!({
+                "outcome": outcome,
+                "final_text": final_text,
+                "usage": usage,
+            }),
+        );
         emit(AgentEvent::TurnFinished {
             outcome: outcome.clone(),
             final_text,
@@ -159,7 +176,8 @@ impl Agent {
     }
 
     /// One model call with recovery per the error class, as decided by
-    /// [`hermes_llm::fallback::RecoveryPolicy`] (FEATURES §2): retries with jittered backoff
+    /// [`hermes_llm::fallback::RecoveryPolicy`] (FEATURES §2): the next key of a credential
+    /// pool after a key-specific failure, retries with jittered backoff
     /// (a `Retry-After` wins; sleeps are interruptible), one retry without replayed reasoning
     /// after a rejected thinking signature, then the next fallback provider for the rest of
     /// the turn. Context overflow is returned at once: the caller compresses.
@@ -183,9 +201,15 @@ impl Agent {
                 Err(CallFailure::Failed(e)) => e,
             };
             match self.recovery.decide(&error) {
-                // No credential pool is configured yet (spare keys 0), so this is a plain
-                // immediate retry should a policy ever return it.
-                RecoveryAction::RotateCredential => {}
+                // A pooled client put the failed key on cooldown; the next call takes
+                // another key of the pool at once.
+                RecoveryAction::RotateCredential => {
+                    status(format!(
+                        "{} error ({error}); trying the next API key of {}",
+                        error.class.as_str(),
+                        self.active.provider()
+                    ));
+                }
                 RecoveryAction::Retry { wait, .. } => {
                     status(format!(
                         "{} error ({error}); retry {}/{} in {:.1}s",
@@ -220,6 +244,7 @@ impl Agent {
                         target.model
                     ));
                     request.model = next.model().to_string();
+                    self.recovery.spare_credentials = next.spare_credentials();
                     self.active = next;
                 }
                 // Resending an oversized request cannot help: the caller compresses first.
