@@ -44,7 +44,7 @@ def rows(doc):
     add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
     add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
     small = doc["results"].get("store_same_size", {})
-    if small:
+    if small.get("ours", {}).get("messages"):
         n = f"{small['ours']['messages']:,}"
         add(f"store, {n} messages: insert per message (1 commit each)", "store_same_size",
             "insert_us_per_message", "µs", 0)
@@ -52,7 +52,7 @@ def rows(doc):
         add(f"store, {n} messages: search p50 (100 queries)", "store_same_size", "search_p50_ms", "ms", 2)
         add(f"store, {n} messages: search p99", "store_same_size", "search_p99_ms", "ms", 2)
     big = doc["results"].get("store", {}).get("ours")
-    if big:
+    if big and big.get("messages"):
         n = f"{big['messages']:,}"
         add(f"store, {n} messages: insert per message", "store", "insert_us_per_message", "µs", 0)
         add(f"store, {n} messages: file size", "store", "db_mb", "MB", 0)
@@ -77,6 +77,10 @@ def table(doc):
     peer = doc.get("peer") or "peer"
     head = f"| benchmark | hermes (Rust) | {peer.split(' (')[0]} | peer / hermes |\n|---|---|---|---|\n"
     body = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows(doc))
+    for key, per in doc["results"].items():
+        for who, value in per.items():
+            if isinstance(value, dict) and "error" in value:
+                body += f"| {key} ({who}) | failed: {value['error'][:120]} | | |\n"
     lines = [f"hermes: {doc.get('ours')}; peer: {peer}; mode: {doc.get('mode')}; "
              f"machine: {doc['machine'].get('cpu')}, {doc['machine'].get('cores')} cores", "", head + body]
     for t in doc.get("targets", []):
