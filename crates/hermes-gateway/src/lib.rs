@@ -24,7 +24,10 @@ pub mod routing;
 pub mod runner;
 pub mod status;
 
-pub use delivery::render_chunks;
+pub use delivery::{
+    DeliveryOptions, DeliveryReport, StreamingReply, ToolProgressMode, extract_media,
+    render_chunks, save_inbound,
+};
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use keys::{KeyOptions, session_key};
