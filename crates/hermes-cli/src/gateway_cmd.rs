@@ -199,7 +199,13 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             if adapters.is_empty() && !api_enabled {
                 return Err(hermes_gateway::GatewayError::NoPlatforms.into());
             }
-            let kit = AgentKit::prepare(&app, args).await?;
+            let mut kit = AgentKit::prepare(&app, args).await?;
+            // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
+            let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
+            for e in hook_errors {
+                eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
+            }
+            kit.opts.hooks = hooks.clone();
             let store = kit.store.clone();
             let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()));
             let cancel = CancellationToken::new();
@@ -211,6 +217,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
                 Ok(())
             } else {
                 let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+                gateway.set_hooks(hooks);
                 gateway.run(cancel.clone()).await
             };
             cancel.cancel();
