@@ -118,6 +118,7 @@ impl Agent {
                 outcome = TurnOutcome::Interrupted;
                 break;
             }
+            self.take_steering(events).await;
         }
 
         if outcome == TurnOutcome::BudgetExhausted {
@@ -326,6 +327,25 @@ impl Agent {
         text
     }
 
+    /// Hands messages steered in during the tool batch to the model as one user message.
+    async fn take_steering(&mut self, events: &UnboundedSender<AgentEvent>) {
+        let Some(queue) = &self.steer else {
+            return;
+        };
+        let texts = queue.drain();
+        if texts.is_empty() {
+            return;
+        }
+        let _ = events.send(AgentEvent::Status {
+            message: format!(
+                "{} message(s) from the user added to this turn",
+                texts.len()
+            ),
+        });
+        self.persist(Message::user(texts.join("\n\n")), events)
+            .await;
+    }
+
     pub(crate) async fn record_usage(&self, usage: &Usage) {
         if usage.is_empty() {
             return;
@@ -334,8 +354,9 @@ impl Agent {
         let model = self.active.model().to_string();
         let provider = self.active.provider().to_string();
         let u = *usage;
+        let cost = hermes_llm::pricing::cost_usd(&model, &u);
         if let Err(e) = self
-            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None))
+            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, cost))
             .await
         {
             tracing::warn!(error = %e, "could not record usage");

@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 mod client;
+pub mod context_length;
 pub mod credentials;
 pub mod error;
 pub mod fallback;
@@ -16,6 +17,7 @@ pub mod hermes_format;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod pooled;
+pub mod pricing;
 mod redact;
 pub mod replay;
 pub mod retry;

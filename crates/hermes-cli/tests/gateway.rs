@@ -1,0 +1,180 @@
+//! `hermes pairing {list,approve,revoke}` and `hermes gateway {status,run}` end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::driver::{hermes_command, wait_bounded};
+use common::{Env, stderr, stdout};
+use hermes_gateway::auth::pairing::{CodeRequest, PairingStore, now_unix};
+
+#[tokio::test]
+async fn pairing_list_approve_revoke() {
+    let env = Env::new().await;
+    let out = env.run_ok(&["pairing", "list"]).await;
+    assert!(
+        stdout(&out).contains("no pairing codes"),
+        "{}",
+        stdout(&out)
+    );
+    let store = PairingStore::new(env.home.path().join("pairing"));
+    let CodeRequest::Issued(code) = store
+        .request_code("telegram", "4242", Some("bob"), now_unix())
+        .unwrap()
+    else {
+        panic!("no code issued");
+    };
+    let out = env.run_ok(&["pairing", "list"]).await;
+    assert!(stdout(&out).contains(&code), "{}", stdout(&out));
+    assert!(stdout(&out).contains("4242 (bob)"), "{}", stdout(&out));
+    let bad = env
+        .run(&["pairing", "approve", "telegram", "ZZZZZZZZ"])
+        .await;
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("no pending pairing code"),
+        "{}",
+        stderr(&bad)
+    );
+    let out = env
+        .run_ok(&["pairing", "approve", "telegram", &code.to_lowercase()])
+        .await;
+    assert!(
+        stdout(&out).contains("approved telegram user 4242"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(store.is_approved("telegram", "4242").unwrap());
+    let status = env
+        .run_env(
+            &["gateway", "status"],
+            &[("TELEGRAM_BOT_TOKEN", "123:abc".into())],
+        )
+        .await;
+    assert!(status.status.success(), "{}", stderr(&status));
+    let text = stdout(&status);
+    let telegram = text.lines().find(|l| l.starts_with("telegram")).unwrap();
+    assert!(
+        telegram.contains("yes") && telegram.contains("pairing"),
+        "{text}"
+    );
+    assert!(text.contains("routed sessions: 0"), "{text}");
+    env.run_ok(&["pairing", "revoke", "telegram", "4242"]).await;
+    assert!(!store.is_approved("telegram", "4242").unwrap());
+    let again = env.run(&["pairing", "revoke", "telegram", "4242"]).await;
+    assert_eq!(again.status.code(), Some(1));
+}
+
+#[tokio::test]
+async fn gateway_config_errors_and_no_platforms_are_reported() {
+    let env = Env::with_config("display:\n  busy_input_mode: sometimes\n").await;
+    let out = env.run(&["gateway", "status"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("display.busy_input_mode"),
+        "{}",
+        stderr(&out)
+    );
+    let env = Env::new().await;
+    let out = env.run(&["gateway", "run"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no messaging platform is configured"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn gateway_status_shows_every_platform_configured_from_env() {
+    let env = Env::new().await;
+    let vars = [
+        ("TELEGRAM_BOT_TOKEN", "123:fake"),
+        ("DISCORD_BOT_TOKEN", "fake-discord"),
+        ("SLACK_BOT_TOKEN", "xoxb-fake"),
+        ("SLACK_APP_TOKEN", "xapp-fake"),
+        ("WEBHOOK_SECRET", "fake-secret"),
+        ("API_SERVER_ENABLED", "true"),
+        ("API_SERVER_KEY", "sk-fake"),
+    ];
+    let vars: Vec<(&str, String)> = vars.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    let out = env.run_env(&["gateway", "status"], &vars).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for platform in ["telegram", "discord", "slack", "webhook", "api_server"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(platform))
+            .unwrap_or_else(|| panic!("no {platform} line in:\n{text}"));
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(columns[1], "yes", "{platform} not configured:\n{text}");
+    }
+    assert!(text.contains("bearer key"), "{text}");
+
+    // Without the tokens nothing is configured.
+    let out = env.run_ok(&["gateway", "status"]).await;
+    for line in stdout(&out)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("routed"))
+    {
+        assert_eq!(line.split_whitespace().nth(1), Some("no"), "{line}");
+    }
+}
+
+/// `GET /health` over a plain HTTP/1.1 connection; `None` while nothing answers.
+fn health(port: u16) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_run_serves_the_api_server_and_stops_on_sigterm() {
+    let env = Env::new().await;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("API_SERVER_ENABLED", "true")
+        .env("API_SERVER_PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let answer = loop {
+        if let Some(r) = health(port) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the API server never answered on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("gateway stopped"), "{}", stderr(&out));
+    assert!(
+        health(port).is_none(),
+        "the API server still answers after shutdown"
+    );
+}
