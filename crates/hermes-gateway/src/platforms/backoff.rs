@@ -46,7 +46,7 @@ impl Backoff {
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(any(feature = "telegram", feature = "webhook"))]
+#[cfg(feature = "telegram")]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,
@@ -90,7 +90,7 @@ mod tests {
         }
     }
 
-    #[cfg(any(feature = "telegram", feature = "webhook"))]
+    #[cfg(feature = "telegram")]
     #[tokio::test(start_paused = true)]
     async fn cancelled_sleep_returns_false() {
         let cancel = tokio_util::sync::CancellationToken::new();
