@@ -158,17 +158,20 @@ impl Agent {
                     .clone()
                     .unwrap_or_else(|| (ToolOutput::error(CANCELLED_TEXT), Duration::ZERO));
                 turn_chars_left = turn_chars_left.saturating_sub(item.content.chars().count());
-                let _ = events.send(AgentEvent::ToolFinished {
-                    call_id: calls[i].id.clone(),
-                    ok: !output.is_error,
-                    preview: result_preview(&item.content),
-                    duration_ms: took.as_millis() as u64,
-                });
+                let preview = result_preview(&item.content);
+                // Committed before it is reported: a `tool_finished` event means the result
+                // is in the store (invariant 3, nothing acknowledged is lost).
                 self.persist(
                     Message::tool(calls[i].id.clone(), calls[i].name.clone(), item.content),
                     events,
                 )
                 .await;
+                let _ = events.send(AgentEvent::ToolFinished {
+                    call_id: calls[i].id.clone(),
+                    ok: !output.is_error,
+                    preview,
+                    duration_ms: took.as_millis() as u64,
+                });
             }
         }
         !cancel.is_cancelled()

@@ -40,7 +40,8 @@ impl Agent {
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
         self.active = self.deps.client.clone();
-        self.recovery.reset_turn(0);
+        self.recovery
+            .reset_turn(self.deps.client.spare_credentials());
 
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -159,7 +160,8 @@ impl Agent {
     }
 
     /// One model call with recovery per the error class, as decided by
-    /// [`hermes_llm::fallback::RecoveryPolicy`] (FEATURES §2): retries with jittered backoff
+    /// [`hermes_llm::fallback::RecoveryPolicy`] (FEATURES §2): the next key of a credential
+    /// pool after a key-specific failure, retries with jittered backoff
     /// (a `Retry-After` wins; sleeps are interruptible), one retry without replayed reasoning
     /// after a rejected thinking signature, then the next fallback provider for the rest of
     /// the turn. Context overflow is returned at once: the caller compresses.
@@ -183,9 +185,15 @@ impl Agent {
                 Err(CallFailure::Failed(e)) => e,
             };
             match self.recovery.decide(&error) {
-                // No credential pool is configured yet (spare keys 0), so this is a plain
-                // immediate retry should a policy ever return it.
-                RecoveryAction::RotateCredential => {}
+                // A pooled client put the failed key on cooldown; the next call takes
+                // another key of the pool at once.
+                RecoveryAction::RotateCredential => {
+                    status(format!(
+                        "{} error ({error}); trying the next API key of {}",
+                        error.class.as_str(),
+                        self.active.provider()
+                    ));
+                }
                 RecoveryAction::Retry { wait, .. } => {
                     status(format!(
                         "{} error ({error}); retry {}/{} in {:.1}s",
@@ -220,6 +228,7 @@ impl Agent {
                         target.model
                     ));
                     request.model = next.model().to_string();
+                    self.recovery.spare_credentials = next.spare_credentials();
                     self.active = next;
                 }
                 // Resending an oversized request cannot help: the caller compresses first.

@@ -36,7 +36,10 @@ impl App {
         }
         let loaded = Config::load(&home.config_file())?;
         let mut config_warnings = loaded.warnings;
-        config_warnings.extend(hermes_llm::ClientOptions::from_config(&loaded.config).1);
+        let (base, ttl_warnings) = hermes_llm::ClientOptions::from_config(&loaded.config);
+        config_warnings.extend(ttl_warnings);
+        let (_, pool_warnings) = base.with_pool(&loaded.config.model.to_config(), None, None);
+        config_warnings.extend(pool_warnings);
         Ok(App {
             home,
             config: loaded.config,
@@ -45,10 +48,22 @@ impl App {
         })
     }
 
-    /// Client options from `config.yaml` (`prompt_caching.cache_ttl`); an unusable value was
-    /// reported among the config warnings and falls back to the default.
-    pub fn client_options(&self) -> hermes_llm::ClientOptions {
-        hermes_llm::ClientOptions::from_config(&self.config).0
+    /// Client options for a provider chosen by `section` (the `model:` section or a
+    /// `fallback_providers` entry): `prompt_caching.cache_ttl`, the section's `api_keys` and
+    /// `credential_strategy`, and this home's `auth.json` and credential state file. Unusable
+    /// values were reported among the config warnings and fall back to the defaults.
+    pub fn client_options(
+        &self,
+        section: &hermes_protocol::config::ModelConfig,
+    ) -> hermes_llm::ClientOptions {
+        hermes_llm::ClientOptions::from_config(&self.config)
+            .0
+            .with_pool(
+                section,
+                Some(self.home.auth_file()),
+                Some(self.home.credential_state_file()),
+            )
+            .0
     }
 
     /// Opens (creating if needed) `state.db`.

@@ -125,6 +125,12 @@ pub enum Command {
         #[command(subcommand)]
         action: McpCmd,
     },
+    /// Extra API keys per provider (a credential pool): add, list, remove.
+    Auth {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::auth_cmd::AuthCmd,
+    },
     /// Scheduled jobs: list, create, edit, pause, resume, run, remove, runs, status, tick.
     Cron {
         /// What to do.

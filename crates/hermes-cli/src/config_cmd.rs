@@ -53,11 +53,18 @@ fn redacted(config: &Config) -> Config {
             *k = hermes_llm::mask_secret(k);
         }
     };
+    let mask_all = |keys: &mut Vec<String>| {
+        for k in keys.iter_mut() {
+            *k = hermes_llm::mask_secret(k);
+        }
+    };
     if let hermes_protocol::config::ModelSetting::Table(model) = &mut shown.model {
         mask(&mut model.api_key);
+        mask_all(&mut model.api_keys);
     }
     for fallback in &mut shown.fallback_providers {
         mask(&mut fallback.api_key);
+        mask_all(&mut fallback.api_keys);
     }
     shown
 }

@@ -7,6 +7,7 @@ mod output;
 mod app;
 mod approver;
 mod args;
+mod auth_cmd;
 mod chat;
 mod config_cmd;
 mod cron_cmd;
@@ -82,6 +83,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Memory { action }) => memory_cmd::run(profile, action),
         Some(Command::Skills { action }) => skills_cmd::run(profile, action),
         Some(Command::Tools { action }) => tools_cmd::run(profile, &cli.chat, action.as_ref()),
+        Some(Command::Auth { action }) => auth_cmd::run(profile, action),
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
         Some(Command::Version) => Ok(0),

@@ -93,7 +93,19 @@ pub fn build_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
     if rt.api_mode == ApiMode::Local {
         return build_local_client(app, rt);
     }
-    Ok(hermes_llm::build_client_with(rt, &app.client_options())?)
+    let mut section = app.config.model.to_config();
+    // `model.api_keys` belong to the configured provider, not to one chosen by a flag.
+    if section
+        .provider
+        .as_deref()
+        .is_some_and(|p| crate::auth_cmd::provider_id(p).as_deref() != Some(rt.provider.as_str()))
+    {
+        section.api_keys.clear();
+    }
+    Ok(hermes_llm::build_client_with(
+        rt,
+        &app.client_options(&section),
+    )?)
 }
 
 #[cfg(feature = "local")]
@@ -161,7 +173,8 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
             .and_then(|rt| {
-                hermes_llm::build_client_with(&rt, &app.client_options()).map_err(|e| e.to_string())
+                hermes_llm::build_client_with(&rt, &app.client_options(entry))
+                    .map_err(|e| e.to_string())
             });
         match built {
             Ok(client) => out.push(client),

@@ -25,3 +25,5 @@ pub use platform::{
 };
 #[cfg(feature = "discord")]
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
+#[cfg(feature = "slack")]
+pub use platforms::slack::{SlackAdapter, SlackSettings};

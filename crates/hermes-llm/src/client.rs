@@ -78,4 +78,11 @@ pub trait ModelClient: Send + Sync {
     fn context_window(&self) -> Option<u64> {
         None
     }
+
+    /// How many other API keys this client can switch to after a key-specific failure (a
+    /// credential pool of n keys has n − 1); the turn loop rotates at most that many times
+    /// per turn (FEATURES §2). 0 for a single key.
+    fn spare_credentials(&self) -> u32 {
+        0
+    }
 }

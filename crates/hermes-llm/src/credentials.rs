@@ -1,10 +1,14 @@
 //! Credential pools (FEATURES §2): several API keys per provider, a selection strategy
 //! (`fill_first`, `round_robin`, `least_used`), and cooldowns after failures — 5 min after a
 //! 401, 1 h after a 429 or 402 unless the provider said when it resets (`Retry-After`). The
-//! state (use counts, cooldown ends as Unix seconds) is plain serde data that the caller
-//! persists in `HERMES_HOME` with [`CredentialPool::save`] / [`CredentialPool::load`].
-//! Clock values are passed in (Unix seconds) so behaviour is testable without waiting.
+//! state (use counts, cooldown ends as Unix seconds) is plain serde data: the keys added with
+//! `hermes auth add` live in `HERMES_HOME/auth.json` ([`CredentialPool::save`] /
+//! [`CredentialPool::load`]); the use counts and cooldowns of every pooled key, whatever its
+//! origin, live without secrets in `HERMES_HOME/cache/credential_state.json`, by provider and
+//! key label ([`save_state`] / [`load_state`]). Clock values are passed in (Unix seconds) so
+//! behaviour is testable without waiting.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -157,6 +161,53 @@ impl CredentialPool {
         Some((pick, c.key.clone()))
     }
 
+    /// Like [`CredentialPool::acquire`], but when every key is cooling down it hands out the
+    /// one whose cooldown ends first (a real call is a better judge than a stale cooldown; the
+    /// user may have replaced the key). `None` only for an empty pool.
+    pub fn acquire_or_soonest(&mut self, now: u64) -> Option<(usize, String)> {
+        if let Some(picked) = self.acquire(now) {
+            return Some(picked);
+        }
+        let pick = self
+            .credentials
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, c)| c.cooldown_until.unwrap_or(0))
+            .map(|(i, _)| i)?;
+        let c = &mut self.credentials[pick];
+        c.uses += 1;
+        self.last = Some(pick);
+        Some((pick, c.key.clone()))
+    }
+
+    /// The bookkeeping of every key, by label (no secrets).
+    pub fn state(&self) -> BTreeMap<String, KeyState> {
+        self.credentials
+            .iter()
+            .map(|c| {
+                (
+                    c.label.clone(),
+                    KeyState {
+                        uses: c.uses,
+                        cooldown_until: c.cooldown_until,
+                        cooldown_reason: c.cooldown_reason.clone(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Applies saved bookkeeping to the keys with the same labels (others are untouched).
+    pub fn apply_state(&mut self, state: &BTreeMap<String, KeyState>) {
+        for c in &mut self.credentials {
+            if let Some(s) = state.get(&c.label) {
+                c.uses = s.uses;
+                c.cooldown_until = s.cooldown_until;
+                c.cooldown_reason = s.cooldown_reason.clone();
+            }
+        }
+    }
+
     /// Records a failure of key `index` at `now`: 401 (auth) → 5 min, rate_limit/billing → the
     /// provider's `retry_after` if it gave one, else 1 h. Other errors do not cool a key down.
     /// Returns the cooldown applied.
@@ -174,11 +225,16 @@ impl CredentialPool {
         Some(cooldown)
     }
 
-    /// Loads the pools file (a JSON list of pools); a missing file is an empty list.
+    /// Loads the pools file (`auth.json`, a JSON list of pools); a missing file is an empty
+    /// list; a file that is not such a list is an `InvalidData` error naming the path.
     pub fn load(path: &Path) -> std::io::Result<Vec<CredentialPool>> {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} is not a list of credential pools: {e}", path.display()),
+                )
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(e),
         }
@@ -187,16 +243,55 @@ impl CredentialPool {
     /// Writes the pools file atomically (temp file + rename) with mode 0600 on Unix.
     pub fn save(path: &Path, pools: &[CredentialPool]) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(pools).map_err(std::io::Error::other)?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-        }
-        std::fs::rename(tmp, path)
+        write_private(path, &text)
     }
+}
+
+/// Writes `text` to `path` atomically (temp file + rename), mode 0600 on Unix.
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    }
+    std::fs::rename(tmp, path)
+}
+
+/// The bookkeeping of one pooled key, persisted without the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct KeyState {
+    /// Requests made with the key.
+    #[serde(default)]
+    pub uses: u64,
+    /// Unix seconds until which the key is not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_until: Option<u64>,
+    /// Error class that started the cooldown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_reason: Option<String>,
+}
+
+/// The state file: provider id → key label → [`KeyState`].
+pub type PoolStates = BTreeMap<String, BTreeMap<String, KeyState>>;
+
+/// Loads the state file; a missing or unreadable file is empty state (it is only a cache of
+/// cooldowns: losing it costs at most one failed call per key).
+pub fn load_state(path: &Path) -> PoolStates {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Replaces the entry of `pool.provider` in the state file with the pool's current state.
+pub fn save_state(path: &Path, pool: &CredentialPool) -> std::io::Result<()> {
+    let mut all = load_state(path);
+    all.insert(pool.provider.clone(), pool.state());
+    let text = serde_json::to_string_pretty(&all).map_err(std::io::Error::other)?;
+    write_private(path, &text)
 }

@@ -15,6 +15,7 @@ pub mod fallback;
 pub mod hermes_format;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod pooled;
 mod redact;
 pub mod replay;
 pub mod retry;
@@ -31,7 +32,7 @@ pub use redact::{mask_secret, redact_secrets};
 pub use retry::backoff_delay;
 pub use runtime::{
     ApiMode, ClientOptions, DEFAULT_LOCAL_MODEL_FILE, ResolveError, ResolveInputs, Runtime,
-    build_client, build_client_with, resolve,
+    build_client, build_client_with, credential_pool, resolve,
 };
 pub use transport::init_tls;
 

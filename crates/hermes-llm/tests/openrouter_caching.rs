@@ -29,7 +29,9 @@ fn runtime(base_url: &str, provider: &str, model: &str) -> Runtime {
 }
 
 fn options(yaml: &str) -> ClientOptions {
-    let config = Config::parse(yaml, Path::new("config.yaml")).unwrap().config;
+    let config = Config::parse(yaml, Path::new("config.yaml"))
+        .unwrap()
+        .config;
     let (opts, warnings) = ClientOptions::from_config(&config);
     assert!(warnings.is_empty(), "{warnings:?}");
     opts
@@ -80,13 +82,20 @@ async fn three_turns(mock: &MockProvider, rt: &Runtime, opts: &ClientOptions) ->
     for turn in 0..3 {
         history.push(Message::user(format!("question {turn}")));
         let id = format!("call_{turn}");
-        mock.push(MockResponse::tool_calls(&[(&id, "read_file", r#"{"path":"a.txt"}"#)]));
+        mock.push(MockResponse::tool_calls(&[(
+            &id,
+            "read_file",
+            r#"{"path":"a.txt"}"#,
+        )]));
         let mut req = request(history.clone());
         req.tools = tools();
         collect(client.stream(&req).await.unwrap()).await.unwrap();
         let mut call = Message::assistant("");
-        call.tool_calls
-            .push(ToolCall::new(id.clone(), "read_file", r#"{"path":"a.txt"}"#));
+        call.tool_calls.push(ToolCall::new(
+            id.clone(),
+            "read_file",
+            r#"{"path":"a.txt"}"#,
+        ));
         history.push(call);
         history.push(Message::tool(id, "read_file", format!("contents {turn}")));
         mock.push(MockResponse::text(&format!("answer {turn}")));

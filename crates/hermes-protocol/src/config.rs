@@ -99,6 +99,11 @@ pub struct ModelConfig {
     pub context_length: Option<u64>,
     /// API key written in the config (prefer `.env`).
     pub api_key: Option<String>,
+    /// More keys for the same provider: with `api_key` (or the provider's env var) and the
+    /// keys of `hermes auth add` they form the credential pool (FEATURES §2).
+    pub api_keys: Vec<String>,
+    /// How the pool picks a key: `fill_first` (default), `round_robin` or `least_used`.
+    pub credential_strategy: Option<String>,
     /// Force an api_mode (`chat_completions`, …) instead of detecting it.
     pub api_mode: Option<String>,
     /// Maximum output tokens per call.

@@ -74,6 +74,15 @@ impl HermesHome {
     pub fn cache_dir(&self) -> PathBuf {
         self.root.join("cache")
     }
+    /// `auth.json`: extra API keys per provider added with `hermes auth add` (mode 0600).
+    pub fn auth_file(&self) -> PathBuf {
+        self.root.join("auth.json")
+    }
+    /// `cache/credential_state.json`: use counts and cooldowns of pooled API keys, by
+    /// provider and key label (no secrets).
+    pub fn credential_state_file(&self) -> PathBuf {
+        self.cache_dir().join("credential_state.json")
+    }
     /// `.hermes_history` (REPL input history).
     pub fn history_file(&self) -> PathBuf {
         self.root.join(".hermes_history")

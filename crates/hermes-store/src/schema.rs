@@ -5,7 +5,8 @@
 //! by triggers on `messages`:
 //! - `messages_fts(content, tools)` with `unicode61`: words in the text, tool names and tool
 //!   argument text;
-//! - `messages_trgm(body)` with `trigram`: the same text in one column, for CJK substring search.
+//! - `messages_trgm(body)` with `trigram`: the same text in one column, for CJK substring search;
+//!   since V2 only for messages whose text contains a CJK character.
 //!
 //! Deactivating a message (`active = 0`) does not touch either index: inactive messages stay
 //! searchable (FEATURES §9). Deleting a message removes it from both.
@@ -119,8 +120,64 @@ END;
 "
 );
 
+/// The GLOB pattern matching text that contains at least one CJK character: the ranges of
+/// `search::CJK_RANGES` as one character class (GLOB compares code points).
+macro_rules! cjk_glob {
+    () => {
+        "*[\u{1100}-\u{11FF}\u{2E80}-\u{2FDF}\u{3040}-\u{30FF}\u{3100}-\u{312F}\u{3130}-\u{318F}\u{31F0}-\u{31FF}\u{3400}-\u{4DBF}\u{4E00}-\u{9FFF}\u{AC00}-\u{D7AF}\u{F900}-\u{FAFF}\u{FF66}-\u{FF9F}\u{20000}-\u{323AF}]*"
+    };
+}
+
+/// The same pattern for the test that keeps it equal to `search::CJK_RANGES`.
+#[cfg(test)]
+pub(crate) const CJK_GLOB: &str = cjk_glob!();
+
+/// The trigram row of a message, written only when its text contains a CJK character.
+macro_rules! trgm_insert {
+    () => {
+        concat!(
+            "INSERT INTO messages_trgm(rowid, body) SELECT new.id, b FROM (SELECT trim(new.content || ' ' || ",
+            tool_text!("new"),
+            ") AS b) WHERE b GLOB '",
+            cjk_glob!(),
+            "';"
+        )
+    };
+}
+
+/// V2: the trigram index keeps only messages whose text contains CJK characters. It serves
+/// nothing else (`search` runs substring groups only for CJK terms, and a CJK term cannot
+/// match text without CJK), and it was half of the write cost of every message and half of
+/// the file (measured for issue 6: bench/run, docs/benchmarks.md). Rows already indexed stay
+/// (removing them would rewrite the whole index at the first start).
+const V2: &str = concat!(
+    "
+DROP TRIGGER messages_ai;
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content, tools) VALUES (new.id, new.content, ",
+    tool_text!("new"),
+    ");
+    ",
+    trgm_insert!(),
+    "
+END;
+
+DROP TRIGGER messages_au;
+CREATE TRIGGER messages_au AFTER UPDATE OF content, tool_calls, tool_name ON messages BEGIN
+    DELETE FROM messages_fts WHERE rowid = old.id;
+    DELETE FROM messages_trgm WHERE rowid = old.id;
+    INSERT INTO messages_fts(rowid, content, tools) VALUES (new.id, new.content, ",
+    tool_text!("new"),
+    ");
+    ",
+    trgm_insert!(),
+    "
+END;
+"
+);
+
 /// The migration steps, oldest first.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -8,7 +8,9 @@
 //!    terms of 3+ chars; shorter ones scan), because `unicode61` keeps a run of CJK characters
 //!    as one token and cannot find `笔记` inside `我的笔记本`. Its extra hits are appended
 //!    after the ranked ones with rank `0.0`. OR-groups keep their meaning; `NOT term`
-//!    excludes, and AND (explicit or implicit) requires every term of a group.
+//!    excludes, and AND (explicit or implicit) requires every term of a group. Only groups
+//!    with a CJK term run this way: since schema V2 the trigram table holds only messages
+//!    whose text contains CJK, and a group of non-CJK words is the word search's.
 //!
 //! Inactive messages are included (FEATURES §9) and flagged in [`SearchHit::active`].
 
@@ -108,21 +110,26 @@ fn word_search(conn: &Connection, fts: &str, f: &Filters<'_>) -> rusqlite::Resul
     rows.collect()
 }
 
+/// Code-point ranges treated as CJK (Hangul, kana, Bopomofo, ideographs and their
+/// extensions). The trigram trigger of the schema (V2) uses the same ranges as a GLOB class.
+pub(crate) const CJK_RANGES: &[(u32, u32)] = &[
+    (0x1100, 0x11FF),   // Hangul Jamo
+    (0x2E80, 0x2FDF),   // CJK radicals
+    (0x3040, 0x30FF),   // Hiragana, Katakana
+    (0x3100, 0x312F),   // Bopomofo
+    (0x3130, 0x318F),   // Hangul compatibility Jamo
+    (0x31F0, 0x31FF),   // Katakana extensions
+    (0x3400, 0x4DBF),   // CJK extension A
+    (0x4E00, 0x9FFF),   // CJK unified ideographs
+    (0xAC00, 0xD7AF),   // Hangul syllables
+    (0xF900, 0xFAFF),   // CJK compatibility ideographs
+    (0xFF66, 0xFF9F),   // half-width Katakana
+    (0x20000, 0x323AF), // CJK extensions B–H
+];
+
 fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x1100..=0x11FF      // Hangul Jamo
-        | 0x2E80..=0x2FDF    // CJK radicals
-        | 0x3040..=0x30FF    // Hiragana, Katakana
-        | 0x3100..=0x312F    // Bopomofo
-        | 0x3130..=0x318F    // Hangul compatibility Jamo
-        | 0x31F0..=0x31FF    // Katakana extensions
-        | 0x3400..=0x4DBF    // CJK extension A
-        | 0x4E00..=0x9FFF    // CJK unified ideographs
-        | 0xAC00..=0xD7AF    // Hangul syllables
-        | 0xF900..=0xFAFF    // CJK compatibility ideographs
-        | 0xFF66..=0xFF9F    // half-width Katakana
-        | 0x20000..=0x323AF  // CJK extensions B–H
-    )
+    let c = c as u32;
+    CJK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
 
 fn has_cjk_term(items: &[Item]) -> bool {
@@ -151,7 +158,13 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
     let mut params = Vec::new();
     let mut positives = Vec::new();
     let mut sql_groups = Vec::new();
-    for group in groups.into_iter().filter(|g| !g.is_empty()) {
+    // Only groups with a positive CJK term: the trigram table holds only messages with CJK
+    // text (schema V2), and groups without one are the word search's.
+    let has_positive_cjk = |g: &Vec<(bool, String)>| {
+        g.iter()
+            .any(|(positive, text)| *positive && text.chars().any(is_cjk))
+    };
+    for group in groups.into_iter().filter(has_positive_cjk) {
         let mut conds = Vec::new();
         for (positive, text) in group {
             params.push(format!("%{}%", escape_like(&text)));
@@ -248,12 +261,32 @@ mod tests {
 
     #[test]
     fn like_expression_keeps_or_groups_and_not() {
-        let items = parse_query("笔记 OR note-book NOT draft");
+        let items = parse_query("笔记 OR 记录 NOT draft");
         let (sql, params, positives) = like_expression(&items);
-        assert_eq!(params, vec!["%笔记%", "%note-book%", "%draft%"]);
-        assert_eq!(positives, vec!["笔记", "note-book"]);
+        assert_eq!(params, vec!["%笔记%", "%记录%", "%draft%"]);
+        assert_eq!(positives, vec!["笔记", "记录"]);
         assert!(sql.contains(" OR "));
         assert!(sql.contains("NOT (messages_trgm.body LIKE ?6"));
+    }
+
+    #[test]
+    fn like_expression_leaves_groups_without_cjk_to_the_word_search() {
+        let items = parse_query("笔记 OR note-book NOT draft");
+        let (sql, params, positives) = like_expression(&items);
+        assert_eq!(params, vec!["%笔记%"]);
+        assert_eq!(positives, vec!["笔记"]);
+        assert!(!sql.contains(" OR "), "{sql}");
+    }
+
+    #[test]
+    fn schema_glob_class_matches_the_cjk_ranges() {
+        let mut class = String::new();
+        for &(lo, hi) in CJK_RANGES {
+            class.push(char::from_u32(lo).unwrap());
+            class.push('-');
+            class.push(char::from_u32(hi).unwrap());
+        }
+        assert_eq!(crate::schema::CJK_GLOB, format!("*[{class}]*"));
     }
 
     #[test]

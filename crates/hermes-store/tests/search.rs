@@ -176,3 +176,56 @@ fn inactive_messages_stay_searchable_and_are_flagged() {
     assert!(flag(keep));
     assert!(!flag(gone));
 }
+
+/// Schema V2 (issue 6 benchmarks): the trigram index holds only messages whose text (content
+/// or tool arguments) contains CJK — it halves the write cost of other messages — and CJK
+/// search still finds every kind of CJK text, including supplementary-plane ideographs.
+#[test]
+fn trigram_index_holds_only_messages_with_cjk_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = SessionStore::open(&path).unwrap();
+    store
+        .create_session(&NewSession {
+            id: "s".into(),
+            source: "cli".into(),
+            model: "m".into(),
+            provider: "p".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    store
+        .append_message("s", &Message::user("plain ascii words"), None)
+        .unwrap();
+    let rare = store
+        .append_message("s", &Message::user("ext-B 𠀀𠀁𠀂 ideographs"), None)
+        .unwrap();
+    let mut call = Message::assistant("");
+    call.tool_calls = vec![ToolCall::new(
+        "c1",
+        "write_file",
+        r#"{"path":"notes.md","content":"会议记录"}"#,
+    )];
+    let args = store.append_message("s", &call, None).unwrap();
+    let kana = store
+        .append_message("s", &Message::user("ｶﾀｶﾅ half width"), None)
+        .unwrap();
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut rows: Vec<i64> = conn
+        .prepare("SELECT rowid FROM messages_trgm ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    rows.sort();
+    assert_eq!(rows, vec![rare, args, kana]);
+
+    assert_eq!(ids(&store, SearchQuery::new("𠀁")), vec![rare]);
+    assert_eq!(ids(&store, SearchQuery::new("记录")), vec![args]);
+    assert_eq!(ids(&store, SearchQuery::new("ｶﾀｶ")), vec![kana]);
+    // A non-CJK OR-group is answered by the word index alone.
+    let plain = ids(&store, SearchQuery::new("记录 OR plain"));
+    assert_eq!(plain.len(), 2, "{plain:?}");
+}

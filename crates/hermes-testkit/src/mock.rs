@@ -41,6 +41,7 @@ struct Shared {
     queue: VecDeque<MockResponse>,
     requests: Vec<CapturedRequest>,
     models: Option<Value>,
+    fallback: Option<MockResponse>,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -55,8 +56,8 @@ fn lock(s: &SharedState) -> MutexGuard<'_, Shared> {
 /// An OpenAI-compatible server on `127.0.0.1:<free port>` running inside the test's tokio
 /// runtime. `POST /v1/chat/completions` (and, for the Anthropic and Responses adapters,
 /// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves queued
-/// [`MockResponse`]s in order (HTTP 500 with an explanatory error body when the queue is
-/// empty) and records every request;
+/// [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
+/// HTTP 500 with an explanatory error body) and records every request;
 /// `GET /v1/models` lists one model. The server stops when this value is dropped.
 pub struct MockProvider {
     addr: SocketAddr,
@@ -96,6 +97,18 @@ impl MockProvider {
     /// Queues a response for the next chat request.
     pub fn push(&self, response: MockResponse) {
         lock(&self.state).queue.push_back(response);
+    }
+
+    /// Serves `response` (again and again) whenever the queue is empty, instead of the HTTP 500
+    /// "no response queued" error; `None` restores the error. For runs whose number of model
+    /// calls is not known in advance (crash and concurrency drivers).
+    pub fn set_fallback(&self, response: Option<MockResponse>) {
+        lock(&self.state).fallback = response;
+    }
+
+    /// Drops every queued response (the fallback stays).
+    pub fn clear_queue(&self) {
+        lock(&self.state).queue.clear();
     }
 
     /// Replaces the `GET /v1/models` body.
@@ -156,7 +169,7 @@ async fn chat(
     let next = {
         let mut s = lock(&state);
         s.requests.push(capture(&headers, uri.path(), &body));
-        s.queue.pop_front()
+        s.queue.pop_front().or_else(|| s.fallback.clone())
     };
     let Some(resp) = next else {
         return plain(

@@ -96,3 +96,4 @@ impl Env {
         out
     }
 }
+pub mod driver;

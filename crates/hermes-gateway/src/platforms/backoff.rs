@@ -58,6 +58,7 @@ pub(crate) async fn sleep_or_cancel(
 }
 
 /// A random fraction of `d` (used for Discord's first heartbeat, which must be jittered).
+#[cfg_attr(not(feature = "discord"), allow(dead_code))]
 pub(crate) fn jitter(d: Duration) -> Duration {
     d.mul_f64(rand::rng().random_range(0.0..1.0))
 }

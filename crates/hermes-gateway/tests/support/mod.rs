@@ -40,6 +40,7 @@ type React = Arc<dyn Fn(&Value) -> Reaction + Send + Sync>;
 enum Cmd {
     Send(String),
     Close(u16),
+    Freeze,
 }
 
 /// One accepted websocket connection, driven by the test.
@@ -68,6 +69,12 @@ impl FakeConn {
     /// Closes with a close frame carrying `code`.
     pub fn close(&self, code: u16) {
         let _ = self.cmds.send(Cmd::Close(code));
+    }
+
+    /// Stops reading and answering (not even pongs) while keeping the TCP connection open:
+    /// a dead peer.
+    pub fn freeze(&self) {
+        let _ = self.cmds.send(Cmd::Freeze);
     }
 
     /// Drops the TCP connection without a close frame (a network failure).
@@ -118,6 +125,12 @@ impl WsServer {
                                         code: CloseCode::from(code),
                                         reason: "test".into(),
                                     }))).await;
+                                    return;
+                                }
+                                Some(Cmd::Freeze) => {
+                                    // Hold the socket open, read nothing, until dropped.
+                                    while cmd_rx.recv().await.is_some() {}
+                                    drop((sink, stream));
                                     return;
                                 }
                                 None => return,

@@ -1,0 +1,96 @@
+"""The printed table of bench/run and the target checks (issue 6 targets)."""
+
+
+def _get(doc, key, who, field):
+    v = doc["results"].get(key, {}).get(who, {})
+    return v.get(field) if isinstance(v, dict) else None
+
+
+def _fmt(v, unit, digits=1):
+    if v is None:
+        return "—"
+    if unit == "ms" and v < 10:
+        digits = 2
+    return f"{v:,.{digits}f} {unit}".strip()
+
+
+def _ratio(ours, peer):
+    if ours in (None, 0) or peer is None:
+        return ""
+    r = peer / ours
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
+
+
+def rows(doc):
+    """(what, ours, peer, peer/ours) rows; a ratio above 1 means hermes is faster/leaner."""
+    out = []
+
+    def add(what, key, field, unit, digits=1, ratio=True):
+        o, p = _get(doc, key, "ours", field), _get(doc, key, "peer", field)
+        if o is None and p is None:
+            return
+        out.append((what, _fmt(o, unit, digits), _fmt(p, unit, digits), _ratio(o, p) if ratio else ""))
+
+    cfg = doc.get("config", {})
+    add("`--version` wall", "version", "wall_ms", "ms")
+    add("`--version` peak RSS", "version", "rss_mb", "MB")
+    add("`--help` wall", "help", "wall_ms", "ms")
+    add("`--help` peak RSS", "help", "rss_mb", "MB")
+    add("`chat -q`, 1 tool call: wall", "oneshot", "wall_ms", "ms")
+    add("`chat -q`, 1 tool call: peak RSS", "oneshot", "rss_mb", "MB")
+    add(f"agent overhead per turn (REPL, {cfg.get('overhead_turns')} turns, 1 tool call each)",
+        "turn_overhead", "per_turn_ms", "ms", 2)
+    add("CPU time of the REPL process per turn (same runs)", "turn_overhead", "cpu_ms_per_turn", "ms", 2)
+    add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
+    add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
+    st = doc["results"].get("store", {})
+    if st:
+        o, p = st.get("ours", {}), st.get("peer", {})
+        size = lambda d: f"{d['messages']:,} msgs" if d else "—"  # noqa: E731
+        out.append(("store: messages inserted", size(o), size(p), ""))
+        add("store: insert per message (1 commit each)", "store", "insert_us_per_message", "µs", 0)
+        add("store: DB size", "store", "db_mb", "MB", 0, ratio=False)
+        add("store: FTS search p50 (100 queries)", "store", "search_p50_ms", "ms", 2, ratio=False)
+        add("store: FTS search p99", "store", "search_p99_ms", "ms", 2, ratio=False)
+    soak = doc["results"].get("soak", {})
+    if soak:
+        turns = soak.get("ours", {}).get("turns")
+        add(f"REPL RSS growth over {turns} turns", "soak", "rss_growth_kb_per_turn", "KB/turn", 2, ratio=False)
+        add("state.db growth over the same turns", "soak", "db_growth_kb_per_turn", "KB/turn", 2, ratio=False)
+    add("local model prefill (SmolLM2-135M Q4_1)", "local_model", "prefill_tok_s", "tok/s", 0, ratio=False)
+    add("local model decode", "local_model", "decode_tok_s", "tok/s", 0, ratio=False)
+    return out
+
+
+def table(doc):
+    peer = doc.get("peer") or "peer"
+    head = f"| benchmark | hermes (Rust) | {peer.split(' (')[0]} | peer / hermes |\n|---|---|---|---|\n"
+    body = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows(doc))
+    lines = [f"hermes: {doc.get('ours')}; peer: {peer}; mode: {doc.get('mode')}; "
+             f"machine: {doc['machine'].get('cpu')}, {doc['machine'].get('cores')} cores", "", head + body]
+    for t in doc.get("targets", []):
+        state = "met" if t["met"] else ("NOT met" if t["met"] is False else "not measured")
+        lines.append(f"target {t['what']} {t['target']}: {_fmt(t['value'], t['unit'], 2)} — {state}")
+    return "\n".join(lines)
+
+
+def targets(doc):
+    """The issue's targets, checked against hermes' numbers."""
+    store = doc["results"].get("store", {}).get("ours", {})
+    fts_value = store.get("search_p99_ms")
+    fts_note = f"at {store.get('messages', 0):,} messages" if store else ""
+    checks = [
+        ("`--version` wall", "≤ 5 ms", _get(doc, "version", "ours", "wall_ms"), "ms", 5),
+        ("`--version` peak RSS", "≤ 8 MB", _get(doc, "version", "ours", "rss_mb"), "MB", 8),
+        ("agent overhead per turn (REPL)", "≤ 1 ms", _get(doc, "turn_overhead", "ours", "per_turn_ms"), "ms", 1),
+        ("agent overhead per turn (in-process)", "≤ 1 ms",
+         _get(doc, "turn_overhead_inprocess", "ours", "per_turn_ms"), "ms", 1),
+        (f"FTS p99 {fts_note}".strip(), "≤ 20 ms at 1M messages", fts_value, "ms", 20),
+    ]
+    out = []
+    for what, target, value, unit, limit in checks:
+        met = None if value is None else value <= limit
+        if what.startswith("FTS") and store and store.get("messages", 0) < 1_000_000 and met:
+            met = None  # a smaller store cannot show the 1M target
+        out.append({"what": what, "target": target, "value": value, "unit": unit, "met": met})
+    return out

@@ -1,0 +1,191 @@
+"""The measurements of bench/run, one function per benchmark; each returns a JSON-able dict."""
+
+import json
+import re
+import subprocess
+import time
+import urllib.request
+
+from . import procs
+from .repl import Repl
+
+
+def mock_stats(base):
+    with urllib.request.urlopen(f"{base}/stats", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def cold_start(c, args, runs):
+    """`hermes <args>`: median wall and peak RSS."""
+    return procs.cold(c.argv(*args), c.env(), c.cwd, runs)
+
+
+def oneshot(c, runs, mock_base):
+    """`chat -q "turn 1"` against the 1-tool-call script: wall (around GNU time) and peak RSS
+    of the same runs, after one warm-up run. The answer must be on stdout."""
+    argv = c.argv("chat", "-q", "turn 1")
+    check = lambda out: "ack 1 done" in out  # noqa: E731
+    procs.run_wall(argv, c.env(), c.cwd, check=check)
+    walls, rss, requests = [], [], []
+    for _ in range(runs):
+        before = mock_stats(mock_base)["requests"]
+        walls.append(procs.run_wall(argv, c.env(), c.cwd, check=check)[0])
+        requests.append(mock_stats(mock_base)["requests"] - before)
+        rss.append(procs.peak_rss_mb(argv, c.env(), c.cwd))
+    return {
+        "wall_ms": procs.median(walls),
+        "wall_ms_min": min(walls),
+        "wall_ms_max": max(walls),
+        "rss_mb": procs.median(rss),
+        "model_requests_per_run": procs.median(requests),
+        "runs": runs,
+    }
+
+
+def start_repl(c, timeout=120):
+    repl = Repl(c.argv(), c.env(), c.cwd)
+    repl.wait_for(c.prompt, 0, timeout)
+    repl.settle(quiet=0.5, limit=10)
+    return repl
+
+
+def one_turn(repl, c, n):
+    """Types `turn n`; returns ms from Enter to "ack n done" on screen. Then waits for the
+    idle prompt and a quiet screen (not counted)."""
+    start = len(repl.text)
+    sent = repl.send_line(f"turn {n}")
+    seen, end = repl.wait_for(f"ack {n} done", start, 120)
+    repl.wait_for(c.prompt, end, 60)
+    repl.settle(quiet=0.2, limit=3)
+    return (seen - sent) * 1000
+
+
+def turn_overhead(c, runs, turns, mock_base):
+    """`runs` REPL sessions of `turns` turns each (1 tool call per turn). Per run: the sum over
+    turns of (Enter → final answer on screen) minus the mock's busy time in that run, divided
+    by `turns`. Reported: the median run."""
+    per_turn, mock_ms, cpu = [], [], []
+    for _ in range(runs):
+        repl = start_repl(c)
+        try:
+            before = mock_stats(mock_base)["busy_ms"]
+            cpu_before = procs.cpu_ms(repl.pid)
+            total = sum(one_turn(repl, c, n) for n in range(1, turns + 1))
+            cpu.append((procs.cpu_ms(repl.pid) - cpu_before) / turns)
+            mock = mock_stats(mock_base)["busy_ms"] - before
+        finally:
+            repl.close(c.quit_line)
+        per_turn.append((total - mock) / turns)
+        mock_ms.append(mock / turns)
+    return {
+        "per_turn_ms": procs.median(per_turn),
+        "per_turn_ms_runs": per_turn,
+        "cpu_ms_per_turn": procs.median(cpu),
+        "mock_ms_per_turn": procs.median(mock_ms),
+        "turns": turns,
+        "runs": runs,
+        "driver": "REPL in a pseudo-terminal",
+    }
+
+
+def idle_repl(c, seconds):
+    """RSS of the REPL process (and of its process tree) after `seconds` idle at the prompt."""
+    repl = start_repl(c)
+    try:
+        time.sleep(seconds)
+        main, tree = procs.tree_rss_kb(repl.pid)
+    finally:
+        repl.close(c.quit_line)
+    return {"rss_mb": main / 1024, "tree_rss_mb": tree / 1024, "idle_s": seconds}
+
+
+def idle_gateway(c, seconds):
+    """Hook for the gateway's idle memory (issue 6 part 1). The gateway has no runnable
+    front end yet; when `hermes gateway run` exists, start it here like `idle_repl` does
+    (no platform tokens: it should idle with zero adapters) and sample after `seconds`."""
+    return {"skipped": "the gateway has no runnable command yet"}
+
+
+def soak(c, turns, every, mock_base):
+    """One REPL session of `turns` turns; RSS and state.db size sampled every `every` turns.
+    Growth per turn = least-squares slope over the samples from turn `every` on (the first
+    turns warm allocator pools and caches)."""
+    repl = start_repl(c)
+    samples = []
+    try:
+        samples.append({"turn": 0, "rss_kb": procs.tree_rss_kb(repl.pid)[0], "db_bytes": c.db_bytes()})
+        latency = []
+        for n in range(1, turns + 1):
+            latency.append(one_turn(repl, c, n))
+            if n % every == 0:
+                samples.append({
+                    "turn": n,
+                    "rss_kb": procs.tree_rss_kb(repl.pid)[0],
+                    "db_bytes": c.db_bytes(),
+                    "turn_ms_median_last": procs.median(latency[-every:]),
+                })
+        # Then a fresh session in the same process, for `every` * 2 more turns: if the RSS
+        # stays put there, the growth above was the history (and the high-water mark of
+        # requests that grow with it), not memory lost per turn.
+        start = len(repl.text)
+        repl.send_line("/new")
+        repl.wait_for(c.prompt, start, 60)
+        repl.settle(quiet=0.3, limit=5)
+        after_new = procs.tree_rss_kb(repl.pid)[0]
+        for n in range(turns + 1, turns + 2 * every + 1):
+            one_turn(repl, c, n)
+        after_more = procs.tree_rss_kb(repl.pid)[0]
+    finally:
+        repl.close(c.quit_line)
+    tail = [s for s in samples if s["turn"] >= every]
+    return {
+        "turns": turns,
+        "samples": samples,
+        "rss_kb_after_new_session": after_new,
+        "rss_kb_after_new_session_turns": after_more,
+        "new_session_turns": 2 * every,
+        "rss_growth_kb_per_turn": slope([(s["turn"], s["rss_kb"]) for s in tail]),
+        "db_growth_kb_per_turn": slope([(s["turn"], s["db_bytes"] / 1024) for s in tail]),
+    }
+
+
+def slope(points):
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else None
+
+
+def store_run(argv, timeout=7200):
+    done = subprocess.run(argv, capture_output=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-800:]}")
+    out = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    out["db_mb"] = out["db_bytes"] / 1e6
+    return out
+
+
+def parse_local(text):
+    """Numbers of bench/local_model.sh's output."""
+    grab = lambda key: re.search(rf"^{key}:\s+([0-9.]+)", text, re.M)  # noqa: E731
+    load, prefill, decode = grab("load"), grab("prefill"), grab("decode")
+    threads = re.search(r"^threads:\s+(\d+)", text, re.M)
+    if not (prefill and decode):
+        return {"skipped": f"unexpected output: {text[-300:]!r}"}
+    return {
+        "load_s": float(load.group(1)) if load else None,
+        "prefill_tok_s": float(prefill.group(1)),
+        "decode_tok_s": float(decode.group(1)),
+        "threads": int(threads.group(1)) if threads else None,
+    }
+
+
+def parse_inprocess(text):
+    m = re.search(r"median ([0-9.]+) µs, min ([0-9.]+) µs, max ([0-9.]+) µs", text)
+    if not m:
+        return {"skipped": f"unexpected output: {text[-300:]!r}"}
+    return {"per_turn_ms": float(m.group(1)) / 1000, "min_ms": float(m.group(2)) / 1000,
+            "max_ms": float(m.group(3)) / 1000}

@@ -1,0 +1,97 @@
+//! Assembling a provider's credential pool from the runtime key, `model.api_keys`,
+//! `auth.json` and the saved state (FEATURES §2).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use hermes_llm::credentials::{CredentialPool, PoolStrategy, save_state};
+use hermes_llm::runtime::{ApiMode, Runtime};
+use hermes_llm::{ClientOptions, build_client_with, credential_pool};
+use hermes_protocol::config::Config;
+
+fn runtime(key: Option<&str>) -> Runtime {
+    Runtime {
+        provider: "openrouter".to_string(),
+        api_mode: ApiMode::ChatCompletions,
+        base_url: "http://127.0.0.1:9/v1".to_string(),
+        model: "m".to_string(),
+        api_key: key.map(str::to_string),
+        context_window: None,
+        trace: Vec::new(),
+    }
+}
+
+#[test]
+fn pool_order_labels_dedupe_strategy_and_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = dir.path().join("auth.json");
+    let state = dir.path().join("cache/credential_state.json");
+    let mut stored = CredentialPool::new("openrouter", PoolStrategy::LeastUsed);
+    stored.add("work", "sk-or-v1-work-000000000000");
+    stored.add("dup", "sk-or-v1-config-11111111111");
+    let mut other = CredentialPool::new("anthropic", PoolStrategy::FillFirst);
+    other.add("x", "sk-ant-xxxxxxxxxxxxxxxxxxxx");
+    CredentialPool::save(&auth, &[stored, other]).unwrap();
+
+    let yaml = "model:\n  provider: openrouter\n  api_keys: [sk-or-v1-config-11111111111]\n  \
+                credential_strategy: round_robin\n";
+    let config = Config::parse(yaml, Path::new("config.yaml"))
+        .unwrap()
+        .config;
+    let (opts, warnings) = ClientOptions::default().with_pool(
+        &config.model.to_config(),
+        Some(auth.clone()),
+        Some(state.clone()),
+    );
+    assert!(warnings.is_empty());
+    let rt = runtime(Some("sk-or-v1-primary-22222222222"));
+    let mut pool = credential_pool(&rt, &opts).unwrap();
+    let labels: Vec<&str> = pool.credentials.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, vec!["primary", "config-1", "work"]);
+    assert_eq!(
+        pool.strategy,
+        PoolStrategy::RoundRobin,
+        "config wins over auth.json"
+    );
+
+    // Saved state is applied by label.
+    pool.credentials[0].cooldown_until = Some(u64::MAX);
+    pool.credentials[0].cooldown_reason = Some("auth".into());
+    save_state(&state, &pool).unwrap();
+    let again = credential_pool(&rt, &opts).unwrap();
+    assert_eq!(again.credentials[0].cooldown_until, Some(u64::MAX));
+    assert!(again.credentials[1].cooldown_until.is_none());
+
+    // Three keys → a pooled client with two spares; a single key → a plain client.
+    assert_eq!(
+        build_client_with(&rt, &opts).unwrap().spare_credentials(),
+        2
+    );
+    let plain = ClientOptions::default();
+    assert_eq!(
+        build_client_with(&rt, &plain).unwrap().spare_credentials(),
+        0
+    );
+}
+
+#[test]
+fn bad_inputs_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = dir.path().join("auth.json");
+    std::fs::write(&auth, "{not json").unwrap();
+    let opts = ClientOptions {
+        auth_file: Some(auth),
+        ..ClientOptions::default()
+    };
+    let err = credential_pool(&runtime(Some("sk-x")), &opts).unwrap_err();
+    assert!(err.message.contains("auth.json"), "{err}");
+
+    let yaml = "model:\n  credential_strategy: random\n";
+    let config = Config::parse(yaml, Path::new("config.yaml"))
+        .unwrap()
+        .config;
+    let (opts, warnings) =
+        ClientOptions::default().with_pool(&config.model.to_config(), None, None);
+    assert_eq!(opts.strategy, None);
+    assert!(warnings[0].contains("model.credential_strategy `random`"));
+}

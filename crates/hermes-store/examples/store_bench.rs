@@ -1,0 +1,191 @@
+//! Session-store benchmark for `bench/run` (issue 6 part 1): inserts a synthetic corpus through
+//! the public API — one committed transaction per message, as the agent does — then times
+//! [`SessionStore::search`] over a fixed query list.
+//!
+//! ```text
+//! cargo run --release -p hermes-store --example store_bench -- \
+//!     --db /tmp/x/state.db --messages 100000 --queries bench/store_queries.txt
+//! ```
+//!
+//! Prints one JSON object: `messages`, `sessions`, `insert_s` (wall seconds for all inserts),
+//! `insert_us_per_message`, `db_bytes` (state.db plus its -wal and -shm files after the store
+//! is closed), `queries`, `search_ms` (every query's wall time in ms, in file order),
+//! `search_p50_ms`, `search_p99_ms`, `hits_total`. Searches run once untimed to warm the
+//! page cache, then once timed. The corpus generator is shared with
+//! `bench/py_store_bench.py` (same words in the same order), so both stores hold the same
+//! text: see `Corpus`.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hermes_protocol::Message;
+use hermes_store::{NewSession, SearchQuery, SessionStore};
+
+/// Syllables of the synthetic vocabulary (50; three per word).
+const SYLLABLES: [&str; 50] = [
+    "ba", "be", "bi", "bo", "bu", "da", "de", "di", "do", "du", "ka", "ke", "ki", "ko", "ku", "la",
+    "le", "li", "lo", "lu", "ma", "me", "mi", "mo", "mu", "na", "ne", "ni", "no", "nu", "ra", "re",
+    "ri", "ro", "ru", "sa", "se", "si", "so", "su", "ta", "te", "ti", "to", "tu", "va", "ve", "vi",
+    "vo", "vu",
+];
+/// Distinct words in the corpus.
+const VOCABULARY: u64 = 20_000;
+/// Messages per session.
+const PER_SESSION: u64 = 200;
+
+/// Deterministic text source (64-bit LCG, Knuth's MMIX constants; outputs the top 31 bits).
+/// Word `i` is three syllables; a word is drawn as `a * b / V` with `a`, `b` uniform below
+/// `V`, which makes low indexes frequent and high ones rare (a Zipf-like spread).
+struct Corpus {
+    state: u64,
+}
+
+impl Corpus {
+    fn new() -> Corpus {
+        Corpus {
+            state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = self
+            .state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.state >> 33
+    }
+
+    fn word(i: u64) -> String {
+        let s = |k: u64| SYLLABLES[usize::try_from(k % 50).unwrap_or(0)];
+        format!("{}{}{}", s(i), s(i / 50), s(i / 2500))
+    }
+
+    fn message(&mut self) -> String {
+        let n = 6 + self.next() % 30;
+        let mut words = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        for _ in 0..n {
+            let a = self.next() % VOCABULARY;
+            let b = self.next() % VOCABULARY;
+            words.push(Corpus::word(a * b / VOCABULARY));
+        }
+        words.join(" ")
+    }
+}
+
+struct Args {
+    db: PathBuf,
+    messages: u64,
+    queries: PathBuf,
+}
+
+fn parse_args() -> Result<Args, Box<dyn Error>> {
+    let mut db = None;
+    let mut messages = 100_000;
+    let mut queries = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--db" => db = Some(PathBuf::from(value)),
+            "--messages" => messages = value.parse()?,
+            "--queries" => queries = Some(PathBuf::from(value)),
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    Ok(Args {
+        db: db.ok_or("--db is required")?,
+        messages,
+        queries: queries.ok_or("--queries is required")?,
+    })
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    // Nearest rank: the smallest value with at least p% of the values at or below it.
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args = parse_args()?;
+    let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+
+    let store = SessionStore::open(&args.db)?;
+    let mut corpus = Corpus::new();
+    let mut session = String::new();
+    let mut sessions = 0u64;
+    let start = Instant::now();
+    for i in 0..args.messages {
+        if i % PER_SESSION == 0 {
+            session = format!("bench_{sessions:07}");
+            store.create_session(&NewSession {
+                id: session.clone(),
+                source: "cli".into(),
+                session_key: None,
+                title: Some(format!("bench session {sessions}")),
+                model: "bench-model".into(),
+                provider: "custom".into(),
+                system_prompt: "You are a benchmark agent.".into(),
+                parent_session_id: None,
+                cwd: None,
+            })?;
+            sessions += 1;
+        }
+        let text = corpus.message();
+        let message = if i % 2 == 0 {
+            Message::user(text)
+        } else {
+            Message::assistant(text)
+        };
+        store.append_message(&session, &message, None)?;
+    }
+    let insert_s = start.elapsed().as_secs_f64();
+
+    for q in &queries {
+        store.search(&SearchQuery::new(q.as_str()))?;
+    }
+    let mut search_ms = Vec::with_capacity(queries.len());
+    let mut hits_total = 0usize;
+    for q in &queries {
+        let t = Instant::now();
+        hits_total += store.search(&SearchQuery::new(q.as_str()))?.len();
+        search_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(store);
+
+    let with_suffix = |suffix: &str| {
+        let mut p = args.db.clone().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    let db_bytes =
+        file_size(&args.db) + file_size(&with_suffix("-wal")) + file_size(&with_suffix("-shm"));
+    let mut sorted = search_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let out = serde_json::json!({
+        "messages": args.messages,
+        "sessions": sessions,
+        "insert_s": insert_s,
+        "insert_us_per_message": insert_s * 1e6 / args.messages.max(1) as f64,
+        "db_bytes": db_bytes,
+        "queries": queries.len(),
+        "search_ms": search_ms,
+        "search_p50_ms": percentile(&sorted, 50.0),
+        "search_p99_ms": percentile(&sorted, 99.0),
+        "hits_total": hits_total,
+    });
+    println!("{out}");
+    Ok(())
+}
