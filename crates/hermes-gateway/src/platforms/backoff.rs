@@ -1,4 +1,4 @@
-//! Reconnect delays for the websocket adapters: exponential backoff, capped, with jitter so
+//! Reconnect and retry delays for the platform adapters: exponential backoff, capped, with jitter so
 //! that many gateways restarting together do not reconnect in lockstep.
 
 use std::time::Duration;
@@ -40,6 +40,10 @@ impl Backoff {
     }
 
     /// Back to the initial delay (after a connection that worked).
+    #[cfg_attr(
+        not(any(feature = "discord", feature = "slack", feature = "telegram")),
+        allow(dead_code)
+    )]
     pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
