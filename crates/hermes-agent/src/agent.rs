@@ -12,6 +12,8 @@ use hermes_store::{NewSession, SessionStore};
 use hermes_tools::{Approver, Tool, ToolSource};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::hooks::{HookEvent, Hooks};
+
 /// Builds the system prompt of a new session (ARCHITECTURE §2 step 1). Called once per
 /// session; the text is stored with the session and reused byte-for-byte on resume.
 pub trait SystemPromptSource: Send + Sync {
@@ -76,6 +78,9 @@ pub struct AgentOptions {
     pub compression_enabled: bool,
     /// Compressor tunables (`compression.protect_first_n`, `protect_last_n`, …).
     pub compression: CompressionConfig,
+    /// Lifecycle hooks (FEATURES §12); the agent fires `session:start`, `agent:start`,
+    /// `agent:step` and `agent:end`. Empty by default.
+    pub hooks: Hooks,
 }
 
 impl Default for AgentOptions {
@@ -94,6 +99,7 @@ impl Default for AgentOptions {
             context_window: None,
             compression_enabled: true,
             compression: CompressionConfig::default(),
+            hooks: Hooks::default(),
         }
     }
 }
@@ -284,6 +290,10 @@ impl Agent {
         self.history.clear();
         self.unsaved.clear();
         self.session_usage = Usage::default();
+        self.fire_hook(
+            "session:start",
+            serde_json::json!({"model": client.model(), "provider": client.provider()}),
+        );
         Ok(())
     }
 
@@ -380,6 +390,19 @@ impl Agent {
                 Err(_) => self.unsaved.push(index),
             }
         }
+    }
+
+    /// Fires a lifecycle hook event for this session in the background (never waits).
+    pub(crate) fn fire_hook(&self, event: &str, data: serde_json::Value) {
+        if self.opts.hooks.is_empty() {
+            return;
+        }
+        let _detached = self.opts.hooks.fire(&HookEvent {
+            event: event.to_string(),
+            session_id: Some(self.session_id.clone()),
+            platform: Some(self.opts.source.clone()),
+            data,
+        });
     }
 
     /// Runs a blocking store call off the async threads (ARCHITECTURE §6).

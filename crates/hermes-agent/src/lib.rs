@@ -11,6 +11,7 @@ mod batch;
 mod compression;
 mod dispatch;
 mod handle;
+mod hooks;
 mod repair;
 mod turn;
 
@@ -18,4 +19,8 @@ pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
 pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW};
 pub use dispatch::{args_preview, result_preview};
 pub use handle::AgentHandle;
+pub use hooks::{
+    DEFAULT_HOOK_TIMEOUT_S, FiredHooks, HOOK_EVENTS, HookEvent, HookLoadError, HookOutcome,
+    HookSpec, Hooks, event_matches,
+};
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};

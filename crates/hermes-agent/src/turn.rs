@@ -36,6 +36,7 @@ impl Agent {
         emit(AgentEvent::TurnStarted {
             session_id: self.session_id.clone(),
         });
+        self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.persist(Message::user(input), events).await;
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
@@ -48,7 +49,7 @@ impl Agent {
         let mut outcome = TurnOutcome::BudgetExhausted;
         let budget = self.opts.max_turns.max(1);
 
-        for _iteration in 0..budget {
+        for iteration in 0..budget {
             if self.refresh_tools() {
                 emit(AgentEvent::Status {
                     message: format!("tool list changed: {} tools available", self.specs.len()),
@@ -102,6 +103,13 @@ impl Agent {
                 outcome = TurnOutcome::Completed;
                 break;
             }
+            self.fire_hook(
+                "agent:step",
+                serde_json::json!({
+                    "iteration": iteration + 1,
+                    "tool_calls": reply.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                }),
+            );
             let truncated = reply.finish_reason == Some(FinishReason::Length);
             if !self
                 .run_tools(&reply.tool_calls, truncated, events, &cancel)
@@ -119,6 +127,14 @@ impl Agent {
             final_text = "Interrupted.".to_string();
         }
         self.session_usage.add(&usage);
+        self.fire_hook(
+            "agent:end",
+            serde_json::json!({
+                "outcome": outcome,
+                "final_text": final_text,
+                "usage": usage,
+            }),
+        );
         emit(AgentEvent::TurnFinished {
             outcome: outcome.clone(),
             final_text,

@@ -10,6 +10,8 @@
 //! Must not: run the agent loop itself (it drives `hermes-agent`), resolve which model to use
 //! (the front end passes an agent factory), or contain provider-specific code.
 
+#[cfg(feature = "api-server")]
+pub mod api;
 pub mod delivery;
 mod error;
 mod factory;

@@ -1,0 +1,148 @@
+//! The OpenAI-compatible HTTP API server (issue 7 §1, FEATURES §1 Gateway), behind the
+//! `api-server` feature.
+//!
+//! Routes: `POST /v1/chat/completions` (stateless, or session-continuing with
+//! `X-Hermes-Session-Id`; SSE with `stream: true`), `GET /v1/models`, `GET /health`,
+//! `GET`/`POST /api/sessions`, `GET /api/sessions/{id}/messages`. Every route except
+//! `/health` needs `Authorization: Bearer <API_SERVER_KEY>` when a key is set; without a key
+//! the server only listens on loopback. Agents come from the front end's
+//! [`crate::AgentFactory`]; this module owns the HTTP surface, not the agent.
+
+mod completions;
+mod error;
+mod sessions;
+mod settings;
+mod state;
+mod turn;
+mod wire;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use completions::{NOTICE_HEADER, SESSION_HEADER};
+pub use error::ApiError;
+pub use sessions::{DEFAULT_SESSION_PAGE, MAX_SESSION_PAGE};
+pub use settings::{ApiSettings, DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_MAX_CONCURRENT_TURNS};
+pub use state::ApiState;
+pub use turn::{API_SOURCE, MAX_SESSION_ID_LEN};
+pub use wire::SERVED_MODEL;
+
+use error::ApiFailure;
+
+/// The API routes over `state`. Authentication is part of the router (so tests and
+/// embedders get it too); `/health` is always open.
+pub fn api_router(state: ApiState) -> Router {
+    let protected = Router::new()
+        .route("/v1/chat/completions", post(completions::chat_completions))
+        .route("/v1/models", get(models))
+        .route("/api/sessions", get(sessions::list).post(sessions::create))
+        .route("/api/sessions/{id}/messages", get(sessions::messages))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_key,
+        ));
+    Router::new()
+        .route("/health", get(health))
+        .merge(protected)
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// Binds `addr` and serves [`api_router`] until `cancel` fires; see [`serve_on`].
+///
+/// Errors: [`ApiError::UnprotectedBind`] when no key is set and `addr` is not loopback
+/// (checked before binding), [`ApiError::Bind`], [`ApiError::Serve`].
+pub async fn serve(
+    addr: SocketAddr,
+    state: ApiState,
+    cancel: CancellationToken,
+) -> Result<(), ApiError> {
+    check_exposure(addr, &state)?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ApiError::Bind { addr, source })?;
+    serve_on(listener, state, cancel).await
+}
+
+/// Serves [`api_router`] on an already bound listener until `cancel` fires. Shutdown
+/// interrupts running turns (their agents record the interruption), lets open responses
+/// finish, then returns.
+///
+/// Errors: as [`serve`] (the loopback rule is checked against the listener's address).
+pub async fn serve_on(
+    listener: TcpListener,
+    state: ApiState,
+    cancel: CancellationToken,
+) -> Result<(), ApiError> {
+    let addr = listener.local_addr().map_err(ApiError::Serve)?;
+    check_exposure(addr, &state)?;
+    tracing::info!(%addr, auth = state.settings().key.is_some(), "API server listening");
+    let router = api_router(state.clone());
+    let shutdown = async move {
+        cancel.cancelled().await;
+        state.interrupt_all();
+    };
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ApiError::Serve)
+}
+
+fn check_exposure(addr: SocketAddr, state: &ApiState) -> Result<(), ApiError> {
+    if state.settings().key.is_none() && !addr.ip().is_loopback() {
+        return Err(ApiError::UnprotectedBind { addr });
+    }
+    Ok(())
+}
+
+/// Bearer check (constant-time comparison of the key). No key configured → open (the
+/// server then only listens on loopback).
+async fn require_key(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    if let Some(key) = &state.settings().key {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .unwrap_or("");
+        let matches: bool = given.as_bytes().ct_eq(key.as_bytes()).into();
+        if !matches {
+            return ApiFailure::unauthorized().into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn health() -> Response {
+    axum::Json(serde_json::json!({"status": "ok"})).into_response()
+}
+
+async fn models() -> Response {
+    axum::Json(wire::models_json(chrono::Utc::now().timestamp())).into_response()
+}
+
+async fn not_found(request: Request) -> Response {
+    ApiFailure {
+        status: axum::http::StatusCode::NOT_FOUND,
+        message: format!(
+            "No route for {} {}.",
+            request.method(),
+            request.uri().path()
+        ),
+        kind: "invalid_request_error",
+        code: "unknown_route",
+    }
+    .into_response()
+}

@@ -1,0 +1,118 @@
+//! Shared state of the API server: the agent factory, the store, settings, and the turn
+//! slots (one turn per session, a global cap).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use hermes_store::SessionStore;
+use hermes_tools::{Approval, Approver, FixedApprover};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::error::ApiFailure;
+use crate::api::settings::ApiSettings;
+use crate::factory::AgentFactory;
+
+/// Everything the API routes share. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiState {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) approver: Arc<dyn Approver>,
+}
+
+pub(crate) struct Inner {
+    pub factory: Arc<dyn AgentFactory>,
+    pub store: Arc<SessionStore>,
+    pub settings: ApiSettings,
+    /// Sessions with a running turn.
+    busy: Mutex<HashSet<String>>,
+    permits: Arc<Semaphore>,
+    /// Cancelled when the server shuts down: every running turn is interrupted.
+    pub shutdown: CancellationToken,
+}
+
+impl ApiState {
+    /// State for a server whose agents come from `factory` and whose sessions live in
+    /// `store`. Dangerous commands are denied (an HTTP client cannot be asked mid-turn);
+    /// [`ApiState::with_approver`] changes that.
+    pub fn new(
+        factory: Arc<dyn AgentFactory>,
+        store: Arc<SessionStore>,
+        settings: ApiSettings,
+    ) -> ApiState {
+        let cap = settings.max_concurrent_turns.max(1);
+        ApiState {
+            inner: Arc::new(Inner {
+                factory,
+                store,
+                settings,
+                busy: Mutex::new(HashSet::new()),
+                permits: Arc::new(Semaphore::new(cap)),
+                shutdown: CancellationToken::new(),
+            }),
+            approver: Arc::new(FixedApprover(Approval::Deny)),
+        }
+    }
+
+    /// Replaces the approver handed to agents (for example `--yolo` semantics chosen by the
+    /// front end).
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> ApiState {
+        self.approver = approver;
+        self
+    }
+
+    /// The settings the server runs with.
+    pub fn settings(&self) -> &ApiSettings {
+        &self.inner.settings
+    }
+
+    /// Interrupts every running turn (the server's shutdown path calls this).
+    pub fn interrupt_all(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Takes a global turn permit (429 when the cap is reached).
+    pub(crate) fn turn_permit(&self) -> Result<OwnedSemaphorePermit, ApiFailure> {
+        self.inner
+            .permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiFailure::too_many_turns(self.inner.settings.max_concurrent_turns))
+    }
+
+    /// Marks `session` busy until the returned guard drops (409 when it already is).
+    pub(crate) fn claim_session(&self, session: &str) -> Result<SessionClaim, ApiFailure> {
+        let mut busy = self
+            .inner
+            .busy
+            .lock()
+            .map_err(|_| ApiFailure::store("turn registry poisoned"))?;
+        if !busy.insert(session.to_string()) {
+            return Err(ApiFailure::session_busy(session));
+        }
+        Ok(SessionClaim {
+            state: self.inner.clone(),
+            session: session.to_string(),
+        })
+    }
+}
+
+/// A session's turn slot; released on drop.
+pub(crate) struct SessionClaim {
+    state: Arc<Inner>,
+    session: String,
+}
+
+impl Drop for SessionClaim {
+    fn drop(&mut self) {
+        if let Ok(mut busy) = self.state.busy.lock() {
+            busy.remove(&self.session);
+        }
+    }
+}
+
+/// What a running turn holds; dropping it frees the session and the global permit.
+pub(crate) struct TurnGuards {
+    pub _claim: Option<SessionClaim>,
+    pub _permit: OwnedSemaphorePermit,
+}
