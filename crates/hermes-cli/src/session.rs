@@ -88,6 +88,23 @@ pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
     Ok(hermes_llm::resolve(&inputs)?)
 }
 
+/// Fills `rt.context_window` by the context-length chain (config → provider metadata, cached
+/// a day in `HERMES_HOME/cache/context_lengths.json` → built-in table → 128k; FEATURES §2).
+/// The embedded model reports its own window.
+pub async fn resolve_context_window(app: &App, rt: &mut Runtime) {
+    if rt.api_mode == ApiMode::Local {
+        return;
+    }
+    let cache = app.home.cache_dir().join("context_lengths.json");
+    let now = chrono::Utc::now().timestamp().max(0) as u64;
+    let found = hermes_llm::context_length::resolve_context_length(rt, Some(&cache), now).await;
+    rt.trace.push(format!(
+        "context window {} tokens ({:?})",
+        found.tokens, found.source
+    ));
+    rt.context_window = Some(found.tokens);
+}
+
 /// Connects to the resolved model.
 pub fn build_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
     if rt.api_mode == ApiMode::Local {
@@ -193,7 +210,8 @@ pub async fn build_agent(
     args: &ChatArgs,
     approver: Arc<dyn Approver>,
 ) -> Result<(Agent, SessionInfo)> {
-    let runtime = resolve_runtime(app, args)?;
+    let mut runtime = resolve_runtime(app, args)?;
+    resolve_context_window(app, &mut runtime).await;
     tracing::info!(trace = ?runtime.trace, "runtime resolved");
     let client = build_client(app, &runtime)?;
     let (toolsets, _) = crate::tools_cmd::enabled_toolsets(app, args);

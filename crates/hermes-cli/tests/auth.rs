@@ -86,6 +86,7 @@ async fn a_rejected_env_key_rotates_to_the_added_key_in_a_chat() {
         .mock
         .captured()
         .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
         .filter_map(|r| r.header("authorization").map(str::to_string))
         .collect();
     assert_eq!(

@@ -170,6 +170,10 @@ impl Harness {
 async fn dm_group_and_thread_messages_arrive_with_stable_ids_and_own_messages_are_ignored() {
     let mut h = start(acking, TOKEN, None).await;
     let conn = h.identify().await;
+    // Malformed and unknown input is skipped without dropping the connection.
+    conn.send_raw("this is not json");
+    conn.send(json!({"op": 42, "d": null}));
+    conn.send(dispatch("MESSAGE_CREATE", 2, json!({"id": "broken"})));
     conn.send(dispatch(
         "MESSAGE_CREATE",
         2,

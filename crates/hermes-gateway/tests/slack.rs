@@ -70,6 +70,13 @@ fn web_handler(
             }
             p if auth != format!("Bearer {BOT}") && !p.starts_with("/upload/") => bad(),
             "/auth.test" => ok_json(json!({"ok": true, "user_id": "UBOT", "team_id": "T1"})),
+            "/users.info" => match form_field(&r.text(), "user").as_deref() {
+                Some("U42") => ok_json(json!({"ok": true, "user": {"id": "U42", "name": "ann",
+                    "profile": {"display_name": "Ann", "real_name": "Ann Lee"}}})),
+                Some("U43") => ok_json(json!({"ok": true, "user": {"id": "U43", "name": "bob",
+                    "profile": {"display_name": "", "real_name": ""}}})),
+                _ => ok_json(json!({"ok": false, "error": "user_not_found"})),
+            },
             "/chat.postMessage" => {
                 let body = r.json();
                 match body["channel"].as_str() {
@@ -175,6 +182,10 @@ async fn events_arrive_as_messages_every_envelope_is_acked_and_bot_messages_are_
     let mut h = start(BOT, APP, LONG).await;
     let mut conn = h.hello().await;
 
+    // Malformed input and unknown envelope types are skipped; the unknown one is acked.
+    conn.send_raw("{not json");
+    conn.send(json!({"envelope_id": "e0", "type": "slash_commands", "payload": {}}));
+    assert_eq!(conn.recv().await, json!({"envelope_id": "e0"}));
     conn.send(envelope("e1", im("U42", "1.1", "hello &amp; welcome")));
     assert_eq!(conn.recv().await, json!({"envelope_id": "e1"}));
     let dm = h.next().await;
@@ -184,6 +195,11 @@ async fn events_arrive_as_messages_every_envelope_is_acked_and_bot_messages_are_
     assert_eq!(dm.source.user_id.as_deref(), Some("U42"));
     assert_eq!(dm.message_id.as_deref(), Some("1.1"));
     assert_eq!(dm.text, "hello & welcome");
+    assert_eq!(
+        dm.source.user_name.as_deref(),
+        Some("Ann"),
+        "display name from users.info"
+    );
 
     // Skipped: a bot's message, our own, an edit, a join.
     let mut from_bot = im("U9", "1.2", "beep");
@@ -218,9 +234,20 @@ async fn events_arrive_as_messages_every_envelope_is_acked_and_bot_messages_are_
     assert_eq!(threaded.source.thread_id.as_deref(), Some("2.0"));
     assert_eq!(threaded.source.user_id.as_deref(), Some("U43"));
     assert_eq!(threaded.text, "status?");
+    assert_eq!(threaded.source.user_name.as_deref(), Some("bob"));
     let group = h.next().await;
     assert_eq!(group.source.chat_type, ChatType::Group);
     assert_eq!(group.text, "group chat");
+    // user_not_found: no name, the message still arrives.
+    assert_eq!(group.source.user_name, None);
+    conn.send(envelope("e9", im("U42", "1.9", "again")));
+    assert_eq!(conn.recv().await["envelope_id"], "e9");
+    assert_eq!(h.next().await.source.user_name.as_deref(), Some("Ann"));
+    assert_eq!(
+        h.web.requests_to("/users.info").len(),
+        3,
+        "names are cached"
+    );
 
     h.cancel.cancel();
     assert_eq!(conn.recv().await["__closed"], 1000);

@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 mod client;
+pub mod context_length;
 pub mod credentials;
 pub mod error;
 pub mod fallback;

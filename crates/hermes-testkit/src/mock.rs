@@ -42,6 +42,7 @@ struct Shared {
     requests: Vec<CapturedRequest>,
     models: Option<Value>,
     fallback: Option<MockResponse>,
+    props: Option<Value>,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -58,7 +59,8 @@ fn lock(s: &SharedState) -> MutexGuard<'_, Shared> {
 /// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves queued
 /// [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
 /// HTTP 500 with an explanatory error body) and records every request;
-/// `GET /v1/models` lists one model. The server stops when this value is dropped.
+/// `GET /v1/models` lists one model; `GET /props` (llama.cpp server) answers 404 until
+/// [`MockProvider::set_props`]. The server stops when this value is dropped.
 pub struct MockProvider {
     addr: SocketAddr,
     state: SharedState,
@@ -74,6 +76,7 @@ impl MockProvider {
             .route("/v1/messages", post(chat))
             .route("/v1/responses", post(chat))
             .route("/v1/models", get(models))
+            .route("/props", get(props))
             .with_state(state.clone());
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(l) => l,
@@ -114,6 +117,11 @@ impl MockProvider {
     /// Replaces the `GET /v1/models` body.
     pub fn set_models(&self, body: Value) {
         lock(&self.state).models = Some(body);
+    }
+
+    /// Serves `body` at `GET /props` (as a llama.cpp server does).
+    pub fn set_props(&self, body: Value) {
+        lock(&self.state).props = Some(body);
     }
 
     /// Every chat request body received so far, in order.
@@ -221,6 +229,18 @@ async fn models(State(state): State<SharedState>, headers: HeaderMap) -> Respons
         json!({"object": "list", "data": [{"id": "mock-model", "object": "model", "owned_by": "hermes-testkit"}]})
     });
     plain(200, "application/json", body.to_string())
+}
+
+async fn props(State(state): State<SharedState>, headers: HeaderMap) -> Response {
+    let body = {
+        let mut s = lock(&state);
+        s.requests.push(capture(&headers, "/props", b""));
+        s.props.clone()
+    };
+    match body {
+        Some(b) => plain(200, "application/json", b.to_string()),
+        None => plain(404, "text/plain", "Not Found".to_string()),
+    }
 }
 
 fn plain(status: u16, content_type: &'static str, body: String) -> Response {

@@ -66,6 +66,11 @@ impl FakeConn {
             .unwrap_or_else(|| serde_json::json!({"__gone": true}))
     }
 
+    /// Sends a text frame as is (for malformed input).
+    pub fn send_raw(&self, text: &str) {
+        let _ = self.cmds.send(Cmd::Send(text.to_owned()));
+    }
+
     /// Closes with a close frame carrying `code`.
     pub fn close(&self, code: u16) {
         let _ = self.cmds.send(Cmd::Close(code));

@@ -5,6 +5,7 @@
 //! `im` is a DM, `mpim` a group, `channel`/`group` a channel; `thread_ts` is the thread id,
 //! `user` the stable user id, `ts` the message id. A mention in a channel arrives as both a
 //! `message` and an `app_mention` event; the second copy is dropped (same channel and `ts`).
+//! Display names come from `users.info` (cached; needs the `users:read` scope, optional).
 //! The connection reconnects with capped jittered backoff; a rejected token ends
 //! [`PlatformAdapter::run`] with `Auth`.
 
@@ -39,6 +40,49 @@ pub const MAX_MESSAGE_CHARS: usize = 39_000;
 
 /// Message keys (`channel`/`ts`) remembered to drop duplicate deliveries.
 const SEEN_MAX: usize = 1024;
+/// Display names remembered (user id → name); the map starts over past this size.
+const NAMES_MAX: usize = 4096;
+
+/// Display names from `users.info`, cached (also a user Slack does not know); lookups stop
+/// for good once the token lacks the `users:read` scope, since names are only for prompts
+/// and logs.
+struct Names {
+    cache: std::collections::HashMap<String, Option<String>>,
+    enabled: bool,
+}
+
+impl Names {
+    async fn lookup(&mut self, web: &web::Web, user: &str) -> Option<String> {
+        if let Some(name) = self.cache.get(user) {
+            return name.clone();
+        }
+        if !self.enabled {
+            return None;
+        }
+        match web.user_name(user).await {
+            Ok(name) => {
+                if self.cache.len() >= NAMES_MAX {
+                    self.cache.clear();
+                }
+                self.cache.insert(user.to_owned(), name.clone());
+                name
+            }
+            Err(PlatformError::Rejected { detail, .. }) => {
+                if detail.ends_with("missing_scope") || detail.ends_with("not_allowed_token_type") {
+                    tracing::info!(platform = PLATFORM, %detail, "no display names from users.info");
+                    self.enabled = false;
+                } else {
+                    self.cache.insert(user.to_owned(), None);
+                }
+                None
+            }
+            Err(e) => {
+                tracing::debug!(platform = PLATFORM, error = %e, "users.info failed");
+                None
+            }
+        }
+    }
+}
 
 /// How to reach Slack.
 #[derive(Clone)]
@@ -128,6 +172,10 @@ async fn process_incoming(
 ) {
     let mut seen: HashSet<String> = HashSet::new();
     let mut order: VecDeque<String> = VecDeque::new();
+    let mut names = Names {
+        cache: std::collections::HashMap::new(),
+        enabled: true,
+    };
     loop {
         let incoming = tokio::select! {
             _ = stop.cancelled() => return,
@@ -148,6 +196,11 @@ async fn process_incoming(
             && let Some(old) = order.pop_front()
         {
             seen.remove(&old);
+        }
+        if msg.source.user_name.is_none()
+            && let Some(user) = msg.source.user_id.clone()
+        {
+            msg.source.user_name = names.lookup(&web, &user).await;
         }
         for (url, file) in &incoming.files {
             match media::download(PLATFORM, web.authorized_get(url), file, &policy).await {

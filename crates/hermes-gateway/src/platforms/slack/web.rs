@@ -197,6 +197,28 @@ impl Web {
             .ok_or_else(|| protocol("auth.test: answer has no `user_id`"))
     }
 
+    /// `users.info` → the user's display name (`profile.display_name`, else
+    /// `profile.real_name`, else `name`); `Ok(None)` when Slack gives none. Needs the
+    /// `users:read` scope (without it Slack answers `missing_scope`, a `Rejected`).
+    pub(crate) async fn user_name(&self, user: &str) -> Result<Option<String>, PlatformError> {
+        let v = self
+            .call(
+                "users.info",
+                false,
+                Body::Form(vec![("user", user.to_owned())]),
+            )
+            .await?;
+        let pick = |p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        Ok(pick("/user/profile/display_name")
+            .or_else(|| pick("/user/profile/real_name"))
+            .or_else(|| pick("/user/name")))
+    }
+
     /// `chat.postMessage` into `target.chat_id`, in the thread `target.thread_id` when set.
     pub(crate) async fn post_message(
         &self,
