@@ -78,6 +78,9 @@ pub struct AgentOptions {
     pub compression_enabled: bool,
     /// Compressor tunables (`compression.protect_first_n`, `protect_last_n`, …).
     pub compression: CompressionConfig,
+    /// Gateway session key recorded with every session this agent creates (FEATURES §1
+    /// Gateway: the persisted key→session routing); `None` outside the gateway.
+    pub session_key: Option<String>,
     /// Lifecycle hooks (FEATURES §12); the agent fires `session:start`, `agent:start`,
     /// `agent:step` and `agent:end`. Empty by default.
     pub hooks: Hooks,
@@ -99,6 +102,7 @@ impl Default for AgentOptions {
             context_window: None,
             compression_enabled: true,
             compression: CompressionConfig::default(),
+            session_key: None,
             hooks: Hooks::default(),
         }
     }
@@ -154,6 +158,8 @@ pub struct Agent {
     pub(crate) recovery: RecoveryPolicy,
     /// Plans compressions; remembers recent savings for anti-thrash.
     pub(crate) compressor: ContextCompressor,
+    /// Messages for the running turn, read after each tool batch (busy mode `steer`).
+    pub(crate) steer: Option<crate::SteerQueue>,
 }
 
 impl Agent {
@@ -172,6 +178,7 @@ impl Agent {
         };
         let mut agent = Agent {
             compressor,
+            steer: None,
             specs,
             tools: deps.tools.clone(),
             sources: Vec::new(),
@@ -237,6 +244,12 @@ impl Agent {
         self.fallbacks = fallbacks;
     }
 
+    /// Sets the queue whose messages are handed to the running turn after each tool batch
+    /// (gateway busy mode `steer`).
+    pub fn set_steer_queue(&mut self, queue: crate::SteerQueue) {
+        self.steer = Some(queue);
+    }
+
     /// Rebuilds the tool list when a source changed; returns true when it did.
     pub(crate) fn refresh_tools(&mut self) -> bool {
         let generation = self
@@ -276,7 +289,7 @@ impl Agent {
         let record = NewSession {
             id: id.clone(),
             source: self.opts.source.clone(),
-            session_key: None,
+            session_key: self.opts.session_key.clone(),
             title: None,
             model: client.model().to_string(),
             provider: client.provider().to_string(),

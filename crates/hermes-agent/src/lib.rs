@@ -13,6 +13,7 @@ mod dispatch;
 mod handle;
 mod hooks;
 mod repair;
+mod steer;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
@@ -24,3 +25,4 @@ pub use hooks::{
     HookSpec, Hooks, event_matches,
 };
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
+pub use steer::SteerQueue;

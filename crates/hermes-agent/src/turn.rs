@@ -118,6 +118,7 @@ impl Agent {
                 outcome = TurnOutcome::Interrupted;
                 break;
             }
+            self.take_steering(events).await;
         }
 
         if outcome == TurnOutcome::BudgetExhausted {
@@ -324,6 +325,25 @@ impl Agent {
         };
         self.persist(Message::assistant(text.clone()), events).await;
         text
+    }
+
+    /// Hands messages steered in during the tool batch to the model as one user message.
+    async fn take_steering(&mut self, events: &UnboundedSender<AgentEvent>) {
+        let Some(queue) = &self.steer else {
+            return;
+        };
+        let texts = queue.drain();
+        if texts.is_empty() {
+            return;
+        }
+        let _ = events.send(AgentEvent::Status {
+            message: format!(
+                "{} message(s) from the user added to this turn",
+                texts.len()
+            ),
+        });
+        self.persist(Message::user(texts.join("\n\n")), events)
+            .await;
     }
 
     pub(crate) async fn record_usage(&self, usage: &Usage) {

@@ -137,6 +137,18 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cron_cmd::CronCmd,
     },
+    /// The messaging gateway: `run` serves every configured platform, `status` shows them.
+    Gateway {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::gateway_cmd::GatewayCmd,
+    },
+    /// DM pairing codes of the gateway: list, approve, revoke.
+    Pairing {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::pairing_cmd::PairingCmd,
+    },
     /// Check config, model resolution, local model, state.db, MCP servers and skills;
     /// exits 1 when something is broken.
     Doctor,

@@ -12,10 +12,12 @@ mod chat;
 mod config_cmd;
 mod cron_cmd;
 mod doctor_cmd;
+mod gateway_cmd;
 mod mcp_cmd;
 mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
+mod pairing_cmd;
 mod prompt;
 mod render;
 mod repl;
@@ -85,6 +87,8 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Tools { action }) => tools_cmd::run(profile, &cli.chat, action.as_ref()),
         Some(Command::Auth { action }) => auth_cmd::run(profile, action),
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
+        Some(Command::Gateway { action }) => gateway_cmd::run(profile, &cli.chat, action).await,
+        Some(Command::Pairing { action }) => pairing_cmd::run(profile, action),
         Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {

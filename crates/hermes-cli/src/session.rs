@@ -204,68 +204,131 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
     out
 }
 
+/// What every agent of one invocation shares: the resolved model client, tools, store,
+/// prompt source, options and MCP servers. Built once; the REPL, one-shot chat and the
+/// gateway's agent factory assemble agents from it.
+#[derive(Clone)]
+pub struct AgentKit {
+    /// The resolved runtime (provider, model, base URL).
+    pub runtime: Runtime,
+    /// The model client.
+    pub client: Arc<dyn ModelClient>,
+    /// Built-in tools offered to the model.
+    pub tools: Vec<Arc<dyn hermes_tools::Tool>>,
+    /// The session store.
+    pub store: Arc<SessionStore>,
+    /// The system prompt source.
+    pub prompt: Arc<crate::prompt::CliPrompt>,
+    /// Agent options from flags and config (source `cli`).
+    pub opts: AgentOptions,
+    /// MCP tools (shared by every agent of the kit; servers stop when the last one drops).
+    pub mcp: Option<Arc<dyn hermes_tools::ToolSource>>,
+    /// Enabled toolsets.
+    pub toolsets: Vec<String>,
+    /// `fallback_providers:` clients, in order.
+    pub fallbacks: Vec<Arc<dyn ModelClient>>,
+}
+
+impl AgentKit {
+    /// Resolves the runtime, connects, selects tools, starts MCP servers.
+    pub async fn prepare(app: &App, args: &ChatArgs) -> Result<AgentKit> {
+        let mut runtime = resolve_runtime(app, args)?;
+        resolve_context_window(app, &mut runtime).await;
+        tracing::info!(trace = ?runtime.trace, "runtime resolved");
+        let client = build_client(app, &runtime)?;
+        let (toolsets, _) = crate::tools_cmd::enabled_toolsets(app, args);
+        let store = app.open_store()?;
+        let registry = crate::tools_cmd::build_registry(app, args, Some(store.clone()))?;
+        let selection = registry
+            .select(&ToolsetSelection::new(
+                toolsets.clone(),
+                app.config.agent.disabled_toolsets.clone(),
+            ))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for (name, reason) in selection.unavailable() {
+            tracing::info!(tool = %name, %reason, "tool hidden: not available here");
+        }
+        let tools = selection.tools().to_vec();
+        let cwd = match &app.config.terminal.cwd {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        // MCP tools go after the built-ins (never shadowing them); the agent re-reads them
+        // whenever a server's list changes.
+        let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools)
+            .await
+            .map(|m| {
+                Arc::new(crate::mcp_scan::ScannedSource::new(Arc::new(m)))
+                    as Arc<dyn hermes_tools::ToolSource>
+            });
+        let compact = prompt_is_compact(app, args, runtime.api_mode);
+        let prompt = crate::prompt::CliPrompt::new(
+            app.home.clone(),
+            cwd.clone(),
+            compact,
+            client.context_window(),
+            toolsets.clone(),
+        )
+        .with_memory(app.config.memory.clone());
+        let opts = AgentOptions {
+            max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
+            api_max_retries: app.config.agent.api_max_retries,
+            yolo: args.yolo,
+            cwd,
+            terminal_timeout_s: app.config.terminal.timeout,
+            source: "cli".to_string(),
+            max_tokens: app.config.model.to_config().max_tokens,
+            context_window: app.config.model.to_config().context_length,
+            compression_enabled: app.config.compression.enabled,
+            compression: compression_config(&app.config.compression),
+            ..AgentOptions::default()
+        };
+        Ok(AgentKit {
+            runtime,
+            client,
+            tools,
+            store,
+            prompt: Arc::new(prompt),
+            opts,
+            mcp,
+            toolsets,
+            fallbacks: fallback_clients(app),
+        })
+    }
+
+    /// An agent from this kit with `approver` and `opts`, resuming `resume` when given.
+    pub async fn agent(
+        &self,
+        approver: Arc<dyn Approver>,
+        opts: AgentOptions,
+        resume: Option<&str>,
+        home: &hermes_protocol::HermesHome,
+    ) -> Result<Agent> {
+        let deps = AgentDeps {
+            client: self.client.clone(),
+            tools: self.tools.clone(),
+            store: self.store.clone(),
+            approver,
+            prompt: self.prompt.clone(),
+            home: home.clone(),
+        };
+        let mut agent = Agent::start(deps, opts, resume).await?;
+        if let Some(m) = &self.mcp {
+            agent.add_tool_source(m.clone());
+        }
+        agent.set_fallbacks(self.fallbacks.clone());
+        Ok(agent)
+    }
+}
+
 /// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue.
 pub async fn build_agent(
     app: &App,
     args: &ChatArgs,
     approver: Arc<dyn Approver>,
 ) -> Result<(Agent, SessionInfo)> {
-    let mut runtime = resolve_runtime(app, args)?;
-    resolve_context_window(app, &mut runtime).await;
-    tracing::info!(trace = ?runtime.trace, "runtime resolved");
-    let client = build_client(app, &runtime)?;
-    let (toolsets, _) = crate::tools_cmd::enabled_toolsets(app, args);
-    let store = app.open_store()?;
-    let registry = crate::tools_cmd::build_registry(app, args, Some(store.clone()))?;
-    let selection = registry
-        .select(&ToolsetSelection::new(
-            toolsets.clone(),
-            app.config.agent.disabled_toolsets.clone(),
-        ))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (name, reason) in selection.unavailable() {
-        tracing::info!(tool = %name, %reason, "tool hidden: not available here");
-    }
-    let tools = selection.tools().to_vec();
-    let cwd = match &app.config.terminal.cwd {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    // MCP tools go after the built-ins (never shadowing them); the agent re-reads them
-    // whenever a server's list changes.
-    let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools)
-        .await
-        .map(Arc::new);
-    let compact = prompt_is_compact(app, args, runtime.api_mode);
-    let prompt = crate::prompt::CliPrompt::new(
-        app.home.clone(),
-        cwd.clone(),
-        compact,
-        client.context_window(),
-        toolsets,
-    )
-    .with_memory(app.config.memory.clone());
-    let deps = AgentDeps {
-        client: client.clone(),
-        tools,
-        store: store.clone(),
-        approver,
-        prompt: Arc::new(prompt),
-        home: app.home.clone(),
-    };
-    let opts = AgentOptions {
-        max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
-        api_max_retries: app.config.agent.api_max_retries,
-        yolo: args.yolo,
-        cwd,
-        terminal_timeout_s: app.config.terminal.timeout,
-        source: "cli".to_string(),
-        max_tokens: app.config.model.to_config().max_tokens,
-        context_window: app.config.model.to_config().context_length,
-        compression_enabled: app.config.compression.enabled,
-        compression: compression_config(&app.config.compression),
-        ..AgentOptions::default()
-    };
+    let kit = AgentKit::prepare(app, args).await?;
+    let store = kit.store.clone();
     let resume = match (&args.resume, args.continue_last) {
         (Some(key), _) => Some(key.clone()),
         (None, true) => match store.latest_session(Some("cli"))? {
@@ -274,16 +337,12 @@ pub async fn build_agent(
         },
         (None, false) => None,
     };
-    let mut agent = Agent::start(deps, opts, resume.as_deref()).await?;
-    // The agent holds the MCP servers for the session; dropping it ends them (children are
-    // killed with their process group).
-    if let Some(m) = mcp {
-        agent.add_tool_source(Arc::new(crate::mcp_scan::ScannedSource::new(m)));
-    }
-    agent.set_fallbacks(fallback_clients(app));
+    let agent = kit
+        .agent(approver, kit.opts.clone(), resume.as_deref(), &app.home)
+        .await?;
     let info = SessionInfo {
-        model: client.model().to_string(),
-        provider: client.provider().to_string(),
+        model: kit.client.model().to_string(),
+        provider: kit.client.provider().to_string(),
         history_file: app.home.history_file(),
         store,
         home: app.home.clone(),

@@ -12,15 +12,25 @@
 
 #[cfg(feature = "api-server")]
 pub mod api;
+pub mod auth;
+pub mod config;
 pub mod delivery;
 mod error;
 mod factory;
+pub mod keys;
 mod platform;
 pub mod platforms;
+pub mod routing;
+pub mod runner;
+pub mod status;
 
-pub use delivery::render_chunks;
+pub use delivery::{
+    DeliveryOptions, DeliveryReport, StreamingReply, ToolProgressMode, extract_media,
+    render_chunks, save_inbound,
+};
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
+pub use keys::{KeyOptions, session_key};
 pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,
@@ -29,3 +39,4 @@ pub use platform::{
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 #[cfg(feature = "slack")]
 pub use platforms::slack::{SlackAdapter, SlackSettings};
+pub use runner::{Gateway, GatewayError};

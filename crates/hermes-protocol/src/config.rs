@@ -51,8 +51,18 @@ pub struct Config {
     pub approvals: Option<yaml_serde::Value>,
     /// See [`Config::skills`].
     pub cron: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
+    /// `gateway:` section; typed and validated by `hermes-gateway` (FEATURES §1 Gateway).
     pub gateway: Option<yaml_serde::Value>,
+    /// `group_sessions_per_user:` (gateway; default true). Kept untyped here so that a bad
+    /// value is reported by the gateway naming the key instead of failing the whole file.
+    pub group_sessions_per_user: Option<yaml_serde::Value>,
+    /// `thread_sessions_per_user:` (gateway; default false). See
+    /// [`Config::group_sessions_per_user`].
+    pub thread_sessions_per_user: Option<yaml_serde::Value>,
+    /// `unauthorized_dm_behavior: pair|ignore` (gateway; default `pair`).
+    pub unauthorized_dm_behavior: Option<yaml_serde::Value>,
+    /// `session_reset: {mode, idle_minutes, at_hour}` (gateway; default mode `none`).
+    pub session_reset: Option<yaml_serde::Value>,
 }
 
 /// `model:` as written: either a bare model name or a table.

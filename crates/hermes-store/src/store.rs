@@ -395,6 +395,32 @@ impl SessionStore {
         })
     }
 
+    /// How many distinct gateway session keys have sessions (the gateway's routed
+    /// conversations, for `hermes gateway status`).
+    pub fn count_session_keys(&self) -> Result<u64, StoreError> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT COUNT(DISTINCT session_key) FROM sessions WHERE session_key IS NOT NULL",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(self.sql_err("count_session_keys"))
+    }
+
+    /// When the newest active message of a session was committed (`None` for a session
+    /// without messages or an unknown id). The gateway's idle reset measures from it.
+    pub fn last_activity(&self, session_id: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let conn = self.lock();
+        conn.query_row(
+            "SELECT MAX(timestamp) FROM messages WHERE session_id = ?1 AND active = 1",
+            [session_id],
+            |r| r.get::<_, Option<f64>>(0),
+        )
+        .map(|t| t.map(from_ts))
+        .map_err(self.sql_err("last_activity"))
+    }
+
     /// Runs `PRAGMA integrity_check` and returns its text (`ok` when healthy).
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         let conn = self.lock();

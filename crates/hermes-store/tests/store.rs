@@ -431,3 +431,29 @@ fn prune_and_session_key_lookup() {
             .is_empty()
     );
 }
+
+#[test]
+fn routed_key_count_and_last_activity() {
+    let store = SessionStore::open_in_memory().unwrap();
+    for (id, key) in [
+        ("a", Some("k1")),
+        ("b", Some("k1")),
+        ("c", Some("k2")),
+        ("d", None),
+    ] {
+        let mut s = new_session(id, "telegram");
+        s.session_key = key.map(String::from);
+        store.create_session(&s).unwrap();
+    }
+    assert_eq!(store.count_session_keys().unwrap(), 2);
+    assert_eq!(store.last_activity("a").unwrap(), None);
+    let before = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let id = store
+        .append_message("a", &Message::user("hi"), None)
+        .unwrap();
+    let t = store.last_activity("a").unwrap().unwrap();
+    assert!(t >= before, "{t}");
+    store.deactivate_messages_from("a", id).unwrap();
+    assert_eq!(store.last_activity("a").unwrap(), None);
+    assert_eq!(store.last_activity("missing").unwrap(), None);
+}

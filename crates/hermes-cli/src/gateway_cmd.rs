@@ -1,0 +1,161 @@
+//! `hermes gateway {run,status}` (FEATURES §1 Gateway) and the agent factory the gateway uses.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use clap::Subcommand;
+use hermes_agent::Agent;
+use hermes_gateway::config::GatewayConfig;
+use hermes_gateway::status::{GatewayStatus, pairing_overview};
+use hermes_gateway::{AgentFactory, AgentSpec, Gateway, PlatformAdapter};
+use hermes_protocol::HermesHome;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::args::ChatArgs;
+use crate::session::AgentKit;
+
+/// `hermes gateway …`
+#[derive(Debug, Subcommand)]
+pub enum GatewayCmd {
+    /// Serve every configured messaging platform until Ctrl-C or SIGTERM.
+    Run,
+    /// Configured platforms, credentials present, access rules, pairing and routed sessions.
+    Status,
+}
+
+/// Builds gateway agents from the CLI's model resolution, tools and prompt.
+pub struct CliAgentFactory {
+    kit: AgentKit,
+    home: HermesHome,
+    signature: String,
+}
+
+impl CliAgentFactory {
+    /// A factory over `kit`; the signature digests the settings agents are built from.
+    pub fn new(kit: AgentKit, home: HermesHome) -> CliAgentFactory {
+        let mut h = DefaultHasher::new();
+        kit.runtime.provider.hash(&mut h);
+        kit.runtime.model.hash(&mut h);
+        kit.runtime.base_url.hash(&mut h);
+        kit.toolsets.hash(&mut h);
+        kit.opts.max_turns.hash(&mut h);
+        kit.opts.yolo.hash(&mut h);
+        let signature = format!("{:016x}", h.finish());
+        CliAgentFactory {
+            kit,
+            home,
+            signature,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentFactory for CliAgentFactory {
+    async fn build(&self, spec: AgentSpec) -> Result<Agent, String> {
+        let mut opts = self.kit.opts.clone();
+        opts.source = spec.source;
+        opts.ephemeral_prompt = spec.ephemeral_prompt;
+        opts.session_key = Some(spec.session_key);
+        self.kit
+            .agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
+            .await
+            .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
+    }
+
+    fn config_signature(&self) -> String {
+        self.signature.clone()
+    }
+}
+
+fn gateway_config(app: &App, profile: Option<&str>) -> Result<GatewayConfig> {
+    let (config, warnings) = GatewayConfig::from_config(&app.config, &app.env, profile)
+        .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))?;
+    for w in warnings {
+        eprintln!("warning: {}: {w}", app.home.config_file().display());
+    }
+    Ok(config)
+}
+
+/// A non-empty value of `name` from the environment or `.env`.
+fn credential(app: &App, name: &str) -> Option<String> {
+    app.env
+        .get(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The adapters whose credentials are set. Inbound files are saved under
+/// `HERMES_HOME/cache/media/<platform>/`.
+fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+    let media = app.home.cache_dir().join("media");
+    let mut out: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
+    if let Some(token) = credential(app, "DISCORD_BOT_TOKEN") {
+        let settings = hermes_gateway::DiscordSettings::new(token, &media);
+        let adapter = hermes_gateway::DiscordAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Discord: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    Ok(out)
+}
+
+/// Runs `hermes gateway …`.
+pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) -> Result<i32> {
+    let app = App::load(profile)?;
+    app.warn_config();
+    let config = gateway_config(&app, profile)?;
+    match action {
+        GatewayCmd::Status => {
+            let store = app.open_store()?;
+            let routed = store.count_session_keys()?;
+            let pairing = pairing_overview(&app.home)?;
+            println!(
+                "{}",
+                GatewayStatus::collect(&config, &app.env, &pairing, routed)
+            );
+            Ok(0)
+        }
+        GatewayCmd::Run => {
+            let adapters = build_adapters(&app)?;
+            if adapters.is_empty() {
+                return Err(hermes_gateway::GatewayError::NoPlatforms.into());
+            }
+            let kit = AgentKit::prepare(&app, args).await?;
+            let store = kit.store.clone();
+            let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()));
+            let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+            let cancel = CancellationToken::new();
+            tokio::spawn(stop_on_signal(cancel.clone()));
+            gateway.run(cancel).await?;
+            eprintln!("gateway stopped");
+            Ok(0)
+        }
+    }
+}
+
+/// Cancels on Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_on_signal(cancel: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    eprintln!("stopping: interrupting running turns…");
+    cancel.cancel();
+}

@@ -1,0 +1,125 @@
+//! Provider faults as the user of `hermes chat -q` sees them (issue 6 part 4): a storm of
+//! 5xx answers, a connection dropped mid-stream, a stream cut off before its end and a chunk
+//! that is not JSON. Each ends with the right exit code and one clear line on stderr (or the
+//! answer after a retry), never a panic or a hang, and leaves a session that `-c` resumes.
+//! `agent.api_max_retries` keeps the retry budget (and its 2 s backoff) small.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Env, stderr, stdout};
+use hermes_testkit::{MockResponse, RawFault, RawHttpServer};
+
+fn error(status: u16) -> MockResponse {
+    MockResponse::from_bytes(
+        status,
+        vec![("content-type".into(), "application/json".into())],
+        format!(r#"{{"error":{{"message":"upstream failure {status}"}}}}"#),
+    )
+}
+
+/// The first `n` SSE events of `response` (no finish_reason, no `[DONE]`).
+fn first_events(response: &MockResponse, n: usize) -> String {
+    let body = String::from_utf8(response.body.to_vec()).unwrap();
+    body.split_inclusive("\n\n").take(n).collect()
+}
+
+fn assert_no_panic(out: &std::process::Output) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[tokio::test]
+async fn server_error_storm_exits_1_with_the_provider_message() {
+    let env = Env::with_config("agent:\n  api_max_retries: 0\n").await;
+    for status in [500, 502, 503] {
+        env.mock.push(error(status));
+    }
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: The model call failed")
+                && l.contains("upstream failure 500")),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "", "no answer on stdout");
+    assert_eq!(env.mock.requests().len(), 1, "no retry with a budget of 0");
+
+    // The session is intact: -c continues it once the provider is back.
+    env.mock.clear_queue();
+    env.mock.push(MockResponse::text("working again"));
+    let out = env.run(&["-c", "chat", "-q", "hello again"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("working again"));
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+}
+
+#[tokio::test]
+async fn dropped_connection_exits_1_with_a_network_error() {
+    let env = Env::new().await;
+    let raw = RawHttpServer::start(RawFault::CutBody {
+        body: first_events(&MockResponse::text("never finished"), 2)
+            .into_bytes()
+            .into(),
+    })
+    .await;
+    let config = format!(
+        "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\nagent:\n  api_max_retries: 0\n",
+        raw.base_url()
+    );
+    std::fs::write(env.home.home().config_file(), config).unwrap();
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: The model call failed: network error")),
+        "{err}"
+    );
+    // The chat request, plus any metadata lookups the client makes first (context length).
+    assert!(raw.connections() >= 1);
+}
+
+#[tokio::test]
+async fn stream_cut_short_is_retried_and_answered() {
+    let env = Env::with_config("agent:\n  api_max_retries: 1\n").await;
+    let full = MockResponse::text("the whole answer");
+    env.mock.push(MockResponse::from_bytes(
+        200,
+        vec![("content-type".into(), "text/event-stream".into())],
+        first_events(&full, 2),
+    ));
+    env.mock.push(full);
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert_no_panic(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "the whole answer");
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("timeout error") && l.contains("retry 1/1")),
+        "the retry is shown: {err}"
+    );
+}
+
+#[tokio::test]
+async fn chunk_that_is_not_json_is_reported_and_the_rest_answered() {
+    let env = Env::new().await;
+    let full = String::from_utf8(MockResponse::text("abcdef").body.to_vec()).unwrap();
+    let mut events: Vec<&str> = full.split_inclusive("\n\n").collect();
+    events.insert(2, "data: {\"choices\": [{\"delta\": \n\n");
+    env.mock.push(MockResponse::from_bytes(
+        200,
+        vec![("content-type".into(), "text/event-stream".into())],
+        events.concat(),
+    ));
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert_no_panic(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "abcdef");
+    assert!(stderr(&out).contains("not JSON"), "{}", stderr(&out));
+}

@@ -1,0 +1,223 @@
+//! Files in and out: `MEDIA:<path>` tags in replies ([`extract_media`]) and saving inbound
+//! attachments ([`save_inbound`]) (issue 7 part 5).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::AsyncWriteExt;
+
+/// Longest sanitized file name kept by [`save_inbound`], in chars.
+const MAX_NAME_CHARS: usize = 80;
+
+/// Pulls `MEDIA:<path>` tags out of a reply.
+///
+/// A tag is `MEDIA:` followed by a path up to the next whitespace (or a quoted path:
+/// `MEDIA:"/a b.png"`); trailing punctuation is not part of the path. A file is allowed when
+/// its canonical path (symlinks followed; relative paths are tried against each allowed
+/// directory in order) is a regular file inside one of the canonicalized `allowed_dirs`
+/// (by default `HERMES_HOME` and the working directory). Allowed files are returned in
+/// order of appearance and their tags removed; a refused tag is replaced by a short note
+/// saying which file was not sent and why; `MEDIA:http(s)://…` is replaced by the bare URL.
+/// Lines left empty by a removed tag are dropped.
+pub fn extract_media(text: &str, allowed_dirs: &[PathBuf]) -> (String, Vec<PathBuf>) {
+    const TAG: &str = "MEDIA:";
+    if !text.contains(TAG) {
+        return (text.to_string(), Vec::new());
+    }
+    let roots: Vec<PathBuf> = allowed_dirs
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    let mut files = Vec::new();
+    let mut out_lines = Vec::new();
+    for line in text.split('\n') {
+        if !line.contains(TAG) {
+            out_lines.push(line.to_string());
+            continue;
+        }
+        let mut out = String::new();
+        let mut rest = line;
+        while let Some(pos) = rest.find(TAG) {
+            out.push_str(&rest[..pos]);
+            let after = rest[pos + TAG.len()..].trim_start();
+            let (raw, remaining) = take_path(after);
+            rest = remaining;
+            if raw.is_empty() {
+                out.push_str(TAG);
+                continue;
+            }
+            if raw.starts_with("http://") || raw.starts_with("https://") {
+                out.push_str(raw);
+                continue;
+            }
+            match resolve(raw, &roots) {
+                Ok(path) => files.push(path),
+                Err(reason) => out.push_str(&format!("[file not sent: {raw} ({reason})]")),
+            }
+        }
+        out.push_str(rest);
+        let trimmed = out.trim_end();
+        let bare = trimmed.trim().trim_matches('`').trim();
+        if bare.is_empty() && !line.trim().is_empty() {
+            continue;
+        }
+        out_lines.push(trimmed.to_string());
+    }
+    (out_lines.join("\n").trim_end().to_string(), files)
+}
+
+/// Splits `s` into the path of a tag and the text after it.
+fn take_path(s: &str) -> (&str, &str) {
+    for quote in ['"', '\'', '`'] {
+        if let Some(body) = s.strip_prefix(quote)
+            && let Some(end) = body.find(quote)
+        {
+            return (&body[..end], &body[end + 1..]);
+        }
+    }
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    let path = s[..end].trim_end_matches([
+        '.', ',', ';', ':', '!', '?', ')', ']', '}', '>', '"', '\'', '`',
+    ]);
+    (path, &s[path.len()..])
+}
+
+fn resolve(raw: &str, roots: &[PathBuf]) -> Result<PathBuf, &'static str> {
+    let candidate = Path::new(raw);
+    let canonical = if candidate.is_absolute() {
+        candidate.canonicalize().ok()
+    } else {
+        roots
+            .iter()
+            .find_map(|r| r.join(candidate).canonicalize().ok())
+    };
+    let Some(path) = canonical else {
+        return Err("no such file");
+    };
+    if !roots.iter().any(|r| path.starts_with(r)) {
+        return Err("outside the allowed directories");
+    }
+    if !path.is_file() {
+        return Err("not a regular file");
+    }
+    Ok(path)
+}
+
+/// Why [`save_inbound`] did not save a file.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    /// The file is larger than the cap.
+    #[error("file of {size} bytes is over the {max} byte limit")]
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// The cap in bytes.
+        max: u64,
+    },
+    /// Creating the directory or writing the file failed.
+    #[error("cannot save {}: {source}", path.display())]
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A file name safe to join to a directory: ASCII letters, digits, `.`, `-`, `_` kept,
+/// everything else `_`, no leading dots, at most 80 chars, `file` when nothing is left.
+pub fn sanitize_file_name(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let cleaned: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.');
+    let cut: String = cleaned
+        .chars()
+        .rev()
+        .take(MAX_NAME_CHARS)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if cut.trim_matches(['_', '.']).is_empty() {
+        "file".to_string()
+    } else {
+        cut
+    }
+}
+
+/// Saves an inbound attachment as `media_dir/<unique>-<sanitized name>` with mode 0600
+/// (the directory is created with 0700 when missing) and returns the path. Never
+/// overwrites: the unique prefix is a millisecond timestamp plus a counter, retried on a
+/// clash.
+///
+/// # Errors
+/// [`SaveError::TooLarge`] when `bytes` is longer than `max_bytes` (nothing is written);
+/// [`SaveError::Io`] when the directory or the file cannot be written.
+pub async fn save_inbound(
+    media_dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    max_bytes: u64,
+) -> Result<PathBuf, SaveError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let size = bytes.len() as u64;
+    if size > max_bytes {
+        return Err(SaveError::TooLarge {
+            size,
+            max: max_bytes,
+        });
+    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SaveError::Io { path, source }
+    };
+    let mut builder = tokio::fs::DirBuilder::new();
+    builder.recursive(true).mode(0o700);
+    builder.create(media_dir).await.map_err(io(media_dir))?;
+    let clean = sanitize_file_name(name);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = media_dir.join(format!("{millis}-{n}-{clean}"));
+        let opened = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .await;
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&path)(e)),
+        };
+        file.write_all(bytes).await.map_err(io(&path))?;
+        file.flush().await.map_err(io(&path))?;
+        return Ok(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_sanitized() {
+        assert_eq!(sanitize_file_name("../../etc/passwd"), "passwd");
+        assert_eq!(sanitize_file_name(".hidden file.txt"), "hidden_file.txt");
+        assert_eq!(sanitize_file_name("..."), "file");
+        assert_eq!(sanitize_file_name("фото.jpg"), "____.jpg");
+        assert_eq!(sanitize_file_name(&"a".repeat(200)).len(), 80);
+    }
+}

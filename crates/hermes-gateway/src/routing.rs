@@ -1,0 +1,100 @@
+//! Session routing (issue 7 part 2): session key → stored session, and the bounded cache of
+//! live agents.
+//!
+//! The key→session mapping is persisted in `state.db` itself: every session an agent creates
+//! for the gateway carries its session key (`sessions.session_key`), and a key routes to the
+//! newest session with that key. `/new` and resets therefore re-route by creating a session,
+//! and a restarted gateway continues every conversation.
+//!
+//! Live agents sit in an LRU keyed by session key and checked against the factory's config
+//! signature; an evicted agent is dropped and later rebuilt from the store.
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use hermes_agent::Agent;
+use hermes_store::SessionStore;
+use lru::LruCache;
+
+use crate::runner::approval::ApprovalSlot;
+
+/// The stored session a key routes to: the newest session carrying the key.
+pub fn routed_session(
+    store: &SessionStore,
+    session_key: &str,
+) -> Result<Option<String>, hermes_store::StoreError> {
+    Ok(store.latest_session_for_key(session_key)?.map(|s| s.id))
+}
+
+/// A live agent with what the runner knows about it.
+pub struct CachedAgent {
+    /// The agent (one session at a time).
+    pub agent: Agent,
+    /// [`crate::AgentFactory::config_signature`] when it was built.
+    pub signature: String,
+    /// The session's `history_version` after the agent last touched it; a different stored
+    /// value means someone else changed the history (optimistic concurrency, FEATURES §1).
+    pub history_version: u64,
+    /// Time of the last message handled (for the reset policy).
+    pub last_active: DateTime<Utc>,
+    /// Where this agent's approval questions are answered.
+    pub approval: Arc<ApprovalSlot>,
+}
+
+/// Bounded LRU of idle agents, keyed by session key (ARCHITECTURE §6).
+pub struct AgentCache {
+    inner: Mutex<LruCache<String, CachedAgent>>,
+}
+
+impl AgentCache {
+    /// A cache holding at most `capacity` agents (at least one).
+    pub fn new(capacity: usize) -> AgentCache {
+        let cap = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
+        AgentCache {
+            inner: Mutex::new(LruCache::new(cap)),
+        }
+    }
+
+    /// Takes the agent of `key` out of the cache when it was built with `signature`; an
+    /// agent built from another configuration is dropped.
+    pub fn take(&self, key: &str, signature: &str) -> Option<CachedAgent> {
+        let taken = self.inner.lock().ok()?.pop(key);
+        taken.filter(|c| c.signature == signature)
+    }
+
+    /// Returns an agent to the cache; the least recently used one is dropped when full.
+    pub fn put(&self, key: String, agent: CachedAgent) {
+        let evicted = match self.inner.lock() {
+            Ok(mut cache) => cache.push(key, agent),
+            Err(_) => None,
+        };
+        // Dropped outside the lock: dropping an agent may stop its MCP servers.
+        drop(evicted);
+    }
+
+    /// Agents held now.
+    pub fn len(&self) -> usize {
+        self.inner.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// Whether no agent is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every cached agent.
+    pub fn clear(&self) {
+        let all: Vec<CachedAgent> = match self.inner.lock() {
+            Ok(mut cache) => {
+                let mut out = Vec::new();
+                while let Some((_, v)) = cache.pop_lru() {
+                    out.push(v);
+                }
+                out
+            }
+            Err(_) => Vec::new(),
+        };
+        drop(all);
+    }
+}

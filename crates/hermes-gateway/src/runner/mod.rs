@@ -1,0 +1,435 @@
+//! The [`Gateway`]: runs every adapter, authorizes and routes inbound messages, and drives one
+//! worker task per busy session (issue 7 parts 2, 4, 6, 9).
+//!
+//! Per session: a FIFO of jobs (messages and history-changing commands) and at most one worker
+//! that owns the session's agent while it works through them. `display.busy_input_mode`
+//! decides what a message does while a turn runs: `interrupt` cancels the turn and runs next,
+//! `queue` waits its turn (every message kept, in order — case C35), `steer` is handed to the
+//! running turn after its next tool batch (what the turn did not take runs next).
+
+pub mod approval;
+pub mod commands;
+pub mod deliver;
+pub mod reset;
+mod worker;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_agent::SteerQueue;
+use hermes_protocol::HermesHome;
+use hermes_store::SessionStore;
+use hermes_tools::Approval;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::auth::pairing::now_unix;
+use crate::auth::{Authorizer, Decision, PairingStore};
+use crate::config::{BusyInputMode, GatewayConfig};
+use crate::factory::AgentFactory;
+use crate::keys::session_key;
+use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
+use crate::routing::AgentCache;
+use approval::ApprovalSlot;
+use commands::{ChatCommand, help_text, parse_command};
+
+/// Work waiting in a session.
+pub(crate) enum Job {
+    /// A message for the agent.
+    Message(InboundMessage),
+    /// A history-changing command (`/new`, `/undo`, `/retry`, `/compress`).
+    Command(ChatCommand, InboundMessage),
+}
+
+/// A session with work (removed once its worker has nothing left to do).
+#[derive(Default)]
+pub(crate) struct SessionState {
+    /// A worker task is running for this session.
+    worker: bool,
+    /// Cancels the job in progress.
+    cancel: Option<CancellationToken>,
+    /// Jobs waiting, oldest first.
+    queue: VecDeque<Job>,
+    /// Messages for the running turn (busy mode `steer`).
+    steer: SteerQueue,
+    /// The approval slot of the agent in use.
+    approval: Option<Arc<ApprovalSlot>>,
+    /// `/stop` was sent: the cancelled job is dropped, not run later.
+    stopped: bool,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: GatewayConfig,
+    pub(crate) adapters: BTreeMap<String, Arc<dyn PlatformAdapter>>,
+    pub(crate) factory: Arc<dyn AgentFactory>,
+    pub(crate) store: Arc<SessionStore>,
+    pub(crate) auth: Arc<Authorizer>,
+    pub(crate) home: HermesHome,
+    pub(crate) sessions: Mutex<HashMap<String, SessionState>>,
+    pub(crate) cache: AgentCache,
+    pub(crate) turns: Arc<Semaphore>,
+    pub(crate) tracker: TaskTracker,
+    pub(crate) stopping: CancellationToken,
+}
+
+/// The messaging gateway. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+/// Why [`Gateway::run`] could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// No adapter was given.
+    #[error(
+        "no messaging platform is configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN + SLACK_APP_TOKEN, or API_SERVER_ENABLED=true)"
+    )]
+    NoPlatforms,
+}
+
+/// How long shutdown waits for workers to end after interrupting their turns.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+impl Gateway {
+    /// A gateway serving `adapters` (one per platform name) with agents from `factory`.
+    /// Pairing state lives in `HERMES_HOME/pairing/`.
+    pub fn new(
+        config: GatewayConfig,
+        adapters: Vec<Arc<dyn PlatformAdapter>>,
+        factory: Arc<dyn AgentFactory>,
+        store: Arc<SessionStore>,
+        home: HermesHome,
+    ) -> Gateway {
+        let pairing = PairingStore::new(home.root().join("pairing"));
+        let adapters = adapters
+            .into_iter()
+            .map(|a| (a.name().to_string(), a))
+            .collect();
+        Gateway {
+            inner: Arc::new(Inner {
+                auth: Arc::new(Authorizer::new(config.clone(), pairing)),
+                cache: AgentCache::new(config.agent_cache_size),
+                turns: Arc::new(Semaphore::new(config.max_concurrent_sessions.max(1))),
+                config,
+                adapters,
+                factory,
+                store,
+                home,
+                sessions: Mutex::new(HashMap::new()),
+                tracker: TaskTracker::new(),
+                stopping: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
+    /// channel. On cancel, adapters stop, running turns are interrupted (every tool call
+    /// keeps its result), workers end, and the idle agents are dropped.
+    ///
+    /// Errors: [`GatewayError::NoPlatforms`] when there is no adapter.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<(), GatewayError> {
+        if self.inner.adapters.is_empty() {
+            return Err(GatewayError::NoPlatforms);
+        }
+        let (tx, mut rx) = mpsc::channel::<InboundMessage>(256);
+        let adapters = TaskTracker::new();
+        for adapter in self.inner.adapters.values() {
+            let adapter = adapter.clone();
+            let tx = tx.clone();
+            let token = cancel.child_token();
+            adapters.spawn(async move {
+                if let Err(e) = adapter.run(tx, token).await {
+                    tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
+                }
+            });
+        }
+        drop(tx);
+        tracing::info!(
+            platforms = ?self.inner.adapters.keys().collect::<Vec<_>>(),
+            "gateway running"
+        );
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                msg = rx.recv() => match msg {
+                    Some(msg) => self.handle(msg).await,
+                    None => break,
+                },
+            }
+        }
+        adapters.close();
+        self.shutdown().await;
+        adapters.wait().await;
+        Ok(())
+    }
+
+    /// Interrupts running turns, drops queued work, waits for workers (bounded) and drops
+    /// the cached agents. Every completed message is already committed to the store.
+    pub async fn shutdown(&self) {
+        self.inner.stopping.cancel();
+        let dropped = {
+            let mut sessions = lock(&self.inner.sessions);
+            let mut dropped = 0;
+            for state in sessions.values_mut() {
+                dropped += state.queue.len();
+                state.queue.clear();
+                if let Some(c) = &state.cancel {
+                    c.cancel();
+                }
+                if let Some(slot) = &state.approval {
+                    slot.answer(Approval::Deny);
+                }
+            }
+            dropped
+        };
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "queued messages not run because the gateway stopped"
+            );
+        }
+        self.inner.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some sessions did not stop within the shutdown grace period");
+        }
+        self.inner.cache.clear();
+    }
+
+    /// Handles one inbound message: authorization first (unauthorized messages never reach
+    /// an agent), then chat commands, then the session's queue. Returns once the message is
+    /// queued or answered, not when its turn ends.
+    pub async fn handle(&self, msg: InboundMessage) {
+        let inner = &self.inner;
+        if inner.stopping.is_cancelled() {
+            return;
+        }
+        let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
+            tracing::warn!(platform = %msg.source.platform, "message from a platform without adapter");
+            return;
+        };
+        let auth = inner.auth.clone();
+        let src = msg.source.clone();
+        let decision = tokio::task::spawn_blocking(move || auth.decide(&src, now_unix()))
+            .await
+            .unwrap_or(Decision::Ignore);
+        match decision {
+            Decision::Allow => {}
+            Decision::Ignore => return,
+            Decision::Reply(text) => {
+                if let Some(target) = ChatTarget::reply_to(&msg) {
+                    reply(adapter.as_ref(), &target, &text).await;
+                }
+                return;
+            }
+        }
+        let key = session_key(&msg.source, &inner.config.keys);
+        match parse_command(&msg.text) {
+            None | Some(ChatCommand::Unknown(_)) => self.enqueue(key, Job::Message(msg), false),
+            Some(cmd) => self.command(key, cmd, msg, adapter).await,
+        }
+    }
+
+    /// Number of sessions with work in progress or queued.
+    pub fn busy_sessions(&self) -> usize {
+        lock(&self.inner.sessions).len()
+    }
+
+    /// Number of idle agents held in memory.
+    pub fn cached_agents(&self) -> usize {
+        self.inner.cache.len()
+    }
+
+    /// Waits until no session has work left (tests, benchmarks, graceful drains).
+    pub async fn wait_idle(&self) {
+        while self.busy_sessions() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn enqueue(&self, key: String, job: Job, urgent: bool) {
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(key.clone()).or_default();
+        let running = state.worker && state.cancel.is_some();
+        if !state.worker {
+            state.queue.push_back(job);
+            state.worker = true;
+            let inner = self.inner.clone();
+            self.inner.tracker.spawn(worker::run(inner, key));
+            return;
+        }
+        if urgent {
+            // History-changing commands interrupt the running turn and go first.
+            if let Some(c) = &state.cancel {
+                c.cancel();
+            }
+            state.queue.push_front(job);
+            return;
+        }
+        match (self.inner.config.busy_input_mode, job) {
+            (BusyInputMode::Steer, Job::Message(msg)) if running => {
+                state.steer.push(worker::input_text(&msg));
+            }
+            (BusyInputMode::Interrupt, job) => {
+                state.queue.push_back(job);
+                if let Some(c) = &state.cancel {
+                    c.cancel();
+                }
+            }
+            (_, job) => state.queue.push_back(job),
+        }
+    }
+
+    async fn command(
+        &self,
+        key: String,
+        cmd: ChatCommand,
+        msg: InboundMessage,
+        adapter: Arc<dyn PlatformAdapter>,
+    ) {
+        let Some(target) = ChatTarget::reply_to(&msg) else {
+            return;
+        };
+        let answer = match cmd {
+            ChatCommand::New
+            | ChatCommand::Retry
+            | ChatCommand::Undo(_)
+            | ChatCommand::Compress(_) => {
+                self.enqueue(key, Job::Command(cmd, msg), true);
+                return;
+            }
+            ChatCommand::Help => help_text(),
+            ChatCommand::Status => self.status_text(&key).await,
+            ChatCommand::Usage | ChatCommand::Model => self.session_text(&key, &cmd).await,
+            ChatCommand::Stop => {
+                let mut sessions = lock(&self.inner.sessions);
+                match sessions.get_mut(&key) {
+                    Some(state) if state.worker => {
+                        state.queue.clear();
+                        state.steer.drain();
+                        state.stopped = true;
+                        if let Some(c) = &state.cancel {
+                            c.cancel();
+                        }
+                        "Stopped.".to_string()
+                    }
+                    _ => "Nothing is running.".to_string(),
+                }
+            }
+            ChatCommand::Approve { session } => {
+                let approval = if session {
+                    Approval::Session
+                } else {
+                    Approval::Once
+                };
+                if self.answer_approval(&key, approval) {
+                    "Approved.".to_string()
+                } else {
+                    "Nothing is waiting for approval.".to_string()
+                }
+            }
+            ChatCommand::Deny => {
+                if self.answer_approval(&key, Approval::Deny) {
+                    "Denied.".to_string()
+                } else {
+                    "Nothing is waiting for approval.".to_string()
+                }
+            }
+            ChatCommand::SetHome => match crate::status::set_home_channel(
+                &self.inner.home,
+                &msg.source.platform,
+                &target,
+            ) {
+                Ok(()) => format!(
+                    "This chat is now the home channel for {}.",
+                    msg.source.platform
+                ),
+                Err(e) => format!("Could not save the home channel: {e}"),
+            },
+            ChatCommand::Unknown(_) => return,
+        };
+        reply(adapter.as_ref(), &target, &answer).await;
+    }
+
+    fn answer_approval(&self, key: &str, approval: Approval) -> bool {
+        let slot = lock(&self.inner.sessions)
+            .get(key)
+            .and_then(|s| s.approval.clone());
+        slot.is_some_and(|s| s.answer(approval))
+    }
+
+    async fn status_text(&self, key: &str) -> String {
+        let (running, queued) = {
+            let sessions = lock(&self.inner.sessions);
+            sessions
+                .get(key)
+                .map(|s| (s.cancel.is_some(), s.queue.len()))
+                .unwrap_or((false, 0))
+        };
+        let store = self.inner.store.clone();
+        let k = key.to_string();
+        let record = tokio::task::spawn_blocking(move || store.latest_session_for_key(&k))
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .flatten();
+        let mut out = format!("Session key: {key}\n");
+        match record {
+            Some(r) => out.push_str(&format!(
+                "Session: {} ({} messages)\nModel: {} ({})\n",
+                r.id, r.message_count, r.model, r.provider
+            )),
+            None => out.push_str("Session: none yet (your next message starts one)\n"),
+        }
+        out.push_str(&format!(
+            "Running: {}\nQueued: {queued}\nBusy mode: {:?}",
+            if running { "yes" } else { "no" },
+            self.inner.config.busy_input_mode
+        ));
+        out
+    }
+
+    async fn session_text(&self, key: &str, cmd: &ChatCommand) -> String {
+        let store = self.inner.store.clone();
+        let k = key.to_string();
+        let record = tokio::task::spawn_blocking(move || store.latest_session_for_key(&k))
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .flatten();
+        let Some(r) = record else {
+            return "No session yet in this chat.".to_string();
+        };
+        match cmd {
+            ChatCommand::Model => format!(
+                "Model: {} ({}). Change `model:` in config.yaml and restart the gateway to switch.",
+                r.model, r.provider
+            ),
+            _ => format!(
+                "Tokens in this session: {} input, {} output, {} cache read, {} cache write, {} reasoning; {} messages.",
+                r.input_tokens,
+                r.output_tokens,
+                r.cache_read_tokens,
+                r.cache_write_tokens,
+                r.reasoning_tokens,
+                r.message_count
+            ),
+        }
+    }
+}
+
+/// Sends a short plain-text reply; failures are logged.
+pub(crate) async fn reply(adapter: &dyn PlatformAdapter, target: &ChatTarget, text: &str) {
+    if let Err(e) = deliver::deliver(adapter, target, text).await {
+        tracing::warn!(platform = adapter.name(), error = %e, "could not send a reply");
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

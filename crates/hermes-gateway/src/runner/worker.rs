@@ -1,0 +1,393 @@
+//! One session's worker: takes jobs from the session's queue in order, checks the agent out
+//! of the cache (or builds it), keeps it in step with the store, runs the turn or command and
+//! delivers the reply.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use hermes_agent::SteerQueue;
+use hermes_protocol::{AgentEvent, TurnOutcome};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+
+use super::approval::{ApprovalSlot, ChatApprover};
+use super::commands::ChatCommand;
+use super::reset::due_reset_local;
+use super::{Inner, Job, lock, reply};
+use crate::config::BusyInputMode;
+use crate::factory::AgentSpec;
+use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
+use crate::routing::{CachedAgent, routed_session};
+
+const PLATFORM_CONTEXT: &str = include_str!("../../prompts/platform_context.md");
+
+/// The text the agent gets for a message: the reply context, the text, and one line per
+/// saved attachment.
+pub(crate) fn input_text(msg: &InboundMessage) -> String {
+    let mut out = String::new();
+    if let Some(quoted) = msg
+        .reply_to_text
+        .as_deref()
+        .filter(|q| !q.trim().is_empty())
+    {
+        let short: String = quoted.chars().take(500).collect();
+        out.push_str(&format!("[replying to: \"{short}\"]\n"));
+    }
+    out.push_str(&msg.text);
+    for a in &msg.attachments {
+        let kind = format!("{:?}", a.kind).to_lowercase();
+        out.push_str(&format!("\n[attached {kind}: {}]", a.path.display()));
+    }
+    out
+}
+
+/// Takes the next job; in interrupt mode consecutive queued messages become one turn (the
+/// user kept typing while the agent was stopped).
+fn next_job(state: &mut super::SessionState, mode: BusyInputMode) -> Option<Job> {
+    let job = state.queue.pop_front()?;
+    let Job::Message(mut msg) = job else {
+        return Some(job);
+    };
+    if mode == BusyInputMode::Interrupt {
+        while let Some(Job::Message(more)) = state.queue.front() {
+            msg.text = format!("{}\n\n{}", input_text(&msg), input_text(more));
+            msg.attachments.clear();
+            msg.reply_to_text = None;
+            msg.message_id = more.message_id.clone();
+            state.queue.pop_front();
+        }
+    }
+    Some(Job::Message(msg))
+}
+
+pub(crate) async fn run(inner: Arc<Inner>, key: String) {
+    loop {
+        let next = {
+            let mut sessions = lock(&inner.sessions);
+            let Some(state) = sessions.get_mut(&key) else {
+                return;
+            };
+            let job = if inner.stopping.is_cancelled() {
+                None
+            } else {
+                next_job(state, inner.config.busy_input_mode)
+            };
+            match job {
+                Some(job) => {
+                    state.stopped = false;
+                    let token = CancellationToken::new();
+                    state.cancel = Some(token.clone());
+                    Some((job, token, state.steer.clone()))
+                }
+                None => {
+                    sessions.remove(&key);
+                    None
+                }
+            }
+        };
+        let Some((job, token, steer)) = next else {
+            return;
+        };
+        let permit = tokio::select! {
+            p = inner.turns.clone().acquire_owned() => p.ok(),
+            () = token.cancelled() => None,
+        };
+        let msg = match &job {
+            Job::Message(m) | Job::Command(_, m) => m.clone(),
+        };
+        if permit.is_some() || matches!(job, Job::Command(..)) {
+            run_job(&inner, &key, job, token, steer.clone()).await;
+        } else if let Job::Message(m) = job {
+            // Interrupted while waiting for a turn slot: the text is not lost, it joins the
+            // next turn (unless `/stop` asked to drop it).
+            requeue_front(&inner, &key, m);
+        }
+        drop(permit);
+        // Under the lock that `enqueue` uses, so no steered message can slip in between.
+        if let Some(state) = lock(&inner.sessions).get_mut(&key) {
+            state.cancel = None;
+            state.approval = None;
+            let leftover = steer.drain();
+            if !leftover.is_empty() {
+                // Steered messages the turn did not take run next, as one message.
+                let mut follow = msg;
+                follow.text = leftover.join("\n\n");
+                follow.attachments.clear();
+                follow.reply_to_text = None;
+                state.queue.push_front(Job::Message(follow));
+            }
+        }
+    }
+}
+
+fn requeue_front(inner: &Inner, key: &str, msg: InboundMessage) {
+    if let Some(state) = lock(&inner.sessions).get_mut(key)
+        && !state.stopped
+    {
+        state.queue.push_front(Job::Message(msg));
+    }
+}
+
+async fn run_job(
+    inner: &Arc<Inner>,
+    key: &str,
+    job: Job,
+    token: CancellationToken,
+    steer: SteerQueue,
+) {
+    let msg = match &job {
+        Job::Message(m) | Job::Command(_, m) => m,
+    };
+    let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
+        return;
+    };
+    let target = ChatTarget::reply_to(msg);
+    let mut cached = match checkout(inner, key, msg, &adapter).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(session_key = key, error = %e, "could not start an agent");
+            if let Some(t) = &target {
+                reply(
+                    adapter.as_ref(),
+                    t,
+                    &format!("Sorry, I could not start: {e}"),
+                )
+                .await;
+            }
+            return;
+        }
+    };
+    cached.approval.set_target(target.clone());
+    cached.agent.set_steer_queue(steer);
+    if let Some(state) = lock(&inner.sessions).get_mut(key) {
+        state.approval = Some(cached.approval.clone());
+    }
+    let notice = match job {
+        Job::Message(msg) => {
+            let reset = apply_reset_policy(inner, &mut cached).await;
+            if let (Some(reason), Some(t)) = (reset, &target) {
+                let text = format!(
+                    "(Started a fresh session: {}.)",
+                    match reason {
+                        super::reset::ResetReason::Idle => "the last one was idle",
+                        super::reset::ResetReason::Daily => "daily reset",
+                    }
+                );
+                reply(adapter.as_ref(), t, &text).await;
+            }
+            turn(
+                inner,
+                &mut cached,
+                &adapter,
+                target.as_ref(),
+                &input_text(&msg),
+                token,
+            )
+            .await;
+            None
+        }
+        Job::Command(cmd, _) => {
+            command(inner, &mut cached, &adapter, target.as_ref(), cmd, token).await
+        }
+    };
+    if let (Some(text), Some(t)) = (notice, &target) {
+        reply(adapter.as_ref(), t, &text).await;
+    }
+    cached.approval.set_target(None);
+    cached.history_version = stored_version(inner, cached.agent.session_id()).await;
+    cached.last_active = Utc::now();
+    inner.cache.put(key.to_string(), cached);
+}
+
+/// The agent of `key`: cached (same config signature) or built, resuming the routed session;
+/// reloaded from the store when its history changed elsewhere (`history_version`).
+async fn checkout(
+    inner: &Arc<Inner>,
+    key: &str,
+    msg: &InboundMessage,
+    adapter: &Arc<dyn PlatformAdapter>,
+) -> Result<CachedAgent, String> {
+    let signature = inner.factory.config_signature();
+    if let Some(mut cached) = inner.cache.take(key, &signature) {
+        let sid = cached.agent.session_id().to_string();
+        let version = stored_version(inner, &sid).await;
+        if version != cached.history_version {
+            tracing::info!(session = %sid, "history changed elsewhere; reloading the session");
+            cached.agent.resume(&sid).await.map_err(|e| e.to_string())?;
+            cached.history_version = version;
+        }
+        return Ok(cached);
+    }
+    let store = inner.store.clone();
+    let k = key.to_string();
+    let resume = tokio::task::spawn_blocking(move || routed_session(&store, &k))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let approval = Arc::new(ApprovalSlot::default());
+    let approver = ChatApprover::new(
+        approval.clone(),
+        adapter.clone(),
+        inner.config.approval_timeout,
+    );
+    let spec = AgentSpec {
+        session_key: key.to_string(),
+        resume,
+        source: msg.source.platform.clone(),
+        ephemeral_prompt: Some(platform_context(msg)),
+        approver: Arc::new(approver),
+    };
+    let agent = inner.factory.build(spec).await?;
+    let sid = agent.session_id().to_string();
+    let store = inner.store.clone();
+    let s = sid.clone();
+    let last = tokio::task::spawn_blocking(move || store.last_activity(&s))
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .flatten();
+    Ok(CachedAgent {
+        history_version: stored_version(inner, &sid).await,
+        agent,
+        signature,
+        last_active: last.unwrap_or_else(Utc::now),
+        approval,
+    })
+}
+
+fn platform_context(msg: &InboundMessage) -> String {
+    let src = &msg.source;
+    PLATFORM_CONTEXT
+        .trim()
+        .replace("{platform}", &src.platform)
+        .replace("{chat_type}", src.chat_type.as_str())
+        .replace("{user_name}", src.user_name.as_deref().unwrap_or("unknown"))
+        .replace("{user_id}", src.user_id.as_deref().unwrap_or("unknown"))
+}
+
+async fn stored_version(inner: &Inner, session_id: &str) -> u64 {
+    let store = inner.store.clone();
+    let sid = session_id.to_string();
+    tokio::task::spawn_blocking(move || store.get_session(&sid))
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .flatten()
+        .map(|r| r.history_version)
+        .unwrap_or(0)
+}
+
+/// Starts a fresh session when `session_reset` says the current one is over.
+async fn apply_reset_policy(
+    inner: &Inner,
+    cached: &mut CachedAgent,
+) -> Option<super::reset::ResetReason> {
+    let reason = due_reset_local(&inner.config.reset, cached.last_active, Utc::now())?;
+    let old = cached.agent.session_id().to_string();
+    let has_messages = !cached.agent.history().is_empty();
+    if !has_messages {
+        return None;
+    }
+    let store = inner.store.clone();
+    let why = reason.as_str();
+    let _ = tokio::task::spawn_blocking(move || store.end_session(&old, why)).await;
+    match cached.agent.new_session().await {
+        Ok(()) => Some(reason),
+        Err(e) => {
+            tracing::warn!(error = %e, "session reset failed; continuing the old session");
+            None
+        }
+    }
+}
+
+/// Runs one turn and delivers its final text.
+async fn turn(
+    _inner: &Inner,
+    cached: &mut CachedAgent,
+    adapter: &Arc<dyn PlatformAdapter>,
+    target: Option<&ChatTarget>,
+    text: &str,
+    token: CancellationToken,
+) -> TurnOutcome {
+    if let Some(t) = target {
+        let _ = adapter.typing(t).await;
+    }
+    let (tx, mut rx) = unbounded_channel();
+    let agent = &mut cached.agent;
+    let run = async move {
+        let outcome = agent.run_turn(text, &tx, token).await;
+        drop(tx);
+        outcome
+    };
+    let collect = async {
+        let mut final_text = String::new();
+        while let Some(event) = rx.recv().await {
+            if let AgentEvent::TurnFinished { final_text: f, .. } = event {
+                final_text = f;
+            }
+        }
+        final_text
+    };
+    let (outcome, final_text) = tokio::join!(run, collect);
+    if outcome != TurnOutcome::Interrupted
+        && !final_text.trim().is_empty()
+        && let Some(t) = target
+    {
+        reply(adapter.as_ref(), t, &final_text).await;
+    }
+    outcome
+}
+
+/// Runs a history-changing command; returns the text to send.
+async fn command(
+    inner: &Inner,
+    cached: &mut CachedAgent,
+    adapter: &Arc<dyn PlatformAdapter>,
+    target: Option<&ChatTarget>,
+    cmd: ChatCommand,
+    token: CancellationToken,
+) -> Option<String> {
+    let agent = &mut cached.agent;
+    match cmd {
+        ChatCommand::New => {
+            let old = agent.session_id().to_string();
+            let store = inner.store.clone();
+            let _ =
+                tokio::task::spawn_blocking(move || store.end_session(&old, "user_reset")).await;
+            Some(match agent.new_session().await {
+                Ok(()) => "Started a new session.".to_string(),
+                Err(e) => format!("Could not start a new session: {e}"),
+            })
+        }
+        ChatCommand::Undo(n) => Some(match agent.undo(n).await {
+            Ok(Some(_)) => format!("Removed the last {n} turn(s)."),
+            Ok(None) => "Nothing to undo.".to_string(),
+            Err(e) => format!("Undo failed: {e}"),
+        }),
+        ChatCommand::Retry => match agent.undo(1).await {
+            Ok(Some(text)) => {
+                turn(inner, cached, adapter, target, &text, token).await;
+                None
+            }
+            Ok(None) => Some("Nothing to retry.".to_string()),
+            Err(e) => Some(format!("Retry failed: {e}")),
+        },
+        ChatCommand::Compress(focus) => {
+            let (tx, mut rx) = unbounded_channel();
+            agent.compress(focus.as_deref(), &tx, &token).await;
+            drop(tx);
+            let mut lines = Vec::new();
+            while let Some(e) = rx.recv().await {
+                if let AgentEvent::Status { message } = e {
+                    lines.push(message);
+                }
+            }
+            Some(if lines.is_empty() {
+                "Nothing to compress.".to_string()
+            } else {
+                lines.join("\n")
+            })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,219 @@
+//! `hermes gateway status` and the home channel set by `/sethome`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use hermes_protocol::HermesHome;
+use serde::{Deserialize, Serialize};
+
+use crate::auth::pairing::{PairingOverview, PairingStore, now_unix};
+use crate::config::GatewayConfig;
+use crate::platform::ChatTarget;
+
+/// The platforms the gateway knows, with the env vars that must be set for each.
+pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
+    ("telegram", &["TELEGRAM_BOT_TOKEN"]),
+    ("discord", &["DISCORD_BOT_TOKEN"]),
+    ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"]),
+    ("webhook", &["WEBHOOK_SECRET"]),
+    ("api_server", &["API_SERVER_ENABLED", "API_SERVER_KEY"]),
+];
+
+/// One platform's line in the status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformStatus {
+    /// Platform name.
+    pub name: String,
+    /// Every credential env var is set (non-empty).
+    pub credentials: bool,
+    /// Ids on the allowlist.
+    pub allowlisted: usize,
+    /// Everyone is allowed.
+    pub allow_all: bool,
+    /// Users approved by pairing.
+    pub paired: usize,
+    /// Codes waiting for approval.
+    pub pending_codes: usize,
+}
+
+/// What `hermes gateway status` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayStatus {
+    /// One entry per known platform.
+    pub platforms: Vec<PlatformStatus>,
+    /// Conversations with a stored session (distinct session keys in `state.db`).
+    pub routed_sessions: u64,
+}
+
+impl GatewayStatus {
+    /// Collects the status from the config, the environment, the pairing files and the
+    /// routed-session count.
+    pub fn collect(
+        config: &GatewayConfig,
+        env: &BTreeMap<String, String>,
+        pairing: &PairingOverview,
+        routed_sessions: u64,
+    ) -> GatewayStatus {
+        let platforms = PLATFORM_CREDENTIALS
+            .iter()
+            .map(|(name, vars)| {
+                let access = config.access(name);
+                PlatformStatus {
+                    name: name.to_string(),
+                    credentials: vars
+                        .iter()
+                        .all(|v| env.get(*v).is_some_and(|x| !x.trim().is_empty())),
+                    allowlisted: access.allowed_users.len(),
+                    allow_all: access.allow_all,
+                    paired: pairing.approved.iter().filter(|(p, _)| p == name).count(),
+                    pending_codes: pairing.pending.iter().filter(|(p, _)| p == name).count(),
+                }
+            })
+            .collect();
+        GatewayStatus {
+            platforms,
+            routed_sessions,
+        }
+    }
+}
+
+impl fmt::Display for GatewayStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{:<11} {:<11} {:<16} {:>6} {:>7}",
+            "platform", "credentials", "access", "paired", "pending"
+        )?;
+        for p in &self.platforms {
+            let access = if p.name == "api_server" {
+                "bearer key".to_string()
+            } else if p.allow_all {
+                "everyone".to_string()
+            } else if p.allowlisted > 0 {
+                format!("allowlist ({})", p.allowlisted)
+            } else {
+                "pairing".to_string()
+            };
+            writeln!(
+                f,
+                "{:<11} {:<11} {:<16} {:>6} {:>7}",
+                p.name,
+                if p.credentials { "yes" } else { "no" },
+                access,
+                p.paired,
+                p.pending_codes
+            )?;
+        }
+        write!(f, "routed sessions: {}", self.routed_sessions)
+    }
+}
+
+/// The pairing overview of `home` now (for the status).
+pub fn pairing_overview(home: &HermesHome) -> Result<PairingOverview, crate::auth::PairingError> {
+    PairingStore::new(home.root().join("pairing")).overview(now_unix())
+}
+
+/// A platform's home channel (where cron deliveries go), set by `/sethome`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeChannel {
+    /// Chat id.
+    pub chat_id: String,
+    /// Thread id, if any.
+    pub thread_id: Option<String>,
+}
+
+/// `HERMES_HOME/gateway/home_channels.json`.
+pub fn home_channels_file(home: &HermesHome) -> PathBuf {
+    home.root().join("gateway").join("home_channels.json")
+}
+
+/// The home channels by platform (empty when none was set).
+pub fn home_channels(home: &HermesHome) -> BTreeMap<String, HomeChannel> {
+    std::fs::read_to_string(home_channels_file(home))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Records `target` as `platform`'s home channel (atomic replace).
+pub fn set_home_channel(
+    home: &HermesHome,
+    platform: &str,
+    target: &ChatTarget,
+) -> std::io::Result<()> {
+    let path = home_channels_file(home);
+    let mut all = home_channels(home);
+    all.insert(
+        platform.to_string(),
+        HomeChannel {
+            chat_id: target.chat_id.clone(),
+            thread_id: target.thread_id.clone(),
+        },
+    );
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_string_pretty(&all).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PlatformAccess;
+
+    #[test]
+    fn status_table() {
+        let mut config = GatewayConfig::default();
+        config.access.insert(
+            "telegram".into(),
+            PlatformAccess {
+                allowed_users: vec!["1".into(), "2".into()],
+                allow_all: false,
+            },
+        );
+        config.access.insert(
+            "discord".into(),
+            PlatformAccess {
+                allowed_users: vec![],
+                allow_all: true,
+            },
+        );
+        let env: BTreeMap<String, String> = [("TELEGRAM_BOT_TOKEN", "x"), ("SLACK_BOT_TOKEN", "y")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let pairing = PairingOverview {
+            pending: vec![(
+                "slack".into(),
+                crate::auth::pairing::PendingCode {
+                    code: "ABCDEFGH".into(),
+                    user_id: "U1".into(),
+                    user_name: None,
+                    created_at: 0,
+                },
+            )],
+            approved: vec![],
+        };
+        let status = GatewayStatus::collect(&config, &env, &pairing, 7);
+        assert!(status.platforms[0].credentials);
+        assert!(!status.platforms[2].credentials, "slack needs both tokens");
+        insta::assert_snapshot!(status.to_string());
+    }
+
+    #[test]
+    fn home_channel_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::new(dir.path());
+        let target = ChatTarget {
+            chat_id: "42".into(),
+            thread_id: None,
+            reply_to: Some("9".into()),
+        };
+        set_home_channel(&home, "telegram", &target).unwrap();
+        assert_eq!(home_channels(&home)["telegram"].chat_id, "42");
+    }
+}

@@ -1,0 +1,461 @@
+//! Streaming by edits, tool progress lines, typing, MEDIA tags and inbound saving, against a
+//! recording fake adapter in tokio paused time (issue 7 part 5).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mdv2.rs"]
+mod mdv2;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_gateway::delivery::{MIN_EDIT_INTERVAL, SaveError};
+use hermes_gateway::{
+    ChatTarget, DeliveryOptions, DeliveryReport, InboundMessage, LengthUnit, Markup,
+    PlatformAdapter, PlatformError, PlatformLimits, SentMessage, StreamingReply, ToolProgressMode,
+    render_chunks, save_inbound,
+};
+use hermes_protocol::{AgentEvent, TurnOutcome, Usage};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Call {
+    Send(String),
+    Edit(String, String),
+    File(PathBuf),
+    Typing,
+}
+
+struct Fake {
+    limits: PlatformLimits,
+    reject_escapes: bool,
+    calls: Mutex<Vec<(Instant, Call)>>,
+}
+
+impl Fake {
+    fn new(limits: PlatformLimits) -> Arc<Fake> {
+        Arc::new(Fake {
+            limits,
+            reject_escapes: false,
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+    fn calls(&self) -> Vec<(Instant, Call)> {
+        self.calls.lock().unwrap().clone()
+    }
+    fn texts(&self) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .map(|(_, c)| c)
+            .filter(|c| !matches!(c, Call::Typing))
+            .collect()
+    }
+    fn record(&self, c: Call) {
+        self.calls.lock().unwrap().push((Instant::now(), c));
+    }
+}
+
+#[async_trait::async_trait]
+impl PlatformAdapter for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn limits(&self) -> PlatformLimits {
+        self.limits
+    }
+    async fn run(
+        &self,
+        _inbound: mpsc::Sender<InboundMessage>,
+        _cancel: CancellationToken,
+    ) -> Result<(), PlatformError> {
+        Ok(())
+    }
+    async fn send(&self, _t: &ChatTarget, text: &str) -> Result<SentMessage, PlatformError> {
+        if self.reject_escapes && text.contains('\\') {
+            return Err(PlatformError::Rejected {
+                platform: "fake".into(),
+                detail: "Can't parse entities".into(),
+            });
+        }
+        assert!(
+            text.encode_utf16().count() <= self.limits.max_message_len,
+            "over the limit: {text}"
+        );
+        self.record(Call::Send(text.to_string()));
+        let n = self.calls.lock().unwrap().len();
+        Ok(SentMessage {
+            message_id: format!("m{n}"),
+        })
+    }
+    async fn edit(
+        &self,
+        _t: &ChatTarget,
+        m: &SentMessage,
+        text: &str,
+    ) -> Result<(), PlatformError> {
+        assert!(text.encode_utf16().count() <= self.limits.max_message_len);
+        self.record(Call::Edit(m.message_id.clone(), text.to_string()));
+        Ok(())
+    }
+    async fn send_file(
+        &self,
+        _t: &ChatTarget,
+        path: &Path,
+        _caption: Option<&str>,
+    ) -> Result<SentMessage, PlatformError> {
+        self.record(Call::File(path.to_path_buf()));
+        Ok(SentMessage {
+            message_id: "f".into(),
+        })
+    }
+    async fn typing(&self, _t: &ChatTarget) -> Result<(), PlatformError> {
+        self.record(Call::Typing);
+        Ok(())
+    }
+}
+
+fn telegram(max: usize, edit: bool) -> PlatformLimits {
+    PlatformLimits {
+        max_message_len: max,
+        length_unit: LengthUnit::Utf16,
+        markup: Markup::TelegramMarkdownV2,
+        supports_edit: edit,
+    }
+}
+
+fn target() -> ChatTarget {
+    ChatTarget {
+        chat_id: "42".into(),
+        thread_id: None,
+        reply_to: None,
+    }
+}
+
+fn finished(text: &str) -> AgentEvent {
+    AgentEvent::TurnFinished {
+        outcome: TurnOutcome::Completed,
+        final_text: text.into(),
+        usage: Usage::default(),
+    }
+}
+
+fn delta(text: &str) -> AgentEvent {
+    AgentEvent::TextDelta { text: text.into() }
+}
+
+fn tool(name: &str, preview: &str) -> AgentEvent {
+    AgentEvent::ToolStarted {
+        call_id: format!("c-{name}"),
+        name: name.into(),
+        args_preview: preview.into(),
+    }
+}
+
+/// Runs a delivery; `script` feeds events with pauses (paused time auto-advances).
+async fn deliver(
+    fake: &Arc<Fake>,
+    opts: DeliveryOptions,
+    script: Vec<(Duration, AgentEvent)>,
+) -> DeliveryReport {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let reply = StreamingReply::new(fake.clone(), target(), opts);
+    let task = tokio::spawn(reply.run(rx));
+    for (pause, event) in script {
+        tokio::time::sleep(pause).await;
+        tx.send(event).unwrap();
+    }
+    drop(tx);
+    tokio::time::timeout(Duration::from_secs(600), task)
+        .await
+        .expect("delivery hung")
+        .unwrap()
+}
+
+fn streaming() -> DeliveryOptions {
+    DeliveryOptions {
+        streaming: true,
+        typing_interval: None,
+        ..DeliveryOptions::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn streamed_text_is_sent_once_then_edited_at_most_every_interval() {
+    let fake = Fake::new(telegram(4096, true));
+    let mut script = vec![(Duration::ZERO, delta("Hello"))];
+    let mut full = "Hello".to_string();
+    for i in 0..30 {
+        let piece = format!(" word{i}.");
+        full.push_str(&piece);
+        script.push((Duration::from_millis(100), delta(&piece)));
+    }
+    script.push((Duration::from_millis(50), finished(&full)));
+    let report = deliver(&fake, streaming(), script).await;
+
+    let calls: Vec<(Instant, Call)> = fake.calls();
+    assert!(matches!(&calls[0].1, Call::Send(t) if t == "Hello"));
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|(_, c)| matches!(c, Call::Send(_)))
+            .count(),
+        1
+    );
+    let edits = calls.len() - 1;
+    assert!(
+        edits >= 3,
+        "streaming should have edited a few times: {calls:?}"
+    );
+    for pair in calls.windows(2) {
+        assert!(
+            pair[1].0 - pair[0].0 >= MIN_EDIT_INTERVAL,
+            "two updates {:?} apart",
+            pair[1].0 - pair[0].0
+        );
+    }
+    let last = match &calls.last().unwrap().1 {
+        Call::Edit(_, t) => t.clone(),
+        other => panic!("last call {other:?}"),
+    };
+    assert_eq!(last, render_chunks(&full, &telegram(4096, true))[0]);
+    assert_eq!(report.sent, 1);
+    assert_eq!(report.edits, edits);
+    assert_eq!(report.outcome, Some(TurnOutcome::Completed));
+}
+
+#[tokio::test(start_paused = true)]
+async fn overflow_finishes_the_message_and_continues_in_a_new_one() {
+    let fake = Fake::new(telegram(300, true));
+    let mut script = Vec::new();
+    let mut full = String::new();
+    for i in 0..40 {
+        let line = format!("line {i} has a few words in it.\n");
+        full.push_str(&line);
+        script.push((Duration::from_millis(300), delta(&line)));
+    }
+    script.push((Duration::ZERO, finished(&full)));
+    deliver(&fake, streaming(), script).await;
+
+    // The final text of every message, in order.
+    let mut finals: Vec<(String, String)> = Vec::new();
+    for call in fake.texts() {
+        match call {
+            Call::Send(t) => finals.push((format!("m{}", finals.len()), t)),
+            Call::Edit(_, t) => {
+                if let Some(last) = finals.last_mut() {
+                    last.1 = t;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(finals.len() >= 4, "{finals:#?}");
+    let mut plain = String::new();
+    for (_, text) in &finals {
+        let report = mdv2::check(text);
+        assert!(report.is_valid(), "{report:?}: {text}");
+        plain.push_str(&report.plain);
+        plain.push('\n');
+    }
+    let mut at = 0;
+    for i in 0..40 {
+        let needle = format!("line {i} has a few words in it.");
+        let found = plain[at..]
+            .find(&needle)
+            .unwrap_or_else(|| panic!("{needle} missing"));
+        at += found + needle.len();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_streaming_only_the_final_chunks_are_sent() {
+    let fake = Fake::new(telegram(4096, true));
+    let text = "**Done.** See `out.txt`.";
+    let opts = DeliveryOptions {
+        typing_interval: None,
+        ..DeliveryOptions::default()
+    };
+    deliver(
+        &fake,
+        opts,
+        vec![
+            (Duration::ZERO, delta("**Done.**")),
+            (Duration::from_secs(1), delta(" See `out.txt`.")),
+            (Duration::ZERO, finished(text)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        fake.texts(),
+        vec![Call::Send("*Done\\.* See `out.txt`\\.".into())]
+    );
+}
+
+async fn progress_lines(mode: ToolProgressMode, edit: bool) -> Vec<Call> {
+    let fake = Fake::new(telegram(4096, edit));
+    let opts = DeliveryOptions {
+        tool_progress: mode,
+        typing_interval: None,
+        ..DeliveryOptions::default()
+    };
+    deliver(
+        &fake,
+        opts,
+        vec![
+            (Duration::ZERO, tool("read_file", "notes.txt")),
+            (Duration::from_secs(1), tool("read_file", "todo.md")),
+            (Duration::from_secs(1), tool("terminal", "ls -la")),
+            (Duration::from_secs(1), finished("ok")),
+        ],
+    )
+    .await;
+    fake.texts()
+}
+
+#[tokio::test(start_paused = true)]
+async fn tool_progress_follows_the_display_mode() {
+    let send = |s: &str| Call::Send(s.to_string());
+    assert_eq!(
+        progress_lines(ToolProgressMode::Off, false).await,
+        vec![send("ok")]
+    );
+    assert_eq!(
+        progress_lines(ToolProgressMode::New, false).await,
+        vec![send("⚙ read\\_file"), send("⚙ terminal"), send("ok")]
+    );
+    assert_eq!(
+        progress_lines(ToolProgressMode::All, false).await,
+        vec![
+            send("⚙ read\\_file"),
+            send("⚙ read\\_file"),
+            send("⚙ terminal"),
+            send("ok")
+        ]
+    );
+    assert_eq!(
+        progress_lines(ToolProgressMode::Verbose, false).await,
+        vec![
+            send("⚙ read\\_file: notes\\.txt"),
+            send("⚙ read\\_file: todo\\.md"),
+            send("⚙ terminal: ls \\-la"),
+            send("ok")
+        ]
+    );
+    // With edits, the lines gather in one progress message.
+    let calls = progress_lines(ToolProgressMode::New, true).await;
+    assert_eq!(calls.len(), 3);
+    assert!(matches!(&calls[1], Call::Edit(_, t) if t == "⚙ read\\_file\n⚙ terminal"));
+    assert_eq!(
+        ToolProgressMode::parse("verbose"),
+        Ok(ToolProgressMode::Verbose)
+    );
+    assert!(
+        ToolProgressMode::parse("loud")
+            .unwrap_err()
+            .contains("loud")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn typing_is_refreshed_while_the_turn_runs() {
+    let fake = Fake::new(telegram(4096, true));
+    let opts = DeliveryOptions::default();
+    deliver(
+        &fake,
+        opts,
+        vec![(Duration::from_secs(10), finished("done"))],
+    )
+    .await;
+    let typing: Vec<Instant> = fake
+        .calls()
+        .into_iter()
+        .filter(|(_, c)| *c == Call::Typing)
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(typing.len(), 3, "at 0 s, 4 s and 8 s");
+    assert_eq!(typing[1] - typing[0], Duration::from_secs(4));
+}
+
+#[tokio::test]
+async fn media_tags_send_allowed_files_and_refuse_others() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let chart = home.path().join("chart.png");
+    std::fs::write(&chart, b"png").unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, b"s").unwrap();
+    std::os::unix::fs::symlink(&secret, home.path().join("link.txt")).unwrap();
+
+    let text = format!(
+        "Here is the chart:\nMEDIA:{}\nAnd MEDIA:link.txt and MEDIA:{}.",
+        chart.display(),
+        secret.display()
+    );
+    let dirs = vec![home.path().to_path_buf()];
+    let (clean, files) = hermes_gateway::extract_media(&text, &dirs);
+    assert_eq!(files, vec![chart.canonicalize().unwrap()]);
+    assert!(!clean.contains("MEDIA:"));
+    assert!(clean.starts_with("Here is the chart:\nAnd [file not sent: link.txt (outside"));
+    assert!(clean.contains(&format!("[file not sent: {} (outside", secret.display())));
+
+    let fake = Fake::new(telegram(4096, true));
+    let opts = DeliveryOptions {
+        typing_interval: None,
+        media_dirs: dirs,
+        ..DeliveryOptions::default()
+    };
+    let report = deliver(&fake, opts, vec![(Duration::ZERO, finished(&text))]).await;
+    let calls = fake.texts();
+    assert_eq!(calls.len(), 2);
+    assert!(matches!(&calls[0], Call::Send(t) if !t.contains("MEDIA")));
+    assert_eq!(calls[1], Call::File(chart.canonicalize().unwrap()));
+    assert_eq!(report.files.len(), 1);
+}
+
+#[tokio::test]
+async fn rejected_markup_falls_back_to_plain_text_and_says_so() {
+    let fake = Arc::new(Fake {
+        limits: telegram(4096, false),
+        reject_escapes: true,
+        calls: Mutex::new(Vec::new()),
+    });
+    let opts = DeliveryOptions {
+        typing_interval: None,
+        ..DeliveryOptions::default()
+    };
+    let report = deliver(&fake, opts, vec![(Duration::ZERO, finished("Done. 1+1=2"))]).await;
+    assert!(report.plain_fallback);
+    assert_eq!(report.errors.len(), 1);
+    assert_eq!(fake.texts(), vec![Call::Send("Done. 1+1=2".into())]);
+}
+
+#[tokio::test]
+async fn inbound_files_are_saved_private_unique_and_capped() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let media = dir.path().join("media").join("telegram");
+    let a = save_inbound(&media, "../x/photo 1.jpg", b"abc", 10)
+        .await
+        .unwrap();
+    let b = save_inbound(&media, "../x/photo 1.jpg", b"def", 10)
+        .await
+        .unwrap();
+    assert_ne!(a, b);
+    assert!(a.starts_with(&media));
+    assert!(
+        a.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("-photo_1.jpg")
+    );
+    assert_eq!(std::fs::read(&a).unwrap(), b"abc");
+    let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let err = save_inbound(&media, "big.bin", &[0u8; 11], 10)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SaveError::TooLarge { size: 11, max: 10 }));
+    assert_eq!(std::fs::read_dir(&media).unwrap().count(), 2);
+}
