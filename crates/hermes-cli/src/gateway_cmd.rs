@@ -87,18 +87,89 @@ fn credential(app: &App, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The adapters whose credentials are set. Inbound files are saved under
-/// `HERMES_HOME/cache/media/<platform>/`.
+/// The adapters whose credentials are set, each behind its cargo feature: Telegram
+/// (`TELEGRAM_BOT_TOKEN`), Discord (`DISCORD_BOT_TOKEN`), Slack (`SLACK_BOT_TOKEN` and
+/// `SLACK_APP_TOKEN`; one without the other is an error naming the missing one). Inbound
+/// files are saved under `HERMES_HOME/cache/media/<platform>/`.
 fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+    #[allow(unused_variables)]
     let media = app.home.cache_dir().join("media");
+    #[allow(unused_mut)]
     let mut out: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
+    #[cfg(feature = "telegram")]
+    if let Some(token) = credential(app, "TELEGRAM_BOT_TOKEN") {
+        use hermes_gateway::platforms::telegram::{TelegramAdapter, TelegramSettings};
+        let mut settings = TelegramSettings::new(token, media.join("telegram"));
+        settings.offset_file = Some(app.home.root().join("gateway").join("telegram_offset"));
+        let adapter =
+            TelegramAdapter::new(settings).map_err(|e| anyhow!("cannot set up Telegram: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "discord")]
     if let Some(token) = credential(app, "DISCORD_BOT_TOKEN") {
-        let settings = hermes_gateway::DiscordSettings::new(token, &media);
+        let settings = hermes_gateway::DiscordSettings::new(token, media.join("discord"));
         let adapter = hermes_gateway::DiscordAdapter::new(settings)
             .map_err(|e| anyhow!("cannot set up Discord: {e}"))?;
         out.push(Arc::new(adapter));
     }
+    #[cfg(feature = "slack")]
+    match (
+        credential(app, "SLACK_BOT_TOKEN"),
+        credential(app, "SLACK_APP_TOKEN"),
+    ) {
+        (Some(bot), Some(app_token)) => {
+            let settings = hermes_gateway::SlackSettings::new(bot, app_token, media.join("slack"));
+            let adapter = hermes_gateway::SlackAdapter::new(settings)
+                .map_err(|e| anyhow!("cannot set up Slack: {e}"))?;
+            out.push(Arc::new(adapter));
+        }
+        (Some(_), None) => {
+            return Err(anyhow!(
+                "cannot set up Slack: SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-, Socket Mode) is not"
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(anyhow!(
+                "cannot set up Slack: SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-) is not"
+            ));
+        }
+        (None, None) => {}
+    }
     Ok(out)
+}
+
+/// The API server's settings when `API_SERVER_ENABLED` is true (`None` otherwise).
+#[cfg(feature = "api-server")]
+fn api_settings(
+    app: &App,
+    profile: Option<&str>,
+) -> Result<Option<hermes_gateway::api::ApiSettings>> {
+    let mut settings = hermes_gateway::api::ApiSettings::from_env(|k| credential(app, k))?;
+    settings.profile = profile.unwrap_or("main").to_string();
+    Ok(settings.enabled.then_some(settings))
+}
+
+/// Serves the API server beside the gateway with the same factory and store; a failure to
+/// start (bind, exposure rule) cancels the whole gateway and is returned.
+#[cfg(feature = "api-server")]
+fn spawn_api(
+    settings: Option<hermes_gateway::api::ApiSettings>,
+    factory: Arc<CliAgentFactory>,
+    store: Arc<hermes_store::SessionStore>,
+    cancel: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<Result<()>>> {
+    let settings = settings?;
+    let addr = settings.addr();
+    let state = hermes_gateway::api::ApiState::new(factory, store, settings);
+    let cancel = cancel.clone();
+    Some(tokio::spawn(async move {
+        eprintln!("API server listening on http://{addr}");
+        let result = hermes_gateway::api::serve(addr, state, cancel.clone()).await;
+        if result.is_err() {
+            cancel.cancel();
+        }
+        result.map_err(|e| anyhow!("API server: {e}"))
+    }))
 }
 
 /// Runs `hermes gateway …`.
@@ -119,16 +190,42 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
         }
         GatewayCmd::Run => {
             let adapters = build_adapters(&app)?;
-            if adapters.is_empty() {
+            #[cfg(feature = "api-server")]
+            let api = api_settings(&app, profile)?;
+            #[cfg(feature = "api-server")]
+            let api_enabled = api.is_some();
+            #[cfg(not(feature = "api-server"))]
+            let api_enabled = false;
+            if adapters.is_empty() && !api_enabled {
                 return Err(hermes_gateway::GatewayError::NoPlatforms.into());
             }
-            let kit = AgentKit::prepare(&app, args).await?;
+            let mut kit = AgentKit::prepare(&app, args).await?;
+            // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
+            let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
+            for e in hook_errors {
+                eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
+            }
+            kit.opts.hooks = hooks.clone();
             let store = kit.store.clone();
             let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()));
-            let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
             let cancel = CancellationToken::new();
             tokio::spawn(stop_on_signal(cancel.clone()));
-            gateway.run(cancel).await?;
+            #[cfg(feature = "api-server")]
+            let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
+            let served = if adapters.is_empty() {
+                cancel.cancelled().await;
+                Ok(())
+            } else {
+                let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+                gateway.set_hooks(hooks);
+                gateway.run(cancel.clone()).await
+            };
+            cancel.cancel();
+            #[cfg(feature = "api-server")]
+            if let Some(task) = api_task {
+                task.await.map_err(|e| anyhow!("API server task: {e}"))??;
+            }
+            served?;
             eprintln!("gateway stopped");
             Ok(0)
         }

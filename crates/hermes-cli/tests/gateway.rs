@@ -3,6 +3,12 @@
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::driver::{hermes_command, wait_bounded};
 use common::{Env, stderr, stdout};
 use hermes_gateway::auth::pairing::{CodeRequest, PairingStore, now_unix};
 
@@ -80,5 +86,95 @@ async fn gateway_config_errors_and_no_platforms_are_reported() {
         stderr(&out).contains("no messaging platform is configured"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn gateway_status_shows_every_platform_configured_from_env() {
+    let env = Env::new().await;
+    let vars = [
+        ("TELEGRAM_BOT_TOKEN", "123:fake"),
+        ("DISCORD_BOT_TOKEN", "fake-discord"),
+        ("SLACK_BOT_TOKEN", "xoxb-fake"),
+        ("SLACK_APP_TOKEN", "xapp-fake"),
+        ("WEBHOOK_SECRET", "fake-secret"),
+        ("API_SERVER_ENABLED", "true"),
+        ("API_SERVER_KEY", "sk-fake"),
+    ];
+    let vars: Vec<(&str, String)> = vars.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    let out = env.run_env(&["gateway", "status"], &vars).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for platform in ["telegram", "discord", "slack", "webhook", "api_server"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(platform))
+            .unwrap_or_else(|| panic!("no {platform} line in:\n{text}"));
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(columns[1], "yes", "{platform} not configured:\n{text}");
+    }
+    assert!(text.contains("bearer key"), "{text}");
+
+    // Without the tokens nothing is configured.
+    let out = env.run_ok(&["gateway", "status"]).await;
+    for line in stdout(&out)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("routed"))
+    {
+        assert_eq!(line.split_whitespace().nth(1), Some("no"), "{line}");
+    }
+}
+
+/// `GET /health` over a plain HTTP/1.1 connection; `None` while nothing answers.
+fn health(port: u16) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_run_serves_the_api_server_and_stops_on_sigterm() {
+    let env = Env::new().await;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("API_SERVER_ENABLED", "true")
+        .env("API_SERVER_PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let answer = loop {
+        if let Some(r) = health(port) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the API server never answered on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("gateway stopped"), "{}", stderr(&out));
+    assert!(
+        health(port).is_none(),
+        "the API server still answers after shutdown"
     );
 }

@@ -11,13 +11,15 @@ use crate::auth::pairing::{PairingOverview, PairingStore, now_unix};
 use crate::config::GatewayConfig;
 use crate::platform::ChatTarget;
 
-/// The platforms the gateway knows, with the env vars that must be set for each.
+/// The platforms the gateway knows, with the env vars that must be set for each. The API
+/// server counts as configured when `API_SERVER_ENABLED` is true (1/true/yes/on); its key is
+/// optional on loopback and shown in the access column.
 pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
     ("telegram", &["TELEGRAM_BOT_TOKEN"]),
     ("discord", &["DISCORD_BOT_TOKEN"]),
     ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"]),
     ("webhook", &["WEBHOOK_SECRET"]),
-    ("api_server", &["API_SERVER_ENABLED", "API_SERVER_KEY"]),
+    ("api_server", &["API_SERVER_ENABLED"]),
 ];
 
 /// One platform's line in the status.
@@ -29,7 +31,7 @@ pub struct PlatformStatus {
     pub credentials: bool,
     /// Ids on the allowlist.
     pub allowlisted: usize,
-    /// Everyone is allowed.
+    /// Everyone is allowed (for the API server: a Bearer key is set).
     pub allow_all: bool,
     /// Users approved by pairing.
     pub paired: usize,
@@ -59,13 +61,23 @@ impl GatewayStatus {
             .iter()
             .map(|(name, vars)| {
                 let access = config.access(name);
+                let set = |v: &str| env.get(v).is_some_and(|x| !x.trim().is_empty());
+                let (credentials, allow_all) = if *name == "api_server" {
+                    let enabled = env.get("API_SERVER_ENABLED").is_some_and(|v| {
+                        matches!(
+                            v.trim().to_ascii_lowercase().as_str(),
+                            "1" | "true" | "yes" | "on"
+                        )
+                    });
+                    (enabled, set("API_SERVER_KEY"))
+                } else {
+                    (vars.iter().all(|v| set(v)), access.allow_all)
+                };
                 PlatformStatus {
                     name: name.to_string(),
-                    credentials: vars
-                        .iter()
-                        .all(|v| env.get(*v).is_some_and(|x| !x.trim().is_empty())),
+                    credentials,
                     allowlisted: access.allowed_users.len(),
-                    allow_all: access.allow_all,
+                    allow_all,
                     paired: pairing.approved.iter().filter(|(p, _)| p == name).count(),
                     pending_codes: pairing.pending.iter().filter(|(p, _)| p == name).count(),
                 }
@@ -87,7 +99,11 @@ impl fmt::Display for GatewayStatus {
         )?;
         for p in &self.platforms {
             let access = if p.name == "api_server" {
-                "bearer key".to_string()
+                if p.allow_all {
+                    "bearer key".to_string()
+                } else {
+                    "no key".to_string()
+                }
             } else if p.allow_all {
                 "everyone".to_string()
             } else if p.allowlisted > 0 {

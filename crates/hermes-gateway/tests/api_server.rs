@@ -609,3 +609,78 @@ async fn no_key_refuses_a_non_loopback_address() {
     assert!(text.contains("0.0.0.0"), "{text}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn client_leaving_a_non_streaming_request_interrupts_the_turn() {
+    let server = Server::start(None).await;
+    server.mock.push(stalling_answer("Partial"));
+    let waiting = tokio::spawn(server.chat(user("slow question"), Some("gone-1")).send());
+    server.wait_model_requests(1).await;
+    // The client gives up: its connection closes with the answer still pending.
+    waiting.abort();
+    let _ = waiting.await;
+
+    server.mock.push(MockResponse::text("Back again."));
+    let mut freed = None;
+    for _ in 0..400 {
+        let r = server
+            .chat(user("still there?"), Some("gone-1"))
+            .send()
+            .await
+            .unwrap();
+        if r.status() != StatusCode::CONFLICT {
+            freed = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = freed.expect("the session was freed after the client left");
+    assert_eq!(r.status(), StatusCode::OK);
+    let sent = server.mock.requests();
+    let turns: Vec<(String, String)> = roles_and_texts(&sent[1])[1..].to_vec();
+    let turns: Vec<(&str, &str)> = turns
+        .iter()
+        .map(|(r, t)| (r.as_str(), t.as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        vec![("user", "slow question"), ("user", "still there?")]
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_continues_after_a_server_restart() {
+    let server = Server::start(Some("sk-test")).await;
+    server.mock.push(MockResponse::text("Noted: blue."));
+    let r = server
+        .chat(user("My favourite colour is blue."), Some("restart-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let server = server.restart().await;
+    server.mock.push(MockResponse::text("Blue."));
+    let r = server
+        .chat(user("Which colour do I like?"), Some("restart-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let sent = server.mock.requests();
+    assert_eq!(sent[0]["messages"][0], sent[1]["messages"][0]);
+    let turns: Vec<(String, String)> = roles_and_texts(&sent[1])[1..].to_vec();
+    let turns: Vec<(&str, &str)> = turns
+        .iter()
+        .map(|(r, t)| (r.as_str(), t.as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        vec![
+            ("user", "My favourite colour is blue."),
+            ("assistant", "Noted: blue."),
+            ("user", "Which colour do I like?"),
+        ]
+    );
+    server.stop().await;
+}

@@ -152,9 +152,11 @@ async fn case_c36_display_name_on_the_allowlist_does_not_authorize_a_stranger() 
     assert!(pairing.overview(now_unix()).unwrap().pending.is_empty());
 }
 
+/// Busy-mode tests look at answers only: no tool progress lines.
 fn mode_config(mode: BusyInputMode) -> GatewayConfig {
     let mut c = open_config("telegram");
     c.busy_input_mode = mode;
+    c.tool_progress = hermes_gateway::config::ToolProgress::Off;
     c
 }
 

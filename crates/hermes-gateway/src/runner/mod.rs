@@ -10,6 +10,7 @@
 pub mod approval;
 pub mod commands;
 pub mod deliver;
+mod events;
 pub mod reset;
 mod worker;
 
@@ -17,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hermes_agent::SteerQueue;
+use hermes_agent::{Hooks, SteerQueue};
 use hermes_protocol::HermesHome;
 use hermes_store::SessionStore;
 use hermes_tools::Approval;
@@ -72,6 +73,8 @@ pub(crate) struct Inner {
     pub(crate) turns: Arc<Semaphore>,
     pub(crate) tracker: TaskTracker,
     pub(crate) stopping: CancellationToken,
+    /// Lifecycle hooks the gateway fires (empty unless [`Gateway::set_hooks`]).
+    pub(crate) hooks: Mutex<Hooks>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -121,8 +124,17 @@ impl Gateway {
                 sessions: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
                 stopping: CancellationToken::new(),
+                hooks: Mutex::new(Hooks::default()),
             }),
         }
+    }
+
+    /// Sets the lifecycle hooks the gateway fires (FEATURES §12): `gateway:startup` when
+    /// [`Gateway::run`] starts, `session:end` + `session:reset` when it ends a session
+    /// (`/new`, `/reset`, the reset policy), `command:<name>` for each authorized chat
+    /// command. Agents fire their own events through their options.
+    pub fn set_hooks(&self, hooks: Hooks) {
+        *lock(&self.inner.hooks) = hooks;
     }
 
     /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
@@ -147,6 +159,12 @@ impl Gateway {
             });
         }
         drop(tx);
+        self.inner.fire(
+            "gateway:startup",
+            None,
+            None,
+            serde_json::json!({ "platforms": self.inner.adapters.keys().collect::<Vec<_>>() }),
+        );
         tracing::info!(
             platforms = ?self.inner.adapters.keys().collect::<Vec<_>>(),
             "gateway running"
@@ -231,7 +249,26 @@ impl Gateway {
         let key = session_key(&msg.source, &inner.config.keys);
         match parse_command(&msg.text) {
             None | Some(ChatCommand::Unknown(_)) => self.enqueue(key, Job::Message(msg), false),
-            Some(cmd) => self.command(key, cmd, msg, adapter).await,
+            Some(cmd) => {
+                if let Some(name) = events::command_name(&msg.text) {
+                    let store = inner.store.clone();
+                    let k = key.clone();
+                    let session = tokio::task::spawn_blocking(move || {
+                        crate::routing::routed_session(&store, &k)
+                    })
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .flatten();
+                    inner.fire(
+                        &format!("command:{name}"),
+                        Some(&msg.source.platform),
+                        session.as_deref(),
+                        serde_json::json!({ "session_key": key, "command": name, "text": msg.text }),
+                    );
+                }
+                self.command(key, cmd, msg, adapter).await
+            }
         }
     }
 

@@ -14,7 +14,8 @@ use super::approval::{ApprovalSlot, ChatApprover};
 use super::commands::ChatCommand;
 use super::reset::due_reset_local;
 use super::{Inner, Job, lock, reply};
-use crate::config::BusyInputMode;
+use crate::config::{BusyInputMode, ToolProgress};
+use crate::delivery::{DeliveryOptions, StreamingReply, ToolProgressMode};
 use crate::factory::AgentSpec;
 use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
 use crate::routing::{CachedAgent, routed_session};
@@ -164,7 +165,7 @@ async fn run_job(
     }
     let notice = match job {
         Job::Message(msg) => {
-            let reset = apply_reset_policy(inner, &mut cached).await;
+            let reset = apply_reset_policy(inner, key, &msg.source.platform, &mut cached).await;
             if let (Some(reason), Some(t)) = (reset, &target) {
                 let text = format!(
                     "(Started a fresh session: {}.)",
@@ -186,8 +187,18 @@ async fn run_job(
             .await;
             None
         }
-        Job::Command(cmd, _) => {
-            command(inner, &mut cached, &adapter, target.as_ref(), cmd, token).await
+        Job::Command(cmd, msg) => {
+            let at = (msg.source.platform.as_str(), key);
+            command(
+                inner,
+                at,
+                &mut cached,
+                &adapter,
+                target.as_ref(),
+                cmd,
+                token,
+            )
+            .await
         }
     };
     if let (Some(text), Some(t)) = (notice, &target) {
@@ -280,6 +291,8 @@ async fn stored_version(inner: &Inner, session_id: &str) -> u64 {
 /// Starts a fresh session when `session_reset` says the current one is over.
 async fn apply_reset_policy(
     inner: &Inner,
+    key: &str,
+    platform: &str,
     cached: &mut CachedAgent,
 ) -> Option<super::reset::ResetReason> {
     let reason = due_reset_local(&inner.config.reset, cached.last_active, Utc::now())?;
@@ -290,9 +303,13 @@ async fn apply_reset_policy(
     }
     let store = inner.store.clone();
     let why = reason.as_str();
-    let _ = tokio::task::spawn_blocking(move || store.end_session(&old, why)).await;
+    let ended = old.clone();
+    let _ = tokio::task::spawn_blocking(move || store.end_session(&ended, why)).await;
     match cached.agent.new_session().await {
-        Ok(()) => Some(reason),
+        Ok(()) => {
+            inner.fire_reset(platform, key, &old, cached.agent.session_id(), why);
+            Some(reason)
+        }
         Err(e) => {
             tracing::warn!(error = %e, "session reset failed; continuing the old session");
             None
@@ -300,18 +317,34 @@ async fn apply_reset_policy(
     }
 }
 
-/// Runs one turn and delivers its final text.
+/// How replies are delivered, from the gateway config (`gateway.streaming`,
+/// `display.tool_progress`); `MEDIA:<path>` files may come from `HERMES_HOME`.
+fn delivery_options(inner: &Inner) -> DeliveryOptions {
+    let tool_progress = match inner.config.tool_progress {
+        ToolProgress::Off => ToolProgressMode::Off,
+        ToolProgress::New => ToolProgressMode::New,
+        ToolProgress::All => ToolProgressMode::All,
+        ToolProgress::Verbose => ToolProgressMode::Verbose,
+    };
+    DeliveryOptions {
+        streaming: inner.config.streaming,
+        tool_progress,
+        media_dirs: vec![inner.home.root().to_path_buf()],
+        ..DeliveryOptions::default()
+    }
+}
+
+/// Runs one turn and delivers it through [`StreamingReply`]: typing indicator while it runs,
+/// streamed edits when enabled, tool progress lines, the final chunks and `MEDIA:` files.
+/// An interrupted turn's events are still shown as they came, but no final text is sent.
 async fn turn(
-    _inner: &Inner,
+    inner: &Inner,
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,
     target: Option<&ChatTarget>,
     text: &str,
     token: CancellationToken,
 ) -> TurnOutcome {
-    if let Some(t) = target {
-        let _ = adapter.typing(t).await;
-    }
     let (tx, mut rx) = unbounded_channel();
     let agent = &mut cached.agent;
     let run = async move {
@@ -319,21 +352,32 @@ async fn turn(
         drop(tx);
         outcome
     };
-    let collect = async {
-        let mut final_text = String::new();
+    let Some(target) = target else {
+        let drain = async { while rx.recv().await.is_some() {} };
+        return tokio::join!(run, drain).0;
+    };
+    // Final text of an interrupted turn is not delivered (the next turn answers).
+    let (fwd_tx, fwd_rx) = unbounded_channel();
+    let forward = async move {
         while let Some(event) = rx.recv().await {
-            if let AgentEvent::TurnFinished { final_text: f, .. } = event {
-                final_text = f;
+            let event = match event {
+                AgentEvent::TurnFinished {
+                    outcome: TurnOutcome::Interrupted,
+                    ..
+                } => break,
+                e => e,
+            };
+            if fwd_tx.send(event).is_err() {
+                break;
             }
         }
-        final_text
+        drop(fwd_tx);
+        while rx.recv().await.is_some() {}
     };
-    let (outcome, final_text) = tokio::join!(run, collect);
-    if outcome != TurnOutcome::Interrupted
-        && !final_text.trim().is_empty()
-        && let Some(t) = target
-    {
-        reply(adapter.as_ref(), t, &final_text).await;
+    let reply = StreamingReply::new(adapter.clone(), target.clone(), delivery_options(inner));
+    let (outcome, (), report) = tokio::join!(run, forward, reply.run(fwd_rx));
+    for e in &report.errors {
+        tracing::warn!(platform = adapter.name(), error = %e, "reply delivery problem");
     }
     outcome
 }
@@ -341,6 +385,7 @@ async fn turn(
 /// Runs a history-changing command; returns the text to send.
 async fn command(
     inner: &Inner,
+    (platform, key): (&str, &str),
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,
     target: Option<&ChatTarget>,
@@ -352,10 +397,14 @@ async fn command(
         ChatCommand::New => {
             let old = agent.session_id().to_string();
             let store = inner.store.clone();
+            let ended = old.clone();
             let _ =
-                tokio::task::spawn_blocking(move || store.end_session(&old, "user_reset")).await;
+                tokio::task::spawn_blocking(move || store.end_session(&ended, "user_reset")).await;
             Some(match agent.new_session().await {
-                Ok(()) => "Started a new session.".to_string(),
+                Ok(()) => {
+                    inner.fire_reset(platform, key, &old, agent.session_id(), "user_reset");
+                    "Started a new session.".to_string()
+                }
                 Err(e) => format!("Could not start a new session: {e}"),
             })
         }

@@ -188,6 +188,28 @@ impl Server {
         panic!("the model never received request #{n}");
     }
 
+    /// Stops the server and starts a new one on the same store, model and factory (a
+    /// gateway restart).
+    pub async fn restart(mut self) -> Server {
+        self.cancel.cancel();
+        let task = std::mem::replace(&mut self.task, tokio::spawn(async { Ok(()) }));
+        tokio::time::timeout(Duration::from_secs(20), task)
+            .await
+            .expect("server did not shut down")
+            .unwrap()
+            .unwrap();
+        let settings = ApiSettings {
+            key: self.key.clone(),
+            ..ApiSettings::default()
+        };
+        let state = ApiState::new(self.factory.clone(), self.store.clone(), settings);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        self.base = format!("http://{}", listener.local_addr().unwrap());
+        self.cancel = CancellationToken::new();
+        self.task = tokio::spawn(serve_on(listener, state, self.cancel.clone()));
+        self
+    }
+
     pub async fn stop(self) {
         self.cancel.cancel();
         let result = tokio::time::timeout(Duration::from_secs(20), self.task)

@@ -35,6 +35,12 @@ pub struct FakeAdapter {
     pub limits: PlatformLimits,
     inbound: Mutex<Option<mpsc::Receiver<InboundMessage>>>,
     pub sent: Mutex<Vec<(ChatTarget, String)>>,
+    /// Edits as `(message id, new text)`, in order.
+    pub edits: Mutex<Vec<(String, String)>>,
+    /// Files sent, in order.
+    pub files: Mutex<Vec<std::path::PathBuf>>,
+    /// Typing indicators sent.
+    pub typing: AtomicU64,
     next_id: AtomicU64,
 }
 
@@ -51,6 +57,9 @@ impl FakeAdapter {
             },
             inbound: Mutex::new(Some(rx)),
             sent: Mutex::new(Vec::new()),
+            edits: Mutex::new(Vec::new()),
+            files: Mutex::new(Vec::new()),
+            typing: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
         };
         (Arc::new(adapter), tx)
@@ -115,20 +124,29 @@ impl PlatformAdapter for FakeAdapter {
     async fn edit(
         &self,
         _target: &ChatTarget,
-        _message: &SentMessage,
-        _text: &str,
+        message: &SentMessage,
+        text: &str,
     ) -> Result<(), PlatformError> {
+        self.edits
+            .lock()
+            .unwrap()
+            .push((message.message_id.clone(), text.to_string()));
         Ok(())
     }
     async fn send_file(
         &self,
-        target: &ChatTarget,
-        _path: &Path,
-        caption: Option<&str>,
+        _target: &ChatTarget,
+        path: &Path,
+        _caption: Option<&str>,
     ) -> Result<SentMessage, PlatformError> {
-        self.send(target, caption.unwrap_or("")).await
+        self.files.lock().unwrap().push(path.to_path_buf());
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        Ok(SentMessage {
+            message_id: id.to_string(),
+        })
     }
     async fn typing(&self, _target: &ChatTarget) -> Result<(), PlatformError> {
+        self.typing.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 }
