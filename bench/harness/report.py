@@ -43,20 +43,31 @@ def rows(doc):
     add("CPU time of the REPL process per turn (same runs)", "turn_overhead", "cpu_ms_per_turn", "ms", 2)
     add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
     add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
-    st = doc["results"].get("store", {})
-    if st:
-        o, p = st.get("ours", {}), st.get("peer", {})
-        size = lambda d: f"{d['messages']:,} msgs" if d else "—"  # noqa: E731
-        out.append(("store: messages inserted", size(o), size(p), ""))
-        add("store: insert per message (1 commit each)", "store", "insert_us_per_message", "µs", 0)
-        add("store: DB size", "store", "db_mb", "MB", 0, ratio=False)
-        add("store: FTS search p50 (100 queries)", "store", "search_p50_ms", "ms", 2, ratio=False)
-        add("store: FTS search p99", "store", "search_p99_ms", "ms", 2, ratio=False)
+    small = doc["results"].get("store_same_size", {})
+    if small.get("ours", {}).get("messages"):
+        n = f"{small['ours']['messages']:,}"
+        add(f"store, {n} messages: insert per message (1 commit each)", "store_same_size",
+            "insert_us_per_message", "µs", 0)
+        add(f"store, {n} messages: file size", "store_same_size", "db_mb", "MB", 1)
+        add(f"store, {n} messages: search p50 (100 queries)", "store_same_size", "search_p50_ms", "ms", 2)
+        add(f"store, {n} messages: search p99", "store_same_size", "search_p99_ms", "ms", 2)
+    big = doc["results"].get("store", {}).get("ours")
+    if big and big.get("messages"):
+        n = f"{big['messages']:,}"
+        add(f"store, {n} messages: insert per message", "store", "insert_us_per_message", "µs", 0)
+        add(f"store, {n} messages: file size", "store", "db_mb", "MB", 0)
+        add(f"store, {n} messages: search p50", "store", "search_p50_ms", "ms", 2)
+        add(f"store, {n} messages: search p99", "store", "search_p99_ms", "ms", 2)
     soak = doc["results"].get("soak", {})
     if soak:
         turns = soak.get("ours", {}).get("turns")
         add(f"REPL RSS growth over {turns} turns", "soak", "rss_growth_kb_per_turn", "KB/turn", 2, ratio=False)
         add("state.db growth over the same turns", "soak", "db_growth_kb_per_turn", "KB/turn", 2, ratio=False)
+        every = doc.get("config", {}).get("soak_every")
+        add(f"REPL RSS at turn {every}", "soak", "rss_mb_first_sample", "MB", 1, ratio=False)
+        add(f"REPL RSS at turn {turns}", "soak", "rss_mb_end", "MB", 1, ratio=False)
+        add(f"REPL RSS after /new and {2 * (every or 0)} more turns", "soak",
+            "rss_mb_after_new_session_turns", "MB", 1, ratio=False)
     add("local model prefill (SmolLM2-135M Q4_1)", "local_model", "prefill_tok_s", "tok/s", 0, ratio=False)
     add("local model decode", "local_model", "decode_tok_s", "tok/s", 0, ratio=False)
     return out
@@ -66,6 +77,10 @@ def table(doc):
     peer = doc.get("peer") or "peer"
     head = f"| benchmark | hermes (Rust) | {peer.split(' (')[0]} | peer / hermes |\n|---|---|---|---|\n"
     body = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows(doc))
+    for key, per in doc["results"].items():
+        for who, value in per.items():
+            if isinstance(value, dict) and "error" in value:
+                body += f"| {key} ({who}) | failed: {value['error'][:120]} | | |\n"
     lines = [f"hermes: {doc.get('ours')}; peer: {peer}; mode: {doc.get('mode')}; "
              f"machine: {doc['machine'].get('cpu')}, {doc['machine'].get('cores')} cores", "", head + body]
     for t in doc.get("targets", []):

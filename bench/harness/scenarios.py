@@ -141,6 +141,9 @@ def soak(c, turns, every, mock_base):
     return {
         "turns": turns,
         "samples": samples,
+        "rss_mb_first_sample": tail[0]["rss_kb"] / 1024 if tail else None,
+        "rss_mb_end": samples[-1]["rss_kb"] / 1024,
+        "rss_mb_after_new_session_turns": after_more / 1024,
         "rss_kb_after_new_session": after_new,
         "rss_kb_after_new_session_turns": after_more,
         "new_session_turns": 2 * every,

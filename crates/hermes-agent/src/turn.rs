@@ -354,8 +354,9 @@ impl Agent {
         let model = self.active.model().to_string();
         let provider = self.active.provider().to_string();
         let u = *usage;
+        let cost = hermes_llm::pricing::cost_usd(&model, &u);
         if let Err(e) = self
-            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, None))
+            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, cost))
             .await
         {
             tracing::warn!(error = %e, "could not record usage");

@@ -37,14 +37,15 @@ impl SessionInfo {
     pub fn usage_now(&self, session_id: &str) -> String {
         match self.store.get_session(session_id) {
             Ok(Some(s)) => format!(
-                "session {}: {} input, {} output, {} cache read, {} cache write, {} reasoning tokens; {} messages",
+                "session {}: {} input, {} output, {} cache read, {} cache write, {} reasoning tokens; {} messages; cost {}",
                 s.id,
                 s.input_tokens,
                 s.output_tokens,
                 s.cache_read_tokens,
                 s.cache_write_tokens,
                 s.reasoning_tokens,
-                s.message_count
+                s.message_count,
+                hermes_llm::pricing::format_cost(s.cost_usd)
             ),
             Ok(None) => format!("session {session_id}: no usage recorded yet"),
             Err(e) => format!("could not read usage: {e}"),

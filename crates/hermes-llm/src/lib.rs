@@ -17,6 +17,7 @@ pub mod hermes_format;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod pooled;
+pub mod pricing;
 mod redact;
 pub mod replay;
 pub mod retry;
