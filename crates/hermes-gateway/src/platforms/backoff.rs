@@ -1,4 +1,4 @@
-//! Reconnect delays for the websocket adapters: exponential backoff, capped, with jitter so
+//! Reconnect and retry delays for the platform adapters: exponential backoff, capped, with jitter so
 //! that many gateways restarting together do not reconnect in lockstep.
 
 use std::time::Duration;
@@ -40,13 +40,17 @@ impl Backoff {
     }
 
     /// Back to the initial delay (after a connection that worked).
+    #[cfg_attr(
+        not(any(feature = "discord", feature = "slack", feature = "telegram")),
+        allow(dead_code)
+    )]
     pub(crate) fn reset(&mut self) {
         self.attempt = 0;
     }
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(any(feature = "telegram", feature = "webhook"))]
+#[cfg(feature = "telegram")]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,
@@ -91,7 +95,7 @@ mod tests {
         }
     }
 
-    #[cfg(any(feature = "telegram", feature = "webhook"))]
+    #[cfg(feature = "telegram")]
     #[tokio::test(start_paused = true)]
     async fn cancelled_sleep_returns_false() {
         let cancel = tokio_util::sync::CancellationToken::new();

@@ -18,3 +18,5 @@ pub mod discord;
 pub mod slack;
 #[cfg(feature = "telegram")]
 pub mod telegram;
+#[cfg(feature = "webhook")]
+pub mod webhook;
