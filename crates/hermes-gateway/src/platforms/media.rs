@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use tokio::io::AsyncWriteExt;
 
-use crate::platform::{Attachment, AttachmentKind};
+use crate::delivery::sanitize_file_name;
+use crate::platform::{Attachment, AttachmentKind, InboundMessage};
 
 /// Model-visible note for an attachment over the cap (`{name}`, `{size}`, `{max}` in bytes).
 const TOO_LARGE: &str = include_str!("../../prompts/attachment_too_large.md");
@@ -43,6 +44,20 @@ pub(crate) enum Saved {
     Skipped(String),
 }
 
+/// Adds a download result to `msg`: a saved file as an attachment, a skipped one as its
+/// note on a line of its own in the text.
+pub(crate) fn attach(msg: &mut InboundMessage, saved: Saved) {
+    match saved {
+        Saved::File(a) => msg.attachments.push(a),
+        Saved::Skipped(note) => {
+            if !msg.text.is_empty() {
+                msg.text.push('\n');
+            }
+            msg.text.push_str(note.trim_end());
+        }
+    }
+}
+
 /// Attachment kind from a MIME type (`image/*`, `audio/*`, `video/*`, else a document).
 pub(crate) fn kind_of(mime: Option<&str>) -> AttachmentKind {
     match mime.and_then(|m| m.split('/').next()) {
@@ -51,29 +66,6 @@ pub(crate) fn kind_of(mime: Option<&str>) -> AttachmentKind {
         Some("video") => AttachmentKind::Video,
         _ => AttachmentKind::Document,
     }
-}
-
-/// A file name safe to join to a directory: ASCII letters, digits, `.`, `-`, `_` kept,
-/// everything else `_`, no leading dot, at most 80 chars.
-pub(crate) fn safe_name(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect();
-    while out.starts_with('.') {
-        out.replace_range(0..1, "_");
-    }
-    if out.is_empty() {
-        out.push_str("file");
-    }
-    out
 }
 
 fn too_large(name: &str, size: u64, max: u64) -> Saved {
@@ -106,8 +98,8 @@ pub(crate) async fn download(
     let dir = policy.dir.join(platform);
     let path = dir.join(format!(
         "{}-{}",
-        safe_name(&file.unique),
-        safe_name(&file.file_name)
+        sanitize_file_name(&file.unique),
+        sanitize_file_name(&file.file_name)
     ));
     match fetch_to(request, &dir, &path, policy.max_bytes).await {
         Ok(Fetched::Done(size)) => Saved::File(Attachment {
@@ -183,15 +175,6 @@ async fn fetch_to(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn safe_names_cannot_escape_the_directory() {
-        assert_eq!(safe_name("../../etc/passwd"), "_._.._etc_passwd");
-        assert_eq!(safe_name(".env"), "_env");
-        assert_eq!(safe_name(""), "file");
-        assert_eq!(safe_name("photo 1.png"), "photo_1.png");
-        assert_eq!(safe_name(&"x".repeat(300)).len(), 80);
-    }
 
     #[test]
     fn kinds_follow_the_mime_type() {

@@ -25,7 +25,7 @@ use crate::platform::{
     SentMessage,
 };
 use crate::platforms::backoff::Backoff;
-use crate::platforms::media::{self, MediaPolicy, Saved};
+use crate::platforms::media::{self, MediaPolicy};
 
 pub use gateway::INTENTS;
 
@@ -150,15 +150,10 @@ async fn process_incoming(
             }
         }
         for (url, file) in &incoming.files {
-            match media::download(PLATFORM, rest.http().get(url), file, &policy).await {
-                Saved::File(a) => msg.attachments.push(a),
-                Saved::Skipped(note) => {
-                    if !msg.text.is_empty() {
-                        msg.text.push('\n');
-                    }
-                    msg.text.push_str(note.trim_end());
-                }
-            }
+            media::attach(
+                &mut msg,
+                media::download(PLATFORM, rest.http().get(url), file, &policy).await,
+            );
         }
         if inbound.send(msg).await.is_err() {
             stop.cancel();

@@ -25,7 +25,7 @@ use crate::platform::{
     ChatTarget, InboundMessage, LengthUnit, Markup, PlatformAdapter, PlatformLimits, SentMessage,
 };
 use crate::platforms::backoff::Backoff;
-use crate::platforms::media::{self, MediaPolicy, Saved};
+use crate::platforms::media::{self, MediaPolicy};
 
 /// Platform name in config, session keys and logs.
 pub const PLATFORM: &str = "slack";
@@ -203,15 +203,10 @@ async fn process_incoming(
             msg.source.user_name = names.lookup(&web, &user).await;
         }
         for (url, file) in &incoming.files {
-            match media::download(PLATFORM, web.authorized_get(url), file, &policy).await {
-                Saved::File(a) => msg.attachments.push(a),
-                Saved::Skipped(note) => {
-                    if !msg.text.is_empty() {
-                        msg.text.push('\n');
-                    }
-                    msg.text.push_str(note.trim_end());
-                }
-            }
+            media::attach(
+                &mut msg,
+                media::download(PLATFORM, web.authorized_get(url), file, &policy).await,
+            );
         }
         if inbound.send(msg).await.is_err() {
             stop.cancel();

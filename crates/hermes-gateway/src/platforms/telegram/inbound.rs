@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::api::{BotApi, DownloadError};
 use super::types::{File, Message};
+use crate::delivery::sanitize_file_name;
 use crate::platform::{Attachment, AttachmentKind, ChatType, InboundMessage, MessageSource};
 
 /// Note added to the text when an attachment is over the size cap (model-visible; shared
@@ -143,27 +144,6 @@ pub(crate) fn text_message(msg: &Message) -> Option<InboundMessage> {
     })
 }
 
-/// A file name safe to join under the media directory: ASCII letters, digits, `.`, `-` and
-/// `_` kept, everything else `_`, no leading dot, at most 80 chars.
-pub(crate) fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let trimmed = cleaned.trim_start_matches('.');
-    let mut out: String = trimmed.chars().take(80).collect();
-    if out.is_empty() {
-        out.push_str("file");
-    }
-    out
-}
-
 fn fill(template: &str, name: &str, size: u64, limit: u64) -> String {
     template
         .trim_end()
@@ -264,8 +244,8 @@ async fn fetch(
         .unwrap_or_default();
     let name = format!(
         "{}_{}",
-        safe_file_name(&media.file_unique_id),
-        safe_file_name(&base_name)
+        sanitize_file_name(&media.file_unique_id),
+        sanitize_file_name(&base_name)
     );
     tokio::fs::create_dir_all(media_dir)
         .await
@@ -361,13 +341,5 @@ mod tests {
         }));
         let media = media_of(&m);
         assert_eq!(media.map(|m| m.file_id), Some("big".to_string()));
-    }
-
-    #[test]
-    fn file_names_are_made_safe() {
-        assert_eq!(safe_file_name("../../etc/passwd"), "_.._etc_passwd");
-        assert_eq!(safe_file_name(".hidden"), "hidden");
-        assert_eq!(safe_file_name("отчёт 1.pdf"), "______1.pdf");
-        assert_eq!(safe_file_name(""), "file");
     }
 }
