@@ -89,9 +89,10 @@ fn credential(app: &App, name: &str) -> Option<String> {
 
 /// The adapters whose credentials are set, each behind its cargo feature: Telegram
 /// (`TELEGRAM_BOT_TOKEN`), Discord (`DISCORD_BOT_TOKEN`), Slack (`SLACK_BOT_TOKEN` and
-/// `SLACK_APP_TOKEN`; one without the other is an error naming the missing one). Inbound
-/// files are saved under `HERMES_HOME/cache/media/<platform>/`.
-fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+/// `SLACK_APP_TOKEN`; one without the other is an error naming the missing one), webhook
+/// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
+/// `HERMES_HOME/cache/media/<platform>/`.
+async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
     #[allow(unused_variables)]
     let media = app.home.cache_dir().join("media");
     #[allow(unused_mut)]
@@ -135,7 +136,51 @@ fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
         }
         (None, None) => {}
     }
+    #[cfg(feature = "webhook")]
+    if let Some(secret) = credential(app, "WEBHOOK_SECRET") {
+        let settings = webhook_settings(app, secret)?;
+        let adapter = hermes_gateway::platforms::webhook::WebhookAdapter::bind(settings)
+            .await
+            .map_err(|e| anyhow!("cannot set up the webhook adapter: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
     Ok(out)
+}
+
+/// The webhook adapter's settings: `WEBHOOK_SECRET`, `WEBHOOK_HOST` (default `127.0.0.1`),
+/// `WEBHOOK_PORT` (default 8644), `WEBHOOK_PATH` (default `/webhook`) and
+/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only).
+///
+/// Errors: a host that is not an IP address or a port outside 1–65535, naming the variable.
+#[cfg(feature = "webhook")]
+fn webhook_settings(
+    app: &App,
+    secret: String,
+) -> Result<hermes_gateway::platforms::webhook::WebhookSettings> {
+    let mut s = hermes_gateway::platforms::webhook::WebhookSettings::new(secret);
+    let mut host = s.bind.ip();
+    let mut port = s.bind.port();
+    if let Some(v) = credential(app, "WEBHOOK_HOST") {
+        host = if v.eq_ignore_ascii_case("localhost") {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            v.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| anyhow!("WEBHOOK_HOST: `{v}` is not an IP address"))?
+        };
+    }
+    if let Some(v) = credential(app, "WEBHOOK_PORT") {
+        port = v.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+            anyhow!("WEBHOOK_PORT: `{v}` is not a port number between 1 and 65535")
+        })?;
+    }
+    s.bind = std::net::SocketAddr::new(host, port);
+    if let Some(v) = credential(app, "WEBHOOK_PATH") {
+        s.path = v;
+    }
+    s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
+    Ok(s)
 }
 
 /// The API server's settings when `API_SERVER_ENABLED` is true (`None` otherwise).
@@ -189,7 +234,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             Ok(0)
         }
         GatewayCmd::Run => {
-            let adapters = build_adapters(&app)?;
+            let adapters = build_adapters(&app).await?;
             #[cfg(feature = "api-server")]
             let api = api_settings(&app, profile)?;
             #[cfg(feature = "api-server")]

@@ -128,11 +128,18 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
 
 /// `GET /health` over a plain HTTP/1.1 connection; `None` while nothing answers.
 fn health(port: u16) -> Option<String> {
+    http(
+        port,
+        "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+}
+
+/// Sends one raw HTTP/1.1 request to loopback `port`; the whole response, `None` while
+/// nothing answers.
+fn http(port: u16, request: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .ok()?;
+    stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     Some(response)
@@ -177,4 +184,48 @@ async fn gateway_run_serves_the_api_server_and_stops_on_sigterm() {
         health(port).is_none(),
         "the API server still answers after shutdown"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_run_listens_for_signed_webhooks_and_stops_on_sigterm() {
+    let env = Env::new().await;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("WEBHOOK_SECRET", "fake-secret")
+        .env("WEBHOOK_PORT", port.to_string())
+        .env("WEBHOOK_PATH", "/hooks/in")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let body = r#"{"chat_id":"c1","user_id":"u1","text":"hi"}"#;
+    let request = format!(
+        "POST /hooks/in HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let started = Instant::now();
+    let answer = loop {
+        if let Some(r) = http(port, &request) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the webhook adapter never answered on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Unsigned: refused before anything reaches the gateway.
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("gateway stopped"), "{}", stderr(&out));
 }
