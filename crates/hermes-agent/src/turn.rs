@@ -263,14 +263,26 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, CallFailure> {
         let client = self.active.clone();
+        // An interrupt wins over whatever the stream reports at the same moment (a cancelled
+        // request often ends in a transport error): `biased` polls the token first, and a
+        // failure seen after the token fired counts as the interrupt, not as a provider error.
+        let failed = |e: LlmError| {
+            if cancel.is_cancelled() {
+                CallFailure::Cancelled
+            } else {
+                CallFailure::Failed(e)
+            }
+        };
         let mut stream = tokio::select! {
-            r = client.stream(request) => r.map_err(CallFailure::Failed)?,
+            biased;
             () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+            r = client.stream(request) => r.map_err(failed)?,
         };
         loop {
             let item = tokio::select! {
-                item = stream.next() => item,
+                biased;
                 () = cancel.cancelled() => return Err(CallFailure::Cancelled),
+                item = stream.next() => item,
             };
             match item {
                 Some(Ok(StreamEvent::TextDelta(text))) => {
@@ -281,9 +293,9 @@ impl Agent {
                 }
                 Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
                 Some(Ok(StreamEvent::Completed(reply))) => return Ok(reply),
-                Some(Err(e)) => return Err(CallFailure::Failed(e)),
+                Some(Err(e)) => return Err(failed(e)),
                 None => {
-                    return Err(CallFailure::Failed(LlmError {
+                    return Err(failed(LlmError {
                         class: ErrorClass::Unknown,
                         status: None,
                         message: "the model stream ended before the response was complete"
