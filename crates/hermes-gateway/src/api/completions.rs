@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use hermes_protocol::{AgentEvent, TurnOutcome, Usage};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 use crate::api::error::ApiFailure;
 use crate::api::state::ApiState;
@@ -70,7 +70,6 @@ async fn run(state: ApiState, headers: HeaderMap, body: Bytes) -> Result<Respons
     // Dropping the guard (client gone: axum drops the handler future or the SSE body)
     // interrupts the turn.
     let guard = cancel.clone().drop_guard();
-    let probe = cancel.clone();
     let events = spawn_turn(prepared, cancel);
     let completion_id = format!("chatcmpl-{}", hermes_protocol::new_session_id());
     let created = chrono::Utc::now().timestamp();
@@ -80,11 +79,10 @@ async fn run(state: ApiState, headers: HeaderMap, body: Bytes) -> Result<Respons
             .stream_options
             .as_ref()
             .is_some_and(|o| o.include_usage);
-        let stream = sse_stream(events, guard, probe, completion_id, created, include_usage);
+        let stream = sse_stream(events, guard, completion_id, created, include_usage);
         Sse::new(stream).into_response()
     } else {
         let (outcome, text, usage) = collect(events).await;
-        let outcome = settle(outcome, &probe);
         drop(guard);
         match outcome {
             TurnOutcome::Completed | TurnOutcome::BudgetExhausted => {
@@ -106,17 +104,6 @@ async fn run(state: ApiState, headers: HeaderMap, body: Bytes) -> Result<Respons
         );
     }
     Ok(response)
-}
-
-/// A model call cut by our own cancellation can surface as a failed call rather than an
-/// interruption (the request's stream errors as the cancellation lands); once the turn's
-/// token has fired, the turn counts as interrupted.
-fn settle(outcome: TurnOutcome, cancel: &CancellationToken) -> TurnOutcome {
-    if outcome == TurnOutcome::Failed && cancel.is_cancelled() {
-        TurnOutcome::Interrupted
-    } else {
-        outcome
-    }
 }
 
 /// OpenAI `finish_reason` for a turn outcome: a spent iteration budget reads as `length`.
@@ -169,7 +156,6 @@ async fn collect(mut events: UnboundedReceiver<AgentEvent>) -> (TurnOutcome, Str
 struct StreamState {
     events: UnboundedReceiver<AgentEvent>,
     _guard: DropGuard,
-    probe: CancellationToken,
     id: String,
     created: i64,
     include_usage: bool,
@@ -205,7 +191,6 @@ impl StreamState {
                 final_text,
                 usage,
             } => {
-                let outcome = settle(outcome, &self.probe);
                 self.finish(&outcome, &final_text, &usage);
             }
             _ => {}
@@ -240,7 +225,6 @@ impl StreamState {
 fn sse_stream(
     events: UnboundedReceiver<AgentEvent>,
     guard: DropGuard,
-    probe: CancellationToken,
     id: String,
     created: i64,
     include_usage: bool,
@@ -249,7 +233,6 @@ fn sse_stream(
     let state = StreamState {
         events,
         _guard: guard,
-        probe,
         id,
         created,
         include_usage,
