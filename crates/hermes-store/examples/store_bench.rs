@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p hermes-store --example store_bench -- \
-//!     --db /tmp/x/state.db --messages 100000 --queries bench/store_queries.txt
+//!     --db target/store-bench/state.db --messages 100000 --queries bench/store_queries.txt
 //! ```
 //!
 //! Prints one JSON object: `messages`, `sessions`, `insert_s` (wall seconds for all inserts),

@@ -9,6 +9,8 @@
     feature = "webhook"
 ))]
 pub(crate) mod backoff;
+#[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
+pub(crate) mod http;
 #[cfg(any(feature = "discord", feature = "slack"))]
 pub(crate) mod media;
 

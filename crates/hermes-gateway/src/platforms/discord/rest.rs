@@ -125,20 +125,11 @@ impl Rest {
 
     /// Sends `req`; `Ok(None)` for an empty (204) answer, `Ok(Some(json))` otherwise.
     async fn call(&self, what: &str, req: RequestBuilder) -> Result<Option<Value>, PlatformError> {
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| transport(format!("{what}: {e}")))?;
-        let status = resp.status();
-        let retry_after = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = resp
-            .text()
-            .await
-            .map_err(|e| transport(format!("{what}: reading the answer: {e}")))?;
+        let crate::platforms::http::Answer {
+            status,
+            retry_after,
+            body,
+        } = crate::platforms::http::send(PLATFORM, what, req).await?;
         if !status.is_success() {
             return Err(status_error(what, status, retry_after.as_deref(), &body));
         }
@@ -252,16 +243,7 @@ impl Rest {
         caption: Option<&str>,
     ) -> Result<SentMessage, PlatformError> {
         let what = "POST /channels/{id}/messages (file)";
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| PlatformError::Rejected {
-                platform: PLATFORM.into(),
-                detail: format!("reading {}: {e}", path.display()),
-            })?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".to_owned());
+        let (bytes, name) = crate::platforms::http::read_upload(PLATFORM, path).await?;
         let mut payload = Self::message_body(target, caption.unwrap_or(""));
         payload["attachments"] = json!([{ "id": 0, "filename": name }]);
         let form = reqwest::multipart::Form::new()

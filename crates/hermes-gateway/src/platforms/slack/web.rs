@@ -120,20 +120,11 @@ impl Web {
         req: RequestBuilder,
         token_var: &str,
     ) -> Result<Value, PlatformError> {
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| transport(format!("{what}: {e}")))?;
-        let status = resp.status();
-        let header = resp
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = resp
-            .text()
-            .await
-            .map_err(|e| transport(format!("{what}: reading the answer: {e}")))?;
+        let crate::platforms::http::Answer {
+            status,
+            retry_after: header,
+            body,
+        } = crate::platforms::http::send(PLATFORM, what, req).await?;
         if status == StatusCode::TOO_MANY_REQUESTS {
             return Err(PlatformError::RateLimited {
                 platform: PLATFORM.into(),
@@ -261,16 +252,7 @@ impl Web {
         path: &Path,
         caption: Option<&str>,
     ) -> Result<SentMessage, PlatformError> {
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| PlatformError::Rejected {
-                platform: PLATFORM.into(),
-                detail: format!("reading {}: {e}", path.display()),
-            })?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".to_owned());
+        let (bytes, name) = crate::platforms::http::read_upload(PLATFORM, path).await?;
         let v = self
             .call(
                 "files.getUploadURLExternal",

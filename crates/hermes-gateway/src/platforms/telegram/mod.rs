@@ -195,16 +195,7 @@ impl TelegramAdapter {
         path: &Path,
         caption: Option<&str>,
     ) -> Result<SentMessage, PlatformError> {
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|e| PlatformError::Rejected {
-                platform: PLATFORM.into(),
-                detail: format!("cannot read {}: {e}", path.display()),
-            })?;
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".into());
+        let (bytes, file_name) = crate::platforms::http::read_upload(PLATFORM, path).await?;
         let (method, field) = if is_photo(path) {
             ("sendPhoto", "photo")
         } else {
