@@ -1,7 +1,8 @@
 //! # hermes-agent
 //!
 //! Owns the turn (ARCHITECTURE §2): the iteration loop, tool dispatch, conversation repair,
-//! retry of failed model calls, persistence of every completed message, and the
+//! retry of failed model calls, persistence of every completed message, the learning loop's
+//! background reviews ([`Review`]), and the
 //! [`AgentHandle`] queue pair (`submit(Op)` / `next_event()`) that every front end uses.
 //! It orchestrates; it must not render output, assemble prompt text, parse provider wire
 //! formats or open SQLite itself — those belong to the crates it calls.
@@ -13,6 +14,7 @@ mod dispatch;
 mod handle;
 mod hooks;
 mod repair;
+mod review;
 mod steer;
 mod turn;
 
@@ -25,4 +27,5 @@ pub use hooks::{
     HookSpec, Hooks, event_matches,
 };
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
+pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;

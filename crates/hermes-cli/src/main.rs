@@ -25,6 +25,7 @@ mod repl;
 mod session;
 mod sessions_cmd;
 mod skills_cmd;
+mod skills_git;
 mod slash;
 mod tools_cmd;
 
