@@ -1,7 +1,8 @@
-//! MCP elicitation answered by the user in the REPL (FEATURES §11): on a pty, the model calls
-//! the scripted server's `ask_user` tool, the server sends `elicitation/create`, the REPL
-//! shows the question, the user types `y`, a name and Enter for the defaulted age, and the
-//! server receives the accepted form (it returns it as the tool result the model sees).
+//! MCP elicitation answered by the user at a terminal (FEATURES §11): on a pty, the model
+//! calls the scripted server's `ask_user` tool, the server sends `elicitation/create`, hermes
+//! shows the question and the server receives the user's answer (it returns it as the tool
+//! result the model sees). In the REPL the user types `y`, a name and Enter for the
+//! defaulted age; `chat -q` on a terminal asks too, and `n` declines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -37,26 +38,8 @@ fn read_until(master: &mut std::fs::File, seen: &mut String, want: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_repl_user_answers_an_mcp_elicitation() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("skipped: python3 is missing (the scripted MCP server is a Python script)");
-        return;
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../hermes-mcp/tests/fixtures/scripted_server.py");
-    let env = common::Env::with_config(&format!(
-        "mcp_servers:\n  demo:\n    command: python3\n    args: ['{}']\n",
-        script.display()
-    ))
-    .await;
-    env.mock.push(MockResponse::tool_calls(&[(
-        "call_1",
-        "mcp__demo__ask_user",
-        "{}",
-    )]));
-    env.mock.push(MockResponse::text("Hello Ada."));
-
+/// `hermes args…` with a fresh pty as its terminal; returns the child and the pty master.
+fn spawn_on_pty(env: &common::Env, args: &[&str]) -> (std::process::Child, std::fs::File) {
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
@@ -68,7 +51,7 @@ async fn the_repl_user_answers_an_mcp_elicitation() {
     )
     .unwrap();
     let slave = std::fs::File::from(slave);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+    let child = Command::new(env!("CARGO_BIN_EXE_hermes"))
         .env_clear()
         .env("HERMES_HOME", env.home.path())
         .env("HOME", env.home.path())
@@ -76,13 +59,51 @@ async fn the_repl_user_answers_an_mcp_elicitation() {
         .env("NO_COLOR", "1")
         .env("TERM", "xterm")
         .current_dir(env.cwd.path())
+        .args(args)
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
 
-    let mut master = std::fs::File::from(master);
+    (child, std::fs::File::from(master))
+}
+
+fn demo_env_config() -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../hermes-mcp/tests/fixtures/scripted_server.py");
+    format!(
+        "mcp_servers:\n  demo:\n    command: python3\n    args: ['{}']\n",
+        script.display()
+    )
+}
+
+fn tool_results(request: &serde_json::Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_repl_user_answers_an_mcp_elicitation() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: python3 is missing (the scripted MCP server is a Python script)");
+        return;
+    }
+    let env = common::Env::with_config(&demo_env_config()).await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "mcp__demo__ask_user",
+        "{}",
+    )]));
+    env.mock.push(MockResponse::text("Hello Ada."));
+
+    let (mut child, master) = spawn_on_pty(&env, &[]);
+    let mut master = master;
     let talk = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
         read_until(&mut master, &mut seen, "\x1b[6n");
@@ -106,18 +127,49 @@ async fn the_repl_user_answers_an_mcp_elicitation() {
     );
     let requests = env.mock.requests();
     assert_eq!(requests.len(), 2);
-    let results: Vec<String> = requests[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let results = tool_results(&requests[1]);
     assert_eq!(
         results,
         [r#"{"action": "accept", "content": {"age": 30, "name": "Ada"}}"#]
     );
     let _ = child.kill();
+    let _ = child.wait();
+    drop(master);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_q_on_a_terminal_asks_and_no_declines() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("skipped: python3 is missing (the scripted MCP server is a Python script)");
+        return;
+    }
+    let env = common::Env::with_config(&demo_env_config()).await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "mcp__demo__ask_user",
+        "{}",
+    )]));
+    env.mock
+        .push(MockResponse::text("You would rather not say."));
+    let (mut child, mut master) = spawn_on_pty(&env, &["chat", "-q", "who am I?"]);
+    let talk = tokio::task::spawn_blocking(move || {
+        let mut seen = String::new();
+        read_until(&mut master, &mut seen, "answer? [y]es");
+        master.write_all(b"n\n").unwrap();
+        read_until(&mut master, &mut seen, "You would rather not say.");
+        (master, seen)
+    });
+    let (master, seen) = tokio::time::timeout(BOUND, talk)
+        .await
+        .expect("chat -q never got through the elicitation")
+        .unwrap();
+    assert!(
+        seen.contains("MCP server `demo` asks: Who are you?"),
+        "{seen:?}"
+    );
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(tool_results(&requests[1]), [r#"{"action": "decline"}"#]);
     let _ = child.wait();
     drop(master);
 }
