@@ -160,8 +160,11 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A git source: a URL (`scheme://`, `git@host:`) or a `….git` repository path, each
+/// optionally followed by `#<folder>`.
 fn looks_like_url(source: &str) -> bool {
-    source.contains("://") || source.starts_with("git@") || source.ends_with(".git")
+    let (url, _) = crate::skills_git::split_source(source);
+    url.contains("://") || url.starts_with("git@") || url.ends_with(".git")
 }
 
 /// Checks the folder `src` as a skill and returns its name. Every text file is scanned.
@@ -368,5 +371,6 @@ mod tests {
         assert!(looks_like_url("https://github.com/a/b"));
         assert!(looks_like_url("git@github.com:a/b.git"));
         assert!(!looks_like_url("./skills/deploy"));
+        assert!(looks_like_url("/srv/repos/skills.git#ops/deploy"));
     }
 }
