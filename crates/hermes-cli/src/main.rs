@@ -9,11 +9,14 @@ mod approver;
 mod args;
 mod auth_cmd;
 mod chat;
+mod complete;
 mod config_cmd;
 mod cron_cmd;
 mod doctor_cmd;
+mod doctor_fix;
 mod gateway_cmd;
 mod hangup;
+mod input;
 mod mcp_cmd;
 mod mcp_scan;
 mod memory_cmd;
@@ -23,6 +26,8 @@ mod prompt;
 mod render;
 mod repl;
 mod session;
+mod setup;
+mod shell_cmd;
 mod sessions_cmd;
 mod skills_cmd;
 mod slash;
@@ -93,12 +98,17 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Gateway { action }) => gateway_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Pairing { action }) => pairing_cmd::run(profile, action),
-        Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
+        Some(Command::Doctor { fix }) => doctor_cmd::run(profile, &cli.chat, *fix).await,
+        Some(Command::Setup(args)) => setup::run(profile, &cli.chat, args).await,
+        Some(Command::Completion { shell }) => shell_cmd::completion(*shell),
+        Some(Command::Man) => shell_cmd::man(),
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;
             app.warn_config();
-            chat::run(&app, &cli.chat, q).await
+            chat::run(&app, &cli.chat, q)
+                .await
+                .map_err(setup::with_setup_hint)
         }
         Some(Command::Chat { query: None }) | None => {
             use std::io::IsTerminal;
@@ -110,6 +120,9 @@ async fn run(cli: Cli) -> Result<i32> {
             }
             let app = app::App::load(profile)?;
             app.warn_config();
+            let Some(app) = setup::offer_if_unconfigured(app, profile, &cli.chat).await? else {
+                return Ok(1);
+            };
             let (approver, questions) = approver::ReplApprover::new();
             let (agent, info) = session::build_agent(&app, &cli.chat, Arc::new(approver)).await?;
             let handle = hermes_agent::AgentHandle::spawn(agent);

@@ -10,6 +10,7 @@
 mod compaction;
 mod error;
 mod export;
+mod maintenance;
 mod messages;
 mod sanitize;
 mod schema;
@@ -19,6 +20,7 @@ mod types;
 
 pub use error::StoreError;
 pub use export::Format;
+pub use maintenance::SearchIndexReport;
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
 pub use schema::SCHEMA_VERSION;
 pub use store::{SessionStore, WRITE_RETRY_BUDGET};
