@@ -111,11 +111,17 @@ impl Completer for HermesCompleter {
             self.start_model_fetch();
             let word = rest.trim_start();
             let start = pos - word.len();
-            by_prefix(self.model_names(), word, |n| n.to_string(), Span::new(start, pos), false)
+            by_prefix(
+                self.model_names(),
+                word,
+                |n| n.to_string(),
+                Span::new(start, pos),
+                false,
+            )
         } else {
-            let start = head
-                .rfind(char::is_whitespace)
-                .map_or(0, |i| i + head[i..].chars().next().map_or(1, char::len_utf8));
+            let start = head.rfind(char::is_whitespace).map_or(0, |i| {
+                i + head[i..].chars().next().map_or(1, char::len_utf8)
+            });
             let word = &head[start..];
             let (word, start) = match word.strip_prefix('@') {
                 Some(w) => (w, start + 1),
@@ -236,14 +242,20 @@ mod tests {
         assert_eq!(values(&mut c, "/mo"), vec!["/model"]);
         assert_eq!(values(&mut c, "/m"), vec!["/memory", "/model"]);
         assert_eq!(values(&mut c, "/dep"), vec!["/deploy-app"]);
-        assert_eq!(values(&mut c, "/model gpt"), vec!["gpt-4.1", "gpt-4.1-mini"]);
+        assert_eq!(
+            values(&mut c, "/model gpt"),
+            vec!["gpt-4.1", "gpt-4.1-mini"]
+        );
         let r = c.complete("/model cl", 9);
         assert_eq!(r.suggestions()[0].span, Span::new(7, 9));
 
         assert_eq!(values(&mut c, "look at sr"), vec!["src/"]);
         assert_eq!(values(&mut c, "look at src/m"), vec!["src/main.rs"]);
         assert_eq!(values(&mut c, "read @REA"), vec!["README.md"]);
-        assert_eq!(c.complete("read @REA", 9).suggestions()[0].span, Span::new(6, 9));
+        assert_eq!(
+            c.complete("read @REA", 9).suggestions()[0].span,
+            Span::new(6, 9)
+        );
         assert!(values(&mut c, "x ").iter().all(|v| !v.starts_with('.')));
         assert_eq!(values(&mut c, "x .hid"), vec![".hidden"]);
     }

@@ -171,7 +171,10 @@ fn check_store(app: &App, fix: bool, report: &mut Report) {
                 Ok(r) if r == "ok" => report.add(Level::Ok, "state.db integrity ok"),
                 Ok(r) => report.add(
                     Level::Broken,
-                    format!("state.db integrity check failed: {}; {DAMAGED_DB}", r.trim()),
+                    format!(
+                        "state.db integrity check failed: {}; {DAMAGED_DB}",
+                        r.trim()
+                    ),
                 ),
                 Err(e) => report.add(Level::Broken, format!("state.db: {e}")),
             }

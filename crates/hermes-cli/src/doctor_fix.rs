@@ -52,8 +52,8 @@ pub(crate) fn check_home(home: &HermesHome, fix: bool, report: &mut Report) {
 
 fn check_folders(home: &HermesHome, fix: bool, report: &mut Report) {
     let mut missing = Vec::new();
-    for (name, path) in std::iter::once(("HERMES_HOME", home.root().to_path_buf()))
-        .chain(folders(home))
+    for (name, path) in
+        std::iter::once(("HERMES_HOME", home.root().to_path_buf())).chain(folders(home))
     {
         if path.is_dir() {
             continue;
@@ -87,7 +87,10 @@ fn check_folders(home: &HermesHome, fix: bool, report: &mut Report) {
     }
     for (name, path) in missing {
         match std::fs::create_dir_all(&path) {
-            Ok(()) => report.add(Level::Fixed, format!("created {name}/ ({})", path.display())),
+            Ok(()) => report.add(
+                Level::Fixed,
+                format!("created {name}/ ({})", path.display()),
+            ),
             Err(e) => report.add(
                 Level::Broken,
                 format!("cannot create {}: {e}", path.display()),

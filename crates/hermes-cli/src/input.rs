@@ -136,10 +136,8 @@ pub fn compose_in_editor(initial: &str) -> Result<Option<String>> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
-    let path = std::env::temp_dir().join(format!(
-        "hermes-prompt-{}-{nanos}.md",
-        std::process::id()
-    ));
+    let path =
+        std::env::temp_dir().join(format!("hermes-prompt-{}-{nanos}.md", std::process::id()));
     std::fs::write(&path, initial).with_context(|| format!("writing {}", path.display()))?;
     let edited = crate::memory_cmd::open_editor(&path).and_then(|()| {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
@@ -160,7 +158,7 @@ mod tests {
         assert_eq!(pastes.collapse("one line"), None);
         let big: String = (1..=40).map(|i| format!("line {i}\n")).collect();
         let placeholder = pastes.collapse(&big).unwrap();
-        assert_eq!(placeholder, "[pasted text #1: 40 lines, 321 chars]");
+        assert_eq!(placeholder, "[pasted text #1: 40 lines, 311 chars]");
         let long = "x".repeat(900);
         let second = pastes.collapse(&long).unwrap();
         assert!(second.starts_with("[pasted text #2: 1 lines, 900 chars]"));

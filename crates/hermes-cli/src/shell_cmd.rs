@@ -49,9 +49,7 @@ pub fn man() -> Result<i32> {
 fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(e).context("writing to stdout")
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
         _ => Ok(()),
     }
 }
@@ -77,7 +75,10 @@ mod tests {
         let mut buf = Vec::new();
         write_man_page(&mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
-        assert!(text.starts_with(".ie") || text.contains(".TH hermes"), "{text}");
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH hermes"),
+            "{text}"
+        );
         assert!(text.contains(".TH hermes 1"));
         assert!(text.contains("\\-\\-provider"));
         assert!(text.contains("doctor"));

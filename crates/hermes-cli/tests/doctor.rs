@@ -30,7 +30,8 @@ fn seed_store(path: &Path) {
     }
     drop(store);
     let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
 }
 
 fn lines_with<'a>(text: &'a str, mark: &str) -> Vec<&'a str> {
@@ -47,7 +48,10 @@ async fn a_healthy_home_passes_with_exit_code_0() {
     assert!(lines_with(&text, "FAIL").is_empty(), "{text}");
     assert!(text.contains("ok    config.yaml parses"), "{text}");
     assert!(text.contains("state.db integrity ok"), "{text}");
-    assert!(text.contains("state.db search index matches the messages"), "{text}");
+    assert!(
+        text.contains("state.db search index matches the messages"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -69,7 +73,10 @@ async fn a_broken_config_names_line_and_column_and_exits_1() {
     let before = std::fs::read(env.home.home().config_file()).unwrap();
     let out = env.run(&["doctor", "--fix"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(std::fs::read(env.home.home().config_file()).unwrap(), before);
+    assert_eq!(
+        std::fs::read(env.home.home().config_file()).unwrap(),
+        before
+    );
 }
 
 #[tokio::test]
@@ -91,11 +98,16 @@ async fn a_corrupted_state_db_copy_is_reported_and_left_alone() {
         assert_eq!(out.status.code(), Some(1), "{text}");
         let fail = lines_with(&text, "FAIL");
         assert!(
-            fail.iter().any(|l| l.contains("state.db")
-                && l.contains("hermes does not repair it automatically")),
+            fail.iter()
+                .any(|l| l.contains("state.db")
+                    && l.contains("hermes does not repair it automatically")),
             "{text}"
         );
-        assert_eq!(std::fs::read(&db).unwrap(), bytes, "doctor changed the damaged file");
+        assert_eq!(
+            std::fs::read(&db).unwrap(),
+            bytes,
+            "doctor changed the damaged file"
+        );
     }
 }
 
@@ -120,18 +132,31 @@ async fn fix_repairs_permissions_folders_soul_and_the_search_index() {
         text.contains("FAIL  state.db search index is out of date (2 messages not indexed, 0 stale entries); `hermes doctor --fix` rebuilds it"),
         "{text}"
     );
-    assert!(text.contains("warn  .env holds API keys but other users can read it (mode 644)"), "{text}");
-    assert!(text.contains("warn  folders not created yet: memories, skills"), "{text}");
+    assert!(
+        text.contains("warn  .env holds API keys but other users can read it (mode 644)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  folders not created yet: memories, skills"),
+        "{text}"
+    );
     assert!(text.contains("warn  SOUL.md is missing"), "{text}");
 
     let out = env.run(&["doctor", "--fix"]).await;
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("fixed .env set to mode 600 (was 644)"), "{text}");
+    assert!(
+        text.contains("fixed .env set to mode 600 (was 644)"),
+        "{text}"
+    );
     assert!(text.contains("fixed created memories/"), "{text}");
     assert!(text.contains("rebuilt, 2 messages indexed"), "{text}");
     assert!(text.contains("fixed SOUL.md seeded"), "{text}");
-    let mode = std::fs::metadata(home.env_file()).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(home.env_file())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600);
     assert!(home.skills_dir().is_dir() && home.logs_dir().is_dir());
     assert!(home.soul_file().is_file());

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use expectrl::process::unix::WaitStatus;
+use expectrl::session::OsSession;
 use expectrl::{Expect, Session};
 use hermes_testkit::{MockProvider, MockResponse, TempHome};
 
@@ -22,7 +23,7 @@ const BOUND: Duration = Duration::from_secs(90);
 /// A `hermes` process on a pty, with the terminal's side played by the test: cursor position
 /// queries (`ESC [6n`, sent by reedline before it draws the prompt) are answered.
 struct Term {
-    session: Session,
+    session: OsSession,
     /// Everything the program wrote, escapes removed.
     seen: String,
     /// Where the next [`Term::wait_for`] starts looking.
@@ -137,8 +138,9 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
 #[tokio::test(flavor = "multi_thread")]
 async fn repl_streams_completes_interrupts_a_tool_and_exits_on_ctrl_d() {
     let env = common::Env::new().await;
-    env.mock
-        .push(MockResponse::text("Streaming answers arrive piece by piece."));
+    env.mock.push(MockResponse::text(
+        "Streaming answers arrive piece by piece.",
+    ));
     env.mock.push(MockResponse::tool_calls(&[(
         "call_slow",
         "terminal",
@@ -146,7 +148,8 @@ async fn repl_streams_completes_interrupts_a_tool_and_exits_on_ctrl_d() {
     )]));
     // After the interrupt the model is not asked again; a fallback keeps a stray request
     // from hanging.
-    env.mock.set_fallback(Some(MockResponse::text("(unexpected)")));
+    env.mock
+        .set_fallback(Some(MockResponse::text("(unexpected)")));
     let home = env.home.path().to_path_buf();
     let cwd = env.cwd.path().to_path_buf();
     let flag = cwd.join("started.flag");

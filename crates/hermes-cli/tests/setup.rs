@@ -68,7 +68,10 @@ async fn non_interactive_writes_the_key_privately_and_the_model_section() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!stdout(&out).contains("sk-or-v1-test-key"), "the key was printed");
+    assert!(
+        !stdout(&out).contains("sk-or-v1-test-key"),
+        "the key was printed"
+    );
     let env = std::fs::read_to_string(home.home().env_file()).unwrap();
     assert_eq!(env, "OPENROUTER_API_KEY=sk-or-v1-test-key\n");
     #[cfg(unix)]
@@ -82,7 +85,11 @@ async fn non_interactive_writes_the_key_privately_and_the_model_section() {
     // The result resolves: `hermes model show` needs no network.
     let show = hermes(home.path(), cwd.path(), &["model", "show"]).await;
     assert!(show.status.success(), "{}", stderr(&show));
-    assert!(stdout(&show).contains("provider: openrouter"), "{}", stdout(&show));
+    assert!(
+        stdout(&show).contains("provider: openrouter"),
+        "{}",
+        stdout(&show)
+    );
 }
 
 #[tokio::test]
@@ -90,7 +97,10 @@ async fn non_interactive_errors_say_what_is_missing() {
     let home = TempHome::new().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["setup", "--non-interactive"], "--non-interactive needs --provider"),
+        (
+            &["setup", "--non-interactive"],
+            "--non-interactive needs --provider",
+        ),
         (
             &["setup", "--non-interactive", "--provider", "anthropic"],
             "ANTHROPIC_API_KEY",
@@ -100,16 +110,30 @@ async fn non_interactive_errors_say_what_is_missing() {
             "unknown provider `frobnicator`",
         ),
         (
-            &["setup", "--non-interactive", "--provider", "local", "-t", "nope"],
+            &[
+                "setup",
+                "--non-interactive",
+                "--provider",
+                "local",
+                "-t",
+                "nope",
+            ],
             "unknown toolset `nope`",
         ),
     ];
     for (args, expected) in cases {
         let out = hermes(home.path(), cwd.path(), args).await;
         assert!(!out.status.success(), "{args:?} succeeded");
-        assert!(stderr(&out).contains(expected), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
-    assert!(!home.home().config_file().exists(), "a failed setup wrote config.yaml");
+    assert!(
+        !home.home().config_file().exists(),
+        "a failed setup wrote config.yaml"
+    );
 }
 
 #[tokio::test]
@@ -137,13 +161,20 @@ async fn non_interactive_custom_server_with_an_mcp_server_keeps_other_settings()
     assert!(out.status.success(), "{}", stderr(&out));
     let c = config(&home);
     assert_eq!(c.agent.max_turns, 12);
-    assert_eq!(c.model.to_config().base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(
+        c.model.to_config().base_url.as_deref(),
+        Some("http://127.0.0.1:9/v1")
+    );
     let servers = serde_json::to_value(c.mcp_servers.unwrap()).unwrap();
     assert_eq!(servers["files"]["command"], "npx");
     assert_eq!(servers["files"]["args"][2], "/tmp");
     assert!(home.path().join("config.yaml.bak").is_file());
     let list = hermes(home.path(), cwd.path(), &["mcp", "list"]).await;
-    assert!(stdout(&list).contains("files\tenabled"), "{}", stdout(&list));
+    assert!(
+        stdout(&list).contains("files\tenabled"),
+        "{}",
+        stdout(&list)
+    );
 }
 
 #[tokio::test]
@@ -163,7 +194,10 @@ async fn the_wizard_offers_the_servers_model_list_and_writes_the_answers() {
     let out = hermes_stdin(home.path(), &["setup"], &answers).await;
     let shown = stdout(&out);
     assert!(out.status.success(), "{shown}\n{}", stderr(&out));
-    assert!(shown.contains("local — the embedded model, works offline"), "{shown}");
+    assert!(
+        shown.contains("local — the embedded model, works offline"),
+        "{shown}"
+    );
     assert!(shown.contains("1) qwen3-8b"), "{shown}");
     assert!(shown.contains("2) llama-3.1-8b"), "{shown}");
     assert!(
@@ -175,7 +209,10 @@ async fn the_wizard_offers_the_servers_model_list_and_writes_the_answers() {
     assert_eq!(m.provider.as_deref(), Some("custom"));
     assert_eq!(m.base_url.as_deref(), Some(mock.base_url().as_str()));
     assert_eq!(m.default.as_deref(), Some("llama-3.1-8b"));
-    assert_eq!(c.toolsets, vec!["hermes-cli".to_string(), "safe".to_string()]);
+    assert_eq!(
+        c.toolsets,
+        vec!["hermes-cli".to_string(), "safe".to_string()]
+    );
     let servers = serde_json::to_value(c.mcp_servers.unwrap()).unwrap();
     assert_eq!(servers["docs"]["url"], "https://mcp.example.invalid/mcp");
     assert!(!home.home().env_file().exists(), "no key was given");

@@ -41,33 +41,51 @@ async fn man_page_is_generated_roff() {
 #[tokio::test]
 async fn sessions_export_as_md_and_json() {
     let env = Env::new().await;
-    env.mock.push(MockResponse::text("Plants need water twice a week."));
+    env.mock
+        .push(MockResponse::text("Plants need water twice a week."));
     env.run_ok(&["chat", "-q", "how often do I water the plants?"])
         .await;
     let list = env.run_ok(&["sessions", "list"]).await;
     let id = stdout(&list).split_whitespace().next().unwrap().to_string();
 
-    let md = stdout(&env.run_ok(&["sessions", "export", &id, "--format", "md"]).await);
+    let md = stdout(
+        &env.run_ok(&["sessions", "export", &id, "--format", "md"])
+            .await,
+    );
     assert!(md.starts_with("# "), "{md}");
     assert!(md.contains(&format!("- session: `{id}`")), "{md}");
     assert!(md.contains("Plants need water twice a week."), "{md}");
     // `markdown` stays accepted, and is the default.
-    let long = stdout(&env.run_ok(&["sessions", "export", &id, "--format", "markdown"]).await);
+    let long = stdout(
+        &env.run_ok(&["sessions", "export", &id, "--format", "markdown"])
+            .await,
+    );
     assert_eq!(long, md);
     assert_eq!(stdout(&env.run_ok(&["sessions", "export", &id]).await), md);
 
     let json: serde_json::Value = serde_json::from_str(&stdout(
-        &env.run_ok(&["sessions", "export", &id, "--format", "json"]).await,
+        &env.run_ok(&["sessions", "export", &id, "--format", "json"])
+            .await,
     ))
     .unwrap();
     assert!(json.to_string().contains("twice a week"));
 
     let file = env.cwd.path().join("out.md");
-    env.run_ok(&["sessions", "export", &id, "--format", "md", "-o", file.to_str().unwrap()])
-        .await;
+    env.run_ok(&[
+        "sessions",
+        "export",
+        &id,
+        "--format",
+        "md",
+        "-o",
+        file.to_str().unwrap(),
+    ])
+    .await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), md);
 
-    let bad = env.run(&["sessions", "export", &id, "--format", "pdf"]).await;
+    let bad = env
+        .run(&["sessions", "export", &id, "--format", "pdf"])
+        .await;
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("md"), "{}", stderr(&bad));
 }

@@ -46,11 +46,19 @@ fn a_fresh_store_is_in_sync_and_a_damaged_index_is_found_and_rebuilt() {
     }
     let report = store.search_index_check().unwrap();
     assert_eq!((report.missing, report.orphaned), (1, 1));
-    assert!(store.search(&SearchQuery::new("quarterly")).unwrap().is_empty());
+    assert!(
+        store
+            .search(&SearchQuery::new("quarterly"))
+            .unwrap()
+            .is_empty()
+    );
 
     assert_eq!(store.rebuild_search_index().unwrap(), 2);
     assert!(store.search_index_check().unwrap().in_sync());
-    assert_eq!(store.search(&SearchQuery::new("quarterly")).unwrap().len(), 1);
+    assert_eq!(
+        store.search(&SearchQuery::new("quarterly")).unwrap().len(),
+        1
+    );
     assert!(store.search(&SearchQuery::new("ghost")).unwrap().is_empty());
     // The CJK substring index is refilled too.
     assert_eq!(store.search(&SearchQuery::new("笔记")).unwrap().len(), 1);

@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(p.choose("provider?", &options, 1).unwrap(), 0);
         drop(p);
         let shown = String::from_utf8(out).unwrap();
-        assert!(shown.contains("answer with a number from 1 to 2"), "{shown}");
+        assert!(
+            shown.contains("answer with a number from 1 to 2"),
+            "{shown}"
+        );
     }
 
     #[test]

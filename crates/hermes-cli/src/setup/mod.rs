@@ -13,8 +13,8 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use hermes_llm::runtime::{CanonicalProvider, canonical_provider};
 use hermes_llm::ResolveError;
+use hermes_llm::runtime::{CanonicalProvider, canonical_provider};
 
 use crate::app::App;
 use crate::args::ChatArgs;
@@ -131,16 +131,26 @@ fn plan_from_flags(app: &App, chat: &ChatArgs, args: &SetupArgs) -> Result<Plan>
                 chat.base_url
                     .clone()
                     .or(default_base_url.map(str::to_string))
-                    .context("provider `custom` needs --base-url (e.g. http://127.0.0.1:8080/v1)")?,
+                    .context(
+                        "provider `custom` needs --base-url (e.g. http://127.0.0.1:8080/v1)",
+                    )?,
             );
             plan.config_api_key = args.api_key.clone().filter(|k| !k.trim().is_empty());
         }
         Some(CanonicalProvider::Hosted(_)) => {
             let facts = providers::hosted(provider)?;
             plan.provider = facts.id.clone();
-            match args.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+            match args
+                .api_key
+                .as_deref()
+                .map(str::trim)
+                .filter(|k| !k.is_empty())
+            {
                 Some(key) => plan.env_key = Some((facts.env_var.clone(), key.to_string())),
-                None if app.env.get(&facts.env_var).is_some_and(|k| !k.trim().is_empty()) => {}
+                None if app
+                    .env
+                    .get(&facts.env_var)
+                    .is_some_and(|k| !k.trim().is_empty()) => {}
                 None => bail!(
                     "provider `{}` needs an API key: pass --api-key (or HERMES_SETUP_API_KEY), \
                      or set {} first",
@@ -161,7 +171,10 @@ fn checked_toolsets(app: &App, toolsets: Vec<String>) -> Result<Vec<String>> {
     let known = known_toolsets(app);
     for t in &toolsets {
         if !known.contains(t) {
-            bail!("unknown toolset `{t}`; known toolsets: {}", known.join(", "));
+            bail!(
+                "unknown toolset `{t}`; known toolsets: {}",
+                known.join(", ")
+            );
         }
     }
     Ok(toolsets)
@@ -252,7 +265,8 @@ async fn interview(
                 "Base URL of the server",
                 Some(chat.base_url.as_deref().unwrap_or(CUSTOM_DEFAULT_URL)),
             )?;
-            let key = p.secret("API key (leave empty when the server needs none; typing is hidden): ")?;
+            let key =
+                p.secret("API key (leave empty when the server needs none; typing is hidden): ")?;
             let key = (!key.is_empty()).then_some(key);
             let model = pick_model(p, &url, key.as_deref(), "default", true).await?;
             plan.base_url = Some(url);
@@ -262,8 +276,10 @@ async fn interview(
         id => {
             let facts = providers::hosted(id)?;
             let key = if has_key(&facts.env_var)
-                && p.confirm(&format!("Use the key already set in {}?", facts.env_var), true)?
-            {
+                && p.confirm(
+                    &format!("Use the key already set in {}?", facts.env_var),
+                    true,
+                )? {
                 app.env.get(&facts.env_var).cloned()
             } else {
                 let key = ask_key(p, &facts.env_var, args.api_key.as_deref())?;
@@ -290,7 +306,10 @@ async fn interview(
     };
     p.say(&format!("Toolsets: {}", known.join(", ")));
     plan.toolsets = loop {
-        let answer = p.text("Toolsets to enable, comma-separated", Some(&current_toolsets))?;
+        let answer = p.text(
+            "Toolsets to enable, comma-separated",
+            Some(&current_toolsets),
+        )?;
         let picked: Vec<String> = answer
             .split(',')
             .map(|s| s.trim().to_string())

@@ -51,7 +51,11 @@ pub fn hosted(provider: &str) -> Result<Hosted> {
     let env_var = match hermes_llm::resolve(&inputs) {
         Err(ResolveError::MissingApiKey { env_var, .. }) => env_var,
         Err(e) => return Err(anyhow!("{e}")),
-        Ok(_) => return Err(anyhow!("`{provider}` is not a hosted provider with an API key")),
+        Ok(_) => {
+            return Err(anyhow!(
+                "`{provider}` is not a hosted provider with an API key"
+            ));
+        }
     };
     inputs.env = BTreeMap::from([(env_var.clone(), "placeholder".to_string())]);
     let rt = hermes_llm::resolve(&inputs).map_err(|e| anyhow!("{e}"))?;
@@ -74,16 +78,16 @@ pub async fn list_models(base_url: &str, api_key: Option<&str>) -> Result<Vec<St
     match tokio::time::timeout(MODEL_LIST_WAIT, client.list_models()).await {
         Ok(Ok(models)) => Ok(models),
         Ok(Err(e)) => Err(anyhow!("{e}")),
-        Err(_) => Err(anyhow!(
-            "no answer within {} s",
-            MODEL_LIST_WAIT.as_secs()
-        )),
+        Err(_) => Err(anyhow!("no answer within {} s", MODEL_LIST_WAIT.as_secs())),
     }
 }
 
 /// Whether a provider speaking `api_mode` models on the OpenAI-compatible `/models` route.
 pub fn lists_models(api_mode: ApiMode) -> bool {
-    matches!(api_mode, ApiMode::ChatCompletions | ApiMode::OpenAiResponses)
+    matches!(
+        api_mode,
+        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
+    )
 }
 
 #[cfg(test)]
@@ -103,6 +107,11 @@ mod tests {
             assert_eq!(hosted(id).unwrap().id, *id);
         }
         assert!(hosted("custom").is_err());
-        assert!(hosted("nope").unwrap_err().to_string().contains("unknown provider"));
+        assert!(
+            hosted("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown provider")
+        );
     }
 }

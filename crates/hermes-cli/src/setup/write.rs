@@ -61,9 +61,7 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
     for line in old.lines() {
         let bare = line.trim_start();
         let bare = bare.strip_prefix("export ").unwrap_or(bare);
-        let is_it = bare
-            .split_once('=')
-            .is_some_and(|(k, _)| k.trim() == name);
+        let is_it = bare.split_once('=').is_some_and(|(k, _)| k.trim() == name);
         if is_it {
             if !replaced {
                 lines.push(format!("{name}={value}"));
@@ -150,9 +148,7 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         root.insert("toolsets".into(), json!(plan.toolsets));
     }
     if let Some((name, entry)) = &plan.mcp {
-        let servers = root
-            .entry("mcp_servers")
-            .or_insert_with(|| json!({}));
+        let servers = root.entry("mcp_servers").or_insert_with(|| json!({}));
         if servers.is_null() {
             *servers = json!({});
         }
@@ -194,7 +190,10 @@ mod tests {
         set_env_var(&env, "OPENAI_API_KEY", "sk-new").unwrap();
         set_env_var(&env, "XAI_API_KEY", "xai-1").unwrap();
         let text = std::fs::read_to_string(&env).unwrap();
-        assert_eq!(text, "# keys\nOPENAI_API_KEY=sk-new\nOTHER=1\nXAI_API_KEY=xai-1\n");
+        assert_eq!(
+            text,
+            "# keys\nOPENAI_API_KEY=sk-new\nOTHER=1\nXAI_API_KEY=xai-1\n"
+        );
         #[cfg(unix)]
         assert_eq!(mode(&env), 0o600);
         assert!(set_env_var(&env, "A", "x\ny").is_err());
@@ -239,12 +238,18 @@ mod tests {
         std::fs::write(&path, "model: [unclosed\n").unwrap();
         let err = apply_config(&path, &Plan::default()).unwrap_err();
         assert!(format!("{err:#}").contains("not valid YAML"), "{err:#}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "model: [unclosed\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "model: [unclosed\n"
+        );
     }
 
     #[test]
     fn mcp_targets() {
-        assert_eq!(mcp_entry(" https://x/mcp ").unwrap(), json!({"url": "https://x/mcp"}));
+        assert_eq!(
+            mcp_entry(" https://x/mcp ").unwrap(),
+            json!({"url": "https://x/mcp"})
+        );
         assert!(mcp_entry("").is_err());
         assert!(mcp_entry("npx 'unclosed").is_err());
     }
