@@ -11,6 +11,7 @@ mod auth_cmd;
 mod chat;
 mod complete;
 mod config_cmd;
+mod config_edit;
 mod cron_cmd;
 mod doctor_cmd;
 mod doctor_fix;
@@ -18,6 +19,8 @@ mod gateway_cmd;
 mod hangup;
 mod input;
 mod mcp_cmd;
+mod mcp_elicit;
+mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
@@ -31,6 +34,7 @@ mod setup;
 mod shell_cmd;
 mod skills_cmd;
 mod slash;
+mod terminate;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -106,6 +110,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;
             app.warn_config();
+            terminate::exit_cleanly_on_signals();
             chat::run(&app, &cli.chat, q)
                 .await
                 .map_err(setup::with_setup_hint)
@@ -123,9 +128,21 @@ async fn run(cli: Cli) -> Result<i32> {
             let Some(app) = setup::offer_if_unconfigured(app, profile, &cli.chat).await? else {
                 return Ok(1);
             };
+            terminate::exit_cleanly_on_signals();
             let (approver, questions) = approver::ReplApprover::new();
-            let (agent, info) = session::build_agent(&app, &cli.chat, Arc::new(approver)).await?;
+            let (elicitor, elicitations) = mcp_elicit::ReplElicitor::new();
+            let (agent, info) = session::build_agent(
+                &app,
+                &cli.chat,
+                Arc::new(approver),
+                Some(Arc::new(elicitor)),
+            )
+            .await?;
             let handle = hermes_agent::AgentHandle::spawn(agent);
+            let questions = repl::Questions {
+                approvals: questions,
+                elicitations,
+            };
             repl::run(handle, questions, info, cli.chat.quiet, cli.chat.verbose).await
         }
     }

@@ -62,7 +62,7 @@ async fn everything_server_tools_results_resources_prompts_roots_sampling() {
     let Some(peers) = peers() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut spec = node_server(&peers, "everything", "server-everything", &["stdio"]);
-    spec.sampling = true;
+    spec.sampling = Some(hermes_mcp::sampling::SamplingCaps::default());
     let mut opts = options(dir.path());
     opts.facts.sampler = Some(Arc::new(CannedSampler));
     let m = McpManager::start(vec![spec], opts).await;
