@@ -11,6 +11,7 @@ mod auth_cmd;
 mod chat;
 mod config_cmd;
 mod cron_cmd;
+mod display;
 mod doctor_cmd;
 mod gateway_cmd;
 mod hangup;
@@ -25,6 +26,7 @@ mod repl;
 mod session;
 mod sessions_cmd;
 mod skills_cmd;
+mod skin;
 mod slash;
 mod tools_cmd;
 

@@ -23,6 +23,10 @@ pub enum SlashCommand {
     Memory,
     /// `/skills`: installed skills
     Skills,
+    /// `/skin [name]`: list skins or switch to one
+    Skin(String),
+    /// `/statusbar`: show or hide the status line
+    Statusbar,
     /// `/help`
     Help,
     /// `/quit`, `/exit`
@@ -53,6 +57,8 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "compress" => SlashCommand::Compress((!arg.is_empty()).then(|| arg.to_string())),
         "memory" => SlashCommand::Memory,
         "skills" => SlashCommand::Skills,
+        "skin" => SlashCommand::Skin(arg.to_string()),
+        "statusbar" | "sb" => SlashCommand::Statusbar,
         "help" | "?" => SlashCommand::Help,
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -72,6 +78,8 @@ pub fn help_text() -> &'static str {
   /compress [focus] summarize older messages now (optionally what to keep in focus)
   /memory          memory entries and usage
   /skills          installed skills
+  /skin [name]     list skins, or switch to one
+  /statusbar       show or hide the status line after answers
   /<skill> [text]  load a skill into this message
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)
