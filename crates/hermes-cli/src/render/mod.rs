@@ -51,9 +51,12 @@ pub struct RenderOptions {
     pub color: bool,
     /// Draw the spinner and the running tool's live line (stderr is a terminal).
     pub live: bool,
-    /// Screen width in columns.
+    /// Screen width in columns (lines are wrapped or shortened to it).
     pub width: usize,
 }
+
+/// Width used when neither stdout nor stderr is a terminal: lines are never cut in logs.
+pub const NO_TERMINAL_WIDTH: usize = 4096;
 
 impl RenderOptions {
     /// Options for this process's stdout/stderr: Markdown and colors only on terminals
@@ -70,7 +73,11 @@ impl RenderOptions {
             markdown: out_tty && !no_color,
             color: err_tty && !no_color,
             live: err_tty,
-            width: terminal_width(),
+            width: if out_tty || err_tty {
+                terminal_width()
+            } else {
+                NO_TERMINAL_WIDTH
+            },
         }
     }
 }
@@ -430,8 +437,9 @@ impl Renderer {
                 }
             }
             AgentEvent::Status { message } => {
-                let line = progress::status_message(&self.skin, message, width);
-                self.status_line(line);
+                for line in progress::status_message(&self.skin, message, width) {
+                    self.status_line(line);
+                }
             }
             AgentEvent::TurnFinished {
                 outcome,
@@ -453,8 +461,9 @@ impl Renderer {
                         self.progress_line(&line);
                     }
                     (TurnOutcome::Interrupted, _) => {
-                        let line = progress::status_message(&self.skin, "interrupted", width);
-                        self.status_line(line);
+                        for line in progress::status_message(&self.skin, "interrupted", width) {
+                            self.status_line(line);
+                        }
                     }
                     (_, RenderMode::FinalOnly) => {
                         self.write_out(&format!("{}\n", final_text.trim_end()));

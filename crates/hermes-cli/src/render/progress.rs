@@ -2,7 +2,7 @@
 //! and the agent's status messages (retries, compression, fallbacks, warnings), drawn with
 //! the skin's colors, symbols and tool-line format.
 
-use super::style::{Line, Span, Style, line_width, truncate, width};
+use super::style::{Line, Span, Style, line_width, truncate, width, wrap};
 use crate::skin::Skin;
 
 /// `display.tool_progress` (Hermes key and values): which tool calls get a line.
@@ -125,8 +125,9 @@ pub fn tool_message(skin: &Skin, tool: &str, message: &str, width: usize) -> Lin
 }
 
 /// An agent status message, marked by what it is about: `↻` retries and key rotation,
-/// `⇢` fallbacks, `⇊` compression, `⚠` warnings, `·` anything else.
-pub fn status_message(skin: &Skin, message: &str, width: usize) -> Line {
+/// `⇢` fallbacks, `⇊` compression, `⚠` warnings, `·` anything else. Long messages wrap
+/// (never cut: they explain failures) with the continuation indented under the text.
+pub fn status_message(skin: &Skin, message: &str, width: usize) -> Vec<Line> {
     let c = &skin.colors;
     let lower = message.to_ascii_lowercase();
     let (mark, style) = if lower.starts_with("warning") {
@@ -143,10 +144,13 @@ pub fn status_message(skin: &Skin, message: &str, width: usize) -> Line {
     } else {
         ("·", Style::fg(c.ui_dim))
     };
-    vec![Span::new(
-        &truncate(&format!("{mark} {}", message.trim()), width),
-        style,
-    )]
+    let text = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    wrap(
+        &[Span::new(&text, style)],
+        width,
+        &[Span::new(&format!("{mark} "), style)],
+        &[Span::plain("  ")],
+    )
 }
 
 /// The spinner line: frame `tick` of the skin's frames, a label and the elapsed time in

@@ -339,7 +339,8 @@ fn status_messages_are_marked_by_kind() {
         "tool list changed: 14 tools available",
     ]
     .iter()
-    .map(|m| encode_line(&progress::status_message(&skin, m, 72), false))
+    .flat_map(|m| progress::status_message(&skin, m, 60))
+    .map(|l| encode_line(&l, false))
     .collect();
     insta::assert_snapshot!("status_messages", lines.join("\n"));
 }
