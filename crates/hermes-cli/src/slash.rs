@@ -35,6 +35,14 @@ pub enum SlashCommand {
     Unknown(String),
 }
 
+/// Every command name the REPL answers (aliases included), for Tab completion. `model` is
+/// offered for the provider's model names; `prompt` is served by the REPL itself
+/// (`crate::input::compose_in_editor`).
+pub const COMMAND_NAMES: &[&str] = &[
+    "new", "reset", "retry", "undo", "sessions", "resume", "usage", "cron", "compress", "memory",
+    "skills", "model", "prompt", "help", "quit", "exit",
+];
+
 /// Parses `input` when it is a slash command (a single line starting with `/`).
 pub fn parse_slash(input: &str) -> Option<SlashCommand> {
     let trimmed = input.trim();
@@ -80,10 +88,12 @@ pub fn help_text() -> &'static str {
   /skills          installed skills
   /skin [name]     list skins, or switch to one
   /statusbar       show or hide the status line after answers
+  /prompt [text]   write the message in $EDITOR, then send it
   /<skill> [text]  load a skill into this message
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)
-Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.
+Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline;
+Tab completes commands, skills, /model names and file paths; Ctrl-R searches the history.
 Ctrl-C while the agent works interrupts the turn."
 }
 
