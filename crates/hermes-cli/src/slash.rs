@@ -39,8 +39,24 @@ pub enum SlashCommand {
 /// offered for the provider's model names; `prompt` is served by the REPL itself
 /// (`crate::input::compose_in_editor`).
 pub const COMMAND_NAMES: &[&str] = &[
-    "new", "reset", "retry", "undo", "sessions", "resume", "usage", "cron", "compress", "memory",
-    "skills", "model", "prompt", "help", "quit", "exit",
+    "new",
+    "reset",
+    "retry",
+    "undo",
+    "sessions",
+    "resume",
+    "usage",
+    "cron",
+    "compress",
+    "memory",
+    "skills",
+    "model",
+    "prompt",
+    "skin",
+    "statusbar",
+    "help",
+    "quit",
+    "exit",
 ];
 
 /// Parses `input` when it is a slash command (a single line starting with `/`).
@@ -133,6 +149,15 @@ mod tests {
     fn memory_skills_and_skill_arguments() {
         assert_eq!(parse_slash("/memory"), Some(SlashCommand::Memory));
         assert_eq!(parse_slash("/skills"), Some(SlashCommand::Skills));
+        assert_eq!(
+            parse_slash("/skin"),
+            Some(SlashCommand::Skin(String::new()))
+        );
+        assert_eq!(
+            parse_slash("/skin mono"),
+            Some(SlashCommand::Skin("mono".into()))
+        );
+        assert_eq!(parse_slash("/statusbar"), Some(SlashCommand::Statusbar));
         assert_eq!(slash_arg("/deploy-app  to staging "), "to staging");
         assert_eq!(slash_arg("/deploy-app"), "");
     }
