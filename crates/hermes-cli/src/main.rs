@@ -120,9 +120,15 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Chat { query: None }) | None => {
             use std::io::IsTerminal;
             if !std::io::stdin().is_terminal() {
+                let setup_first = if setup::nothing_configured(profile, &cli.chat) {
+                    "; nothing is configured yet either: `hermes setup --non-interactive \
+                     --provider …` configures hermes without questions"
+                } else {
+                    ""
+                };
                 anyhow::bail!(
                     "the interactive REPL needs a terminal on stdin; for scripts use \
-                     `hermes chat -q \"…\"` (add --json for machine-readable events)"
+                     `hermes chat -q \"…\"` (add --json for machine-readable events){setup_first}"
                 );
             }
             let app = app::App::load(profile)?;
