@@ -13,6 +13,9 @@ mod config_cmd;
 mod cron_cmd;
 mod doctor_cmd;
 mod gateway_cmd;
+mod gateway_cron;
+#[cfg(test)]
+mod gateway_cron_e2e;
 mod hangup;
 mod mcp_cmd;
 mod mcp_scan;
