@@ -227,12 +227,9 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             let (key, limit) = (job.clone(), *limit);
             let log = RunLog::new(s.clone(), app.open_store()?);
             blocking(Box::new(move || {
-                let id = match key {
-                    // A removed job's runs stay in the history: an unknown key is taken as
-                    // a job id when runs carry it.
-                    Some(k) => Some(s.get(&k).map(|j| j.id).unwrap_or(k)),
-                    None => None,
-                };
+                // A removed job's runs stay in the history: an unknown key is taken as a
+                // job id.
+                let id = key.map(|k| s.get(&k).map(|j| j.id).unwrap_or(k));
                 let runs = log.list(id.as_deref(), limit)?;
                 Ok(hermes_cron::runs_table(&runs, tz))
             }))
