@@ -5,10 +5,7 @@
 use anyhow::Result;
 use hermes_agent::AgentHandle;
 use hermes_protocol::{AgentEvent, Op};
-use reedline::{
-    DefaultPrompt, DefaultPromptSegment, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Reedline,
-    ReedlineEvent, Signal, default_emacs_keybindings,
-};
+use reedline::{DefaultPrompt, DefaultPromptSegment, Signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approver::{ApprovalQuestion, parse_answer};
@@ -16,26 +13,25 @@ use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
 use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
 
+/// What the running turn may ask the user: dangerous-command approvals and MCP elicitation.
+pub struct Questions {
+    /// From the [`crate::approver::ReplApprover`].
+    pub approvals: UnboundedReceiver<ApprovalQuestion>,
+    /// From the [`crate::mcp_elicit::ReplElicitor`].
+    pub elicitations: UnboundedReceiver<crate::mcp_elicit::ElicitQuestion>,
+}
+
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
     mut handle: AgentHandle,
-    mut approvals: UnboundedReceiver<ApprovalQuestion>,
+    mut questions: Questions,
     mut info: SessionInfo,
     quiet: bool,
     verbose: bool,
 ) -> Result<i32> {
     crate::hangup::watch_stdin();
-    let mut keybindings = default_emacs_keybindings();
-    keybindings.add_binding(
-        KeyModifiers::ALT,
-        KeyCode::Enter,
-        ReedlineEvent::Edit(vec![reedline::EditCommand::InsertNewline]),
-    );
-    let mut editor = Reedline::create().with_edit_mode(Box::new(Emacs::new(keybindings)));
-    match FileBackedHistory::with_file(1000, info.history_file.clone()) {
-        Ok(history) => editor = editor.with_history(Box::new(history)),
-        Err(e) => eprintln!("warning: input history disabled ({e})"),
-    }
+    let (mut editor, pastes) =
+        crate::input::build_editor(&info.history_file, info.completion.clone());
     let prompt = DefaultPrompt::new(
         DefaultPromptSegment::Basic("hermes".to_string()),
         DefaultPromptSegment::Empty,
@@ -72,15 +68,30 @@ pub async fn run(
             }
         };
         ctrl_c_armed = false;
+        // Large pastes were shown as placeholders; the full text is what gets sent.
+        let line = pastes.expand(&line);
         if let Some(stripped) = line.strip_suffix('\\') {
             pending.push_str(stripped);
             pending.push('\n');
             continue;
         }
         pending.push_str(&line);
-        let input = std::mem::take(&mut pending);
+        let mut input = std::mem::take(&mut pending);
         if input.trim().is_empty() {
             continue;
+        }
+        if let Some(arg) = prompt_command(&input) {
+            match tokio::task::block_in_place(|| crate::input::compose_in_editor(arg)) {
+                Ok(Some(text)) => input = text,
+                Ok(None) => {
+                    eprintln!("/prompt: the message was empty; nothing sent");
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("/prompt: {e:#}");
+                    continue;
+                }
+            }
         }
         let op = match parse_slash(&input) {
             Some(SlashCommand::Quit) => break,
@@ -142,7 +153,7 @@ pub async fn run(
             },
         };
         handle.submit(op);
-        if !wait_for_turn(&mut handle, &mut approvals, &mut renderer).await {
+        if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
             break;
         }
     }
@@ -150,11 +161,17 @@ pub async fn run(
     Ok(0)
 }
 
+/// `/prompt [text]` → `Some(text)` (the editor's starting text).
+fn prompt_command(input: &str) -> Option<&str> {
+    let rest = input.trim().strip_prefix("/prompt")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
 /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
 /// task is gone.
 async fn wait_for_turn(
     handle: &mut AgentHandle,
-    approvals: &mut UnboundedReceiver<ApprovalQuestion>,
+    questions: &mut Questions,
     renderer: &mut Renderer,
 ) -> bool {
     loop {
@@ -169,7 +186,10 @@ async fn wait_for_turn(
                 }
                 None => return false,
             },
-            Some((request, answer)) = approvals.recv() => {
+            Some((request, answer)) = questions.elicitations.recv() => {
+                let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
+            }
+            Some((request, answer)) = questions.approvals.recv() => {
                 eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
                 let reply = tokio::task::block_in_place(|| {
                     eprint!("run it? [y]es once / [a]lways this session / [N]o: ");
