@@ -17,6 +17,7 @@ mod gateway_cmd;
 mod hangup;
 mod mcp_cmd;
 mod mcp_elicit;
+mod mcp_login;
 mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;
