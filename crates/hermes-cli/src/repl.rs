@@ -5,10 +5,7 @@
 use anyhow::Result;
 use hermes_agent::AgentHandle;
 use hermes_protocol::{AgentEvent, Op};
-use reedline::{
-    DefaultPrompt, DefaultPromptSegment, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Reedline,
-    ReedlineEvent, Signal, default_emacs_keybindings,
-};
+use reedline::{DefaultPrompt, DefaultPromptSegment, Signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approver::{ApprovalQuestion, parse_answer};
@@ -33,17 +30,8 @@ pub async fn run(
     verbose: bool,
 ) -> Result<i32> {
     crate::hangup::watch_stdin();
-    let mut keybindings = default_emacs_keybindings();
-    keybindings.add_binding(
-        KeyModifiers::ALT,
-        KeyCode::Enter,
-        ReedlineEvent::Edit(vec![reedline::EditCommand::InsertNewline]),
-    );
-    let mut editor = Reedline::create().with_edit_mode(Box::new(Emacs::new(keybindings)));
-    match FileBackedHistory::with_file(1000, info.history_file.clone()) {
-        Ok(history) => editor = editor.with_history(Box::new(history)),
-        Err(e) => eprintln!("warning: input history disabled ({e})"),
-    }
+    let (mut editor, pastes) =
+        crate::input::build_editor(&info.history_file, info.completion.clone());
     let prompt = DefaultPrompt::new(
         DefaultPromptSegment::Basic("hermes".to_string()),
         DefaultPromptSegment::Empty,
@@ -80,15 +68,30 @@ pub async fn run(
             }
         };
         ctrl_c_armed = false;
+        // Large pastes were shown as placeholders; the full text is what gets sent.
+        let line = pastes.expand(&line);
         if let Some(stripped) = line.strip_suffix('\\') {
             pending.push_str(stripped);
             pending.push('\n');
             continue;
         }
         pending.push_str(&line);
-        let input = std::mem::take(&mut pending);
+        let mut input = std::mem::take(&mut pending);
         if input.trim().is_empty() {
             continue;
+        }
+        if let Some(arg) = prompt_command(&input) {
+            match tokio::task::block_in_place(|| crate::input::compose_in_editor(arg)) {
+                Ok(Some(text)) => input = text,
+                Ok(None) => {
+                    eprintln!("/prompt: the message was empty; nothing sent");
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("/prompt: {e:#}");
+                    continue;
+                }
+            }
         }
         let op = match parse_slash(&input) {
             Some(SlashCommand::Quit) => break,
@@ -156,6 +159,12 @@ pub async fn run(
     }
     let _ = handle.shutdown().await;
     Ok(0)
+}
+
+/// `/prompt [text]` → `Some(text)` (the editor's starting text).
+fn prompt_command(input: &str) -> Option<&str> {
+    let rest = input.trim().strip_prefix("/prompt")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent

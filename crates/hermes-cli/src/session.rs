@@ -30,6 +30,8 @@ pub struct SessionInfo {
     pub timezone: Option<String>,
     /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
     pub learning: crate::memory_cmd::LearningInfo,
+    /// What Tab completion offers (commands, skills, model names, paths).
+    pub completion: crate::complete::Sources,
 }
 
 impl SessionInfo {
@@ -368,6 +370,36 @@ pub async fn build_agent(
         home: app.home.clone(),
         timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
+        completion: completion_sources(app, &kit),
     };
     Ok((agent, info))
+}
+
+/// Tab completion sources of a REPL session: the slash commands, the skills folder, the
+/// model names this session knows, and the provider to ask for more when it lists models on
+/// the OpenAI-compatible `/models` route.
+fn completion_sources(app: &App, kit: &AgentKit) -> crate::complete::Sources {
+    let rt = &kit.runtime;
+    let mut models = vec![kit.client.model().to_string()];
+    models.extend(app.config.model.to_config().default);
+    models.extend(
+        app.config
+            .fallback_providers
+            .iter()
+            .filter_map(|f| f.default.clone()),
+    );
+    let lists = matches!(
+        rt.api_mode,
+        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
+    );
+    crate::complete::Sources {
+        commands: crate::slash::COMMAND_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        skills_dir: Some(app.home.skills_dir()),
+        models,
+        list_models_from: lists.then(|| (rt.base_url.clone(), rt.api_key.clone())),
+        cwd: kit.opts.cwd.clone(),
+    }
 }

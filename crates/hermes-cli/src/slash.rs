@@ -31,6 +31,14 @@ pub enum SlashCommand {
     Unknown(String),
 }
 
+/// Every command name the REPL answers (aliases included), for Tab completion. `model` is
+/// offered for the provider's model names; `prompt` is served by the REPL itself
+/// (`crate::input::compose_in_editor`).
+pub const COMMAND_NAMES: &[&str] = &[
+    "new", "reset", "retry", "undo", "sessions", "resume", "usage", "cron", "compress", "memory",
+    "skills", "model", "prompt", "help", "quit", "exit",
+];
+
 /// Parses `input` when it is a slash command (a single line starting with `/`).
 pub fn parse_slash(input: &str) -> Option<SlashCommand> {
     let trimmed = input.trim();
@@ -72,10 +80,12 @@ pub fn help_text() -> &'static str {
   /compress [focus] summarize older messages now (optionally what to keep in focus)
   /memory          memory entries and usage
   /skills          installed skills
+  /prompt [text]   write the message in $EDITOR, then send it
   /<skill> [text]  load a skill into this message
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)
-Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.
+Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline;
+Tab completes commands, skills, /model names and file paths; Ctrl-R searches the history.
 Ctrl-C while the agent works interrupts the turn."
 }
 
