@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use hermes_agent::AgentHandle;
-use hermes_protocol::{AgentEvent, Op};
+use hermes_protocol::AgentEvent;
 use reedline::{
     DefaultPrompt, DefaultPromptSegment, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Reedline,
     ReedlineEvent, Signal, default_emacs_keybindings,
@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::approver::{ApprovalQuestion, parse_answer};
 use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
-use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
+use crate::slash::Action;
 
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
@@ -82,64 +82,17 @@ pub async fn run(
         if input.trim().is_empty() {
             continue;
         }
-        let op = match parse_slash(&input) {
-            Some(SlashCommand::Quit) => break,
-            Some(SlashCommand::Help) => {
-                println!("{}", help_text());
+        let op = match crate::slash::action(&input, &handle.session_id(), &mut info) {
+            Action::Submit(op) => op,
+            Action::Print(text) => {
+                println!("{}", text.trim_end());
                 continue;
             }
-            Some(SlashCommand::Usage) => {
-                let u = info.usage_now(&handle.session_id());
-                println!("{u}");
+            Action::Problem(text) => {
+                eprintln!("{text}");
                 continue;
             }
-            Some(SlashCommand::Memory) => {
-                print!("{}", info.learning.memory_text());
-                continue;
-            }
-            Some(SlashCommand::Skills) => {
-                print!("{}", info.learning.skills_text());
-                continue;
-            }
-            Some(SlashCommand::Compress(focus)) => Op::Compress { focus },
-            Some(SlashCommand::Cron) => {
-                println!("{}", info.cron_jobs());
-                continue;
-            }
-            Some(SlashCommand::Sessions) => {
-                println!("{}", info.recent_sessions());
-                continue;
-            }
-            Some(SlashCommand::Resume(key)) => {
-                println!(
-                    "To resume a session, restart with `hermes -r {key}` (this REPL stays on {}).",
-                    handle.session_id()
-                );
-                continue;
-            }
-            Some(SlashCommand::New) => Op::NewSession,
-            Some(SlashCommand::Retry) => Op::Retry,
-            Some(SlashCommand::Undo(n)) => Op::Undo { count: n },
-            Some(SlashCommand::Unknown(name)) => {
-                match info.learning.skill_message(&name, slash_arg(&input)) {
-                    Some(Ok(text)) => Op::UserInput { text },
-                    Some(Err(e)) => {
-                        eprintln!("/{name}: {e}");
-                        continue;
-                    }
-                    None => {
-                        eprintln!("unknown command /{name} — /help lists the commands");
-                        continue;
-                    }
-                }
-            }
-            None => match info.learning.first_message(&input) {
-                Ok(text) => Op::UserInput { text },
-                Err(e) => {
-                    eprintln!("{e}");
-                    continue;
-                }
-            },
+            Action::Quit => break,
         };
         handle.submit(op);
         if !wait_for_turn(&mut handle, &mut approvals, &mut renderer).await {
