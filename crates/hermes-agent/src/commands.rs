@@ -81,6 +81,8 @@ pub enum CommandId {
     Deny,
     /// `/sethome`: make this chat the platform's home channel (cron deliveries).
     SetHome,
+    /// `/prompt [text]`: write the message in `$EDITOR` (starting from `text`), then send it.
+    Prompt,
     /// `/help`: the command list of this surface.
     Help,
     /// `/quit` (`/exit`, `/q`): leave the REPL.
@@ -278,6 +280,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         args: ArgSpec::None,
         help: "make this chat the home channel for deliveries",
         surfaces: GATEWAY_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Prompt,
+        name: "prompt",
+        aliases: &[],
+        args_hint: "[text]",
+        args: ArgSpec::OptionalText,
+        help: "write the message in $EDITOR, then send it",
+        surfaces: CLI_ONLY,
     },
     CommandSpec {
         id: CommandId::Help,
@@ -530,7 +541,8 @@ pub fn help_text(surface: Surface) -> String {
     }
     out.push_str(match surface {
         Surface::Cli => {
-            "Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.\n\
+            "Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline;\n\
+             Tab completes commands, skills, /model names and file paths; Ctrl-R searches the history.\n\
              Ctrl-C while the agent works interrupts the turn."
         }
         Surface::Gateway => "Anything else goes to the agent.",

@@ -9,12 +9,18 @@ mod approver;
 mod args;
 mod auth_cmd;
 mod chat;
+mod complete;
 mod config_cmd;
+mod config_edit;
 mod cron_cmd;
 mod doctor_cmd;
+mod doctor_fix;
 mod gateway_cmd;
 mod hangup;
+mod input;
 mod mcp_cmd;
+mod mcp_elicit;
+mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
@@ -24,8 +30,11 @@ mod render;
 mod repl;
 mod session;
 mod sessions_cmd;
+mod setup;
+mod shell_cmd;
 mod skills_cmd;
 mod slash;
+mod terminate;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -93,12 +102,18 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Gateway { action }) => gateway_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Pairing { action }) => pairing_cmd::run(profile, action),
-        Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
+        Some(Command::Doctor { fix }) => doctor_cmd::run(profile, &cli.chat, *fix).await,
+        Some(Command::Setup(args)) => setup::run(profile, &cli.chat, args).await,
+        Some(Command::Completion { shell }) => shell_cmd::completion(*shell),
+        Some(Command::Man) => shell_cmd::man(),
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;
             app.warn_config();
-            chat::run(&app, &cli.chat, q).await
+            terminate::exit_cleanly_on_signals();
+            chat::run(&app, &cli.chat, q)
+                .await
+                .map_err(setup::with_setup_hint)
         }
         Some(Command::Chat { query: None }) | None => {
             use std::io::IsTerminal;
@@ -110,9 +125,24 @@ async fn run(cli: Cli) -> Result<i32> {
             }
             let app = app::App::load(profile)?;
             app.warn_config();
+            let Some(app) = setup::offer_if_unconfigured(app, profile, &cli.chat).await? else {
+                return Ok(1);
+            };
+            terminate::exit_cleanly_on_signals();
             let (approver, questions) = approver::ReplApprover::new();
-            let (agent, info) = session::build_agent(&app, &cli.chat, Arc::new(approver)).await?;
+            let (elicitor, elicitations) = mcp_elicit::ReplElicitor::new();
+            let (agent, info) = session::build_agent(
+                &app,
+                &cli.chat,
+                Arc::new(approver),
+                Some(Arc::new(elicitor)),
+            )
+            .await?;
             let handle = hermes_agent::AgentHandle::spawn(agent);
+            let questions = repl::Questions {
+                approvals: questions,
+                elicitations,
+            };
             repl::run(handle, questions, info, cli.chat.quiet, cli.chat.verbose).await
         }
     }

@@ -5,10 +5,7 @@
 use anyhow::Result;
 use hermes_agent::AgentHandle;
 use hermes_protocol::AgentEvent;
-use reedline::{
-    DefaultPrompt, DefaultPromptSegment, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Reedline,
-    ReedlineEvent, Signal, default_emacs_keybindings,
-};
+use reedline::{DefaultPrompt, DefaultPromptSegment, Signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approver::{ApprovalQuestion, parse_answer};
@@ -16,26 +13,25 @@ use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
 use crate::slash::Action;
 
+/// What the running turn may ask the user: dangerous-command approvals and MCP elicitation.
+pub struct Questions {
+    /// From the [`crate::approver::ReplApprover`].
+    pub approvals: UnboundedReceiver<ApprovalQuestion>,
+    /// From the [`crate::mcp_elicit::ReplElicitor`].
+    pub elicitations: UnboundedReceiver<crate::mcp_elicit::ElicitQuestion>,
+}
+
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
     mut handle: AgentHandle,
-    mut approvals: UnboundedReceiver<ApprovalQuestion>,
+    mut questions: Questions,
     mut info: SessionInfo,
     quiet: bool,
     verbose: bool,
 ) -> Result<i32> {
     crate::hangup::watch_stdin();
-    let mut keybindings = default_emacs_keybindings();
-    keybindings.add_binding(
-        KeyModifiers::ALT,
-        KeyCode::Enter,
-        ReedlineEvent::Edit(vec![reedline::EditCommand::InsertNewline]),
-    );
-    let mut editor = Reedline::create().with_edit_mode(Box::new(Emacs::new(keybindings)));
-    match FileBackedHistory::with_file(1000, info.history_file.clone()) {
-        Ok(history) => editor = editor.with_history(Box::new(history)),
-        Err(e) => eprintln!("warning: input history disabled ({e})"),
-    }
+    let (mut editor, pastes) =
+        crate::input::build_editor(&info.history_file, info.completion.clone());
     let prompt = DefaultPrompt::new(
         DefaultPromptSegment::Basic("hermes".to_string()),
         DefaultPromptSegment::Empty,
@@ -72,6 +68,8 @@ pub async fn run(
             }
         };
         ctrl_c_armed = false;
+        // Large pastes were shown as placeholders; the full text is what gets sent.
+        let line = pastes.expand(&line);
         if let Some(stripped) = line.strip_suffix('\\') {
             pending.push_str(stripped);
             pending.push('\n');
@@ -82,7 +80,23 @@ pub async fn run(
         if input.trim().is_empty() {
             continue;
         }
-        let op = match crate::slash::action(&input, &handle.session_id(), &mut info) {
+        let mut action = crate::slash::action(&input, &handle.session_id(), &mut info);
+        if let Action::Compose(arg) = action {
+            match tokio::task::block_in_place(|| crate::input::compose_in_editor(&arg)) {
+                Ok(Some(text)) => {
+                    action = crate::slash::action(&text, &handle.session_id(), &mut info)
+                }
+                Ok(None) => {
+                    eprintln!("/prompt: the message was empty; nothing sent");
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("/prompt: {e:#}");
+                    continue;
+                }
+            }
+        }
+        let op = match action {
             Action::Submit(op) => op,
             Action::Print(text) => {
                 println!("{}", text.trim_end());
@@ -93,9 +107,13 @@ pub async fn run(
                 continue;
             }
             Action::Quit => break,
+            Action::Compose(_) => {
+                eprintln!("/prompt: the composed message cannot be another /prompt");
+                continue;
+            }
         };
         handle.submit(op);
-        if !wait_for_turn(&mut handle, &mut approvals, &mut renderer).await {
+        if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
             break;
         }
     }
@@ -107,7 +125,7 @@ pub async fn run(
 /// task is gone.
 async fn wait_for_turn(
     handle: &mut AgentHandle,
-    approvals: &mut UnboundedReceiver<ApprovalQuestion>,
+    questions: &mut Questions,
     renderer: &mut Renderer,
 ) -> bool {
     loop {
@@ -122,7 +140,10 @@ async fn wait_for_turn(
                 }
                 None => return false,
             },
-            Some((request, answer)) = approvals.recv() => {
+            Some((request, answer)) = questions.elicitations.recv() => {
+                let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
+            }
+            Some((request, answer)) = questions.approvals.recv() => {
                 eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
                 let reply = tokio::task::block_in_place(|| {
                     eprint!("run it? [y]es once / [a]lways this session / [N]o: ");

@@ -18,6 +18,19 @@ pub enum Action {
     Problem(String),
     /// Leave the REPL.
     Quit,
+    /// `/prompt [text]`: compose the message in `$EDITOR` starting from this text, then
+    /// treat what was written as the input.
+    Compose(String),
+}
+
+/// Every name and alias the REPL answers (for Tab completion; `crate::complete`), from the
+/// shared registry; shorthand aliases made of symbols (`?`) are left out.
+pub fn command_names() -> Vec<String> {
+    commands::commands(Surface::Cli)
+        .flat_map(|c| std::iter::once(&c.name).chain(c.aliases))
+        .filter(|n| n.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-'))
+        .map(|n| n.to_string())
+        .collect()
 }
 
 /// The action for `input` (a complete, non-empty input) in a REPL on `session_id`.
@@ -40,6 +53,7 @@ pub fn action(input: &str, session_id: &str, info: &mut SessionInfo) -> Action {
 fn command(inv: Invocation, session_id: &str, info: &SessionInfo) -> Action {
     match inv.id {
         CommandId::Quit => Action::Quit,
+        CommandId::Prompt => Action::Compose(inv.text().unwrap_or_default().to_string()),
         CommandId::Help => Action::Print(commands::help_text(Surface::Cli)),
         CommandId::Usage => Action::Print(info.usage_now(session_id)),
         CommandId::Status => Action::Print(format!(

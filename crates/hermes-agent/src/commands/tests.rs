@@ -6,12 +6,12 @@ fn all_ids() -> Vec<CommandId> {
     use CommandId::*;
     let ids = vec![
         New, Retry, Undo, Sessions, Resume, Status, Usage, Model, Compress, Memory, Skills, Cron,
-        Stop, Approve, Deny, SetHome, Help, Quit,
+        Stop, Approve, Deny, SetHome, Prompt, Help, Quit,
     ];
     for id in &ids {
         match id {
             New | Retry | Undo | Sessions | Resume | Status | Usage | Model | Compress | Memory
-            | Skills | Cron | Stop | Approve | Deny | SetHome | Help | Quit => {}
+            | Skills | Cron | Stop | Approve | Deny | SetHome | Prompt | Help | Quit => {}
         }
     }
     ids

@@ -403,6 +403,7 @@ impl Gateway {
             | CommandId::Memory
             | CommandId::Skills
             | CommandId::Cron
+            | CommandId::Prompt
             | CommandId::Quit => hermes_agent::commands::unknown_message(&inv.name),
         };
         reply(adapter.as_ref(), &target, &answer).await;
