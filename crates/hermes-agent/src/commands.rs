@@ -81,6 +81,10 @@ pub enum CommandId {
     Deny,
     /// `/sethome`: make this chat the platform's home channel (cron deliveries).
     SetHome,
+    /// `/skin [name]`: list skins, or switch to one.
+    Skin,
+    /// `/statusbar` (`/sb`): show or hide the status line after answers.
+    Statusbar,
     /// `/prompt [text]`: write the message in `$EDITOR` (starting from `text`), then send it.
     Prompt,
     /// `/help`: the command list of this surface.
@@ -280,6 +284,24 @@ pub const COMMANDS: &[CommandSpec] = &[
         args: ArgSpec::None,
         help: "make this chat the home channel for deliveries",
         surfaces: GATEWAY_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Skin,
+        name: "skin",
+        aliases: &[],
+        args_hint: "[name]",
+        args: ArgSpec::OptionalText,
+        help: "list skins, or switch to one",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Statusbar,
+        name: "statusbar",
+        aliases: &["sb"],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "show or hide the status line after answers",
+        surfaces: CLI_ONLY,
     },
     CommandSpec {
         id: CommandId::Prompt,

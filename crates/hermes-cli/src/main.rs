@@ -13,6 +13,7 @@ mod complete;
 mod config_cmd;
 mod config_edit;
 mod cron_cmd;
+mod display;
 mod doctor_cmd;
 mod doctor_fix;
 mod gateway_cmd;
@@ -33,6 +34,7 @@ mod sessions_cmd;
 mod setup;
 mod shell_cmd;
 mod skills_cmd;
+mod skin;
 mod slash;
 mod terminate;
 mod tools_cmd;
@@ -118,9 +120,15 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Chat { query: None }) | None => {
             use std::io::IsTerminal;
             if !std::io::stdin().is_terminal() {
+                let setup_first = if setup::nothing_configured(profile, &cli.chat) {
+                    "; nothing is configured yet either: `hermes setup --non-interactive \
+                     --provider …` configures hermes without questions"
+                } else {
+                    ""
+                };
                 anyhow::bail!(
                     "the interactive REPL needs a terminal on stdin; for scripts use \
-                     `hermes chat -q \"…\"` (add --json for machine-readable events)"
+                     `hermes chat -q \"…\"` (add --json for machine-readable events){setup_first}"
                 );
             }
             let app = app::App::load(profile)?;

@@ -4,11 +4,13 @@
 
 use anyhow::Result;
 use hermes_agent::AgentHandle;
-use hermes_protocol::AgentEvent;
-use reedline::{DefaultPrompt, DefaultPromptSegment, Signal};
+use hermes_protocol::{AgentEvent, Op};
+use reedline::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approver::{ApprovalQuestion, parse_answer};
+use crate::display::Display;
+use crate::render::prompt::SkinPrompt;
 use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
 use crate::slash::Action;
@@ -32,18 +34,22 @@ pub async fn run(
     crate::hangup::watch_stdin();
     let (mut editor, pastes) =
         crate::input::build_editor(&info.history_file, info.completion.clone());
-    let prompt = DefaultPrompt::new(
-        DefaultPromptSegment::Basic("hermes".to_string()),
-        DefaultPromptSegment::Empty,
-    );
+    let (mut display, warnings) = Display::load(&info.home, &info.display, quiet, verbose);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut prompt = SkinPrompt::new(&display.skin, display.opts.color);
     println!(
-        "hermes {} — {} on {} · session {} · /help for commands",
-        env!("CARGO_PKG_VERSION"),
-        info.model,
-        info.provider,
-        handle.session_id()
+        "{}",
+        crate::display::banner(
+            &display.skin,
+            &info.model,
+            &info.provider,
+            &handle.session_id(),
+            display.opts.color
+        )
     );
-    let mut renderer = Renderer::new(RenderMode::Stream, quiet, verbose);
+    let mut renderer = display.renderer(RenderMode::Stream);
     let mut pending = String::new();
     let mut ctrl_c_armed = false;
 
@@ -107,14 +113,44 @@ pub async fn run(
                 continue;
             }
             Action::Quit => break,
+            Action::Skin(name) => {
+                println!(
+                    "{}",
+                    crate::display::skin_command(&mut display, &mut renderer, &name)
+                );
+                prompt = SkinPrompt::new(&display.skin, display.opts.color);
+                continue;
+            }
+            Action::Statusbar => {
+                println!("{}", crate::display::statusbar_command(&mut display));
+                continue;
+            }
             Action::Compose(_) => {
                 eprintln!("/prompt: the composed message cannot be another /prompt");
                 continue;
             }
         };
+        let model_turn = matches!(op, Op::UserInput { .. } | Op::Retry);
         handle.submit(op);
         if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
             break;
+        }
+        if model_turn && display.statusbar && !quiet {
+            let cost = info
+                .store
+                .get_session(&handle.session_id())
+                .ok()
+                .flatten()
+                .and_then(|s| s.cost_usd);
+            let line = crate::display::status_after_turn(
+                &renderer,
+                &renderer.last_turn(),
+                &info.model,
+                &info.provider,
+                info.context_window,
+                cost,
+            );
+            eprintln!("{line}");
         }
     }
     let _ = handle.shutdown().await;
@@ -128,8 +164,11 @@ async fn wait_for_turn(
     questions: &mut Questions,
     renderer: &mut Renderer,
 ) -> bool {
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
+            _ = ticker.tick() => renderer.tick(),
             event = handle.next_event() => match event {
                 Some(ev) => {
                     let done = matches!(ev, AgentEvent::TurnFinished { .. });
@@ -141,9 +180,11 @@ async fn wait_for_turn(
                 None => return false,
             },
             Some((request, answer)) = questions.elicitations.recv() => {
+                renderer.pause_live();
                 let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
             }
             Some((request, answer)) = questions.approvals.recv() => {
+                renderer.pause_live();
                 eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
                 let reply = tokio::task::block_in_place(|| {
                     eprint!("run it? [y]es once / [a]lways this session / [N]o: ");

@@ -30,6 +30,10 @@ pub struct SessionInfo {
     pub timezone: Option<String>,
     /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
     pub learning: crate::memory_cmd::LearningInfo,
+    /// `config.yaml` `display:` (skin, tool progress, reasoning, status line).
+    pub display: hermes_protocol::config::DisplayConfig,
+    /// The model's context window in tokens, when known (for the status line).
+    pub context_window: Option<u64>,
     /// What Tab completion offers (commands, skills, model names, paths).
     pub completion: crate::complete::Sources,
 }
@@ -370,6 +374,8 @@ pub async fn build_agent(
         home: app.home.clone(),
         timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
+        display: app.config.display.clone(),
+        context_window: kit.client.context_window(),
         completion: completion_sources(app, &kit),
     };
     Ok((agent, info))

@@ -21,6 +21,10 @@ pub enum Action {
     /// `/prompt [text]`: compose the message in `$EDITOR` starting from this text, then
     /// treat what was written as the input.
     Compose(String),
+    /// `/skin [name]`: list skins (empty name) or switch to one.
+    Skin(String),
+    /// `/statusbar`: toggle the status line.
+    Statusbar,
 }
 
 /// Every name and alias the REPL answers (for Tab completion; `crate::complete`), from the
@@ -53,6 +57,8 @@ pub fn action(input: &str, session_id: &str, info: &mut SessionInfo) -> Action {
 fn command(inv: Invocation, session_id: &str, info: &SessionInfo) -> Action {
     match inv.id {
         CommandId::Quit => Action::Quit,
+        CommandId::Skin => Action::Skin(inv.text().unwrap_or_default().to_string()),
+        CommandId::Statusbar => Action::Statusbar,
         CommandId::Prompt => Action::Compose(inv.text().unwrap_or_default().to_string()),
         CommandId::Help => Action::Print(commands::help_text(Surface::Cli)),
         CommandId::Usage => Action::Print(info.usage_now(session_id)),

@@ -34,6 +34,10 @@ struct Term {
 
 impl Term {
     fn spawn(home: &Path, cwd: &Path, args: &[&str]) -> Term {
+        Term::spawn_with(home, cwd, args, &[])
+    }
+
+    fn spawn_with(home: &Path, cwd: &Path, args: &[&str], vars: &[(&str, String)]) -> Term {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
         cmd.env_clear()
             .env("HERMES_HOME", home)
@@ -41,6 +45,7 @@ impl Term {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("NO_COLOR", "1")
             .env("TERM", "xterm")
+            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.clone())))
             .current_dir(cwd)
             .args(args);
         let mut session = Session::spawn(cmd).unwrap();
@@ -242,4 +247,82 @@ async fn first_run_offers_the_wizard_and_then_chats_on_the_new_settings() {
     assert_eq!(model.provider.as_deref(), Some("custom"));
     assert_eq!(model.default.as_deref(), Some("mock-model"));
     assert_eq!(config.toolsets, vec!["hermes-cli".to_string()]);
+}
+
+/// The text of the last user message of a captured chat request.
+fn last_user_text(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = common::Env::new().await;
+    for answer in ["ok one", "ok two", "ok three", "ok four"] {
+        env.mock.push(MockResponse::text(answer));
+    }
+    let editor = env.cwd.path().join("fake-editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf 'composed in the editor' > \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let pasted: String = (1..=10).map(|i| format!("pasted line {i}\n")).collect();
+    let paste = pasted.clone();
+
+    tokio::task::spawn_blocking(move || {
+        let vars = [("EDITOR", editor.display().to_string())];
+        let mut t = Term::spawn_with(&home, &cwd, &[], &vars);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+
+        // A trailing backslash continues the message on the next line.
+        t.send("first line\\\r");
+        t.wait_for_prompt_number(2);
+        t.send("second line\r");
+        t.wait_for("ok one");
+        t.wait_for_prompt_number(3);
+
+        // A large bracketed paste shows as one placeholder line.
+        t.send(&format!("summarize \x1b[200~{paste}\x1b[201~"));
+        t.wait_for("[pasted text #1: 10 lines, 141 chars]");
+        t.send("\r");
+        t.wait_for("ok two");
+        t.wait_for_prompt_number(4);
+
+        // Ctrl-R finds an earlier line; Enter takes it, a second Enter sends it.
+        t.send("\x12");
+        t.send("secon");
+        t.wait_for("second line");
+        t.send("\r");
+        t.send("\r");
+        t.wait_for("ok three");
+        t.wait_for_prompt_number(5);
+
+        // /prompt writes the message in $EDITOR.
+        t.send("/prompt\r");
+        t.wait_for("ok four");
+        t.wait_for_prompt_number(6);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+
+    let sent: Vec<String> = env.mock.requests().iter().map(last_user_text).collect();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert_eq!(sent[0], "first line\nsecond line");
+    assert_eq!(sent[1], format!("summarize {pasted}"));
+    assert_eq!(sent[2], "second line");
+    assert_eq!(sent[3], "composed in the editor");
 }

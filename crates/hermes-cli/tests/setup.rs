@@ -237,4 +237,11 @@ async fn nothing_configured_points_at_setup() {
     let err = stderr(&out);
     assert!(err.contains("run `hermes setup`"), "{err}");
     assert!(err.contains("no model provider is configured"), "{err}");
+
+    // The REPL without a terminal says so, and points at the flag form of setup.
+    let out = hermes_stdin(home.path(), &[], "hello\n").await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert!(err.contains("hermes setup --non-interactive"), "{err}");
 }

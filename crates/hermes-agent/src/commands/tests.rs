@@ -6,12 +6,13 @@ fn all_ids() -> Vec<CommandId> {
     use CommandId::*;
     let ids = vec![
         New, Retry, Undo, Sessions, Resume, Status, Usage, Model, Compress, Memory, Skills, Cron,
-        Stop, Approve, Deny, SetHome, Prompt, Help, Quit,
+        Stop, Approve, Deny, SetHome, Skin, Statusbar, Prompt, Help, Quit,
     ];
     for id in &ids {
         match id {
             New | Retry | Undo | Sessions | Resume | Status | Usage | Model | Compress | Memory
-            | Skills | Cron | Stop | Approve | Deny | SetHome | Prompt | Help | Quit => {}
+            | Skills | Cron | Stop | Approve | Deny | SetHome | Skin | Statusbar | Prompt
+            | Help | Quit => {}
         }
     }
     ids

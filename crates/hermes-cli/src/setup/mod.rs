@@ -93,6 +93,14 @@ pub async fn offer_if_unconfigured(
     App::load(profile).map(Some)
 }
 
+/// True when the settings load but name no provider at all (no flag, config, key or local
+/// model): the case where setup is the next step.
+pub fn nothing_configured(profile: Option<&str>, chat: &ChatArgs) -> bool {
+    App::load(profile).is_ok_and(|app| {
+        crate::session::resolve_runtime(&app, chat).is_err_and(|e| is_nothing_configured(&e))
+    })
+}
+
 fn is_nothing_configured(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<ResolveError>(),

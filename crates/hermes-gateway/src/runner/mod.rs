@@ -404,6 +404,8 @@ impl Gateway {
             | CommandId::Skills
             | CommandId::Cron
             | CommandId::Prompt
+            | CommandId::Skin
+            | CommandId::Statusbar
             | CommandId::Quit => hermes_agent::commands::unknown_message(&inv.name),
         };
         reply(adapter.as_ref(), &target, &answer).await;
