@@ -160,6 +160,8 @@ pub struct Agent {
     pub(crate) compressor: ContextCompressor,
     /// Messages for the running turn, read after each tool batch (busy mode `steer`).
     pub(crate) steer: Option<crate::SteerQueue>,
+    /// Until when turns skip the primary after a rate-limit or billing fallback.
+    pub(crate) primary_cooldown: Option<tokio::time::Instant>,
 }
 
 impl Agent {
@@ -179,6 +181,7 @@ impl Agent {
         let mut agent = Agent {
             compressor,
             steer: None,
+            primary_cooldown: None,
             specs,
             tools: deps.tools.clone(),
             sources: Vec::new(),

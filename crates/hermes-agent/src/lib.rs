@@ -14,6 +14,7 @@ mod handle;
 mod hooks;
 mod repair;
 mod steer;
+mod switch;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
@@ -26,3 +27,4 @@ pub use hooks::{
 };
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
 pub use steer::SteerQueue;
+pub use switch::PRIMARY_COOLDOWN;

@@ -93,6 +93,10 @@ pub async fn run(
                 println!("{u}");
                 continue;
             }
+            Some(SlashCommand::Model(words)) => {
+                info.model_command(&words, &handle).await;
+                continue;
+            }
             Some(SlashCommand::Memory) => {
                 print!("{}", info.learning.memory_text());
                 continue;
@@ -146,6 +150,7 @@ pub async fn run(
             break;
         }
     }
+    println!("{}", info.usage_now(&handle.session_id()));
     let _ = handle.shutdown().await;
     Ok(0)
 }

@@ -15,6 +15,8 @@ pub enum SlashCommand {
     Resume(String),
     /// `/usage`
     Usage,
+    /// `/model [[PROVIDER] MODEL]`: show or switch the model for the following turns
+    Model(String),
     /// `/cron`: list scheduled jobs
     Cron,
     /// `/compress [focus]`: summarize the middle of the conversation now
@@ -49,6 +51,7 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "sessions" => SlashCommand::Sessions,
         "resume" => SlashCommand::Resume(arg.to_string()),
         "usage" => SlashCommand::Usage,
+        "model" => SlashCommand::Model(arg.to_string()),
         "cron" => SlashCommand::Cron,
         "compress" => SlashCommand::Compress((!arg.is_empty()).then(|| arg.to_string())),
         "memory" => SlashCommand::Memory,
@@ -68,6 +71,7 @@ pub fn help_text() -> &'static str {
   /sessions        recent sessions
   /resume <id>     switch to a stored session (id, title or id prefix)
   /usage           tokens used in this session
+  /model [P] [M]   show the model, or switch model (and provider) for the next turns
   /cron            scheduled jobs (manage them with `hermes cron …`)
   /compress [focus] summarize older messages now (optionally what to keep in focus)
   /memory          memory entries and usage
