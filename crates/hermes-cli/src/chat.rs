@@ -20,10 +20,16 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         args.skills.as_deref().unwrap_or_default(),
         query,
     )?;
+    // MCP elicitation asks the user only when there is one at a terminal.
+    let elicitor = std::io::IsTerminal::is_terminal(&std::io::stdin()).then(|| {
+        Arc::new(crate::mcp_elicit::TerminalElicitor::new())
+            as Arc<dyn hermes_mcp::elicitation::Elicitor>
+    });
     let (agent, info) = build_agent(
         app,
         args,
         Arc::new(hermes_tools::FixedApprover(hermes_tools::Approval::Deny)),
+        elicitor,
     )
     .await?;
     let mut handle = AgentHandle::spawn(agent);

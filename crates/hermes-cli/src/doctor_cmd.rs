@@ -223,7 +223,9 @@ async fn check_mcp(app: &App, report: &mut Report) {
         .select(&hermes_tools::ToolsetSelection::default())
         .map(|s| s.tools().to_vec())
         .unwrap_or_default();
-    let Some(manager) = crate::mcp_cmd::start_for_session(app, &cwd, &builtin).await else {
+    let Some(manager) =
+        crate::mcp_cmd::start_for_session(app, &cwd, &builtin, Default::default()).await
+    else {
         report.add(Level::Ok, "MCP: every configured server is disabled");
         return;
     };

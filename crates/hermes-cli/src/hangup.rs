@@ -33,7 +33,7 @@ pub fn watch_stdin() {
                 std::thread::sleep(CHECK_EVERY);
                 if stdin_hung_up() {
                     tracing::warn!("the terminal hung up; exiting");
-                    std::process::exit(HANGUP_STATUS);
+                    crate::terminate::end_children_and_exit(HANGUP_STATUS);
                 }
             }
         });

@@ -10,11 +10,14 @@ mod args;
 mod auth_cmd;
 mod chat;
 mod config_cmd;
+mod config_edit;
 mod cron_cmd;
 mod doctor_cmd;
 mod gateway_cmd;
 mod hangup;
 mod mcp_cmd;
+mod mcp_elicit;
+mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
@@ -27,6 +30,7 @@ mod session;
 mod sessions_cmd;
 mod skills_cmd;
 mod slash;
+mod terminate;
 mod tools_cmd;
 
 use std::process::ExitCode;
@@ -99,6 +103,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;
             app.warn_config();
+            terminate::exit_cleanly_on_signals();
             chat::run(&app, &cli.chat, q).await
         }
         Some(Command::Chat { query: None }) | None => {
@@ -111,9 +116,21 @@ async fn run(cli: Cli) -> Result<i32> {
             }
             let app = app::App::load(profile)?;
             app.warn_config();
+            terminate::exit_cleanly_on_signals();
             let (approver, questions) = approver::ReplApprover::new();
-            let (agent, info) = session::build_agent(&app, &cli.chat, Arc::new(approver)).await?;
+            let (elicitor, elicitations) = mcp_elicit::ReplElicitor::new();
+            let (agent, info) = session::build_agent(
+                &app,
+                &cli.chat,
+                Arc::new(approver),
+                Some(Arc::new(elicitor)),
+            )
+            .await?;
             let handle = hermes_agent::AgentHandle::spawn(agent);
+            let questions = repl::Questions {
+                approvals: questions,
+                elicitations,
+            };
             repl::run(handle, questions, info, cli.chat.quiet, cli.chat.verbose).await
         }
     }

@@ -33,18 +33,31 @@ pub fn configured(app: &App) -> Vec<ServerSpec> {
     specs
 }
 
+/// Who answers the requests MCP servers make of a session.
+#[derive(Clone, Default)]
+pub struct ServerRequests {
+    /// Serves `sampling/createMessage` (the session's model); `None` declines.
+    pub sampler: Option<Arc<dyn hermes_mcp::sampling::Sampler>>,
+    /// Answers `elicitation/create` (the user at a terminal); `None` declines (headless).
+    pub elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
+}
+
 /// Starts the enabled servers of `config.yaml` for a session (waiting at most
 /// [`DISCOVERY_WAIT`]); `None` when none are configured. Failures are reported once on stderr.
 pub async fn start_for_session(
     app: &App,
     cwd: &std::path::Path,
     builtin: &[Arc<dyn Tool>],
+    requests: ServerRequests,
 ) -> Option<McpManager> {
     let specs: Vec<ServerSpec> = configured(app).into_iter().filter(|s| s.enabled).collect();
     if specs.is_empty() {
         return None;
     }
-    let manager = McpManager::start(specs, options(app, cwd, builtin, DISCOVERY_WAIT)).await;
+    let mut opts = options(app, cwd, builtin, DISCOVERY_WAIT);
+    opts.facts.sampler = requests.sampler;
+    opts.facts.elicitor = requests.elicitor;
+    let manager = McpManager::start(specs, opts).await;
     for r in manager.reports() {
         if let ServerState::Failed(e) = &r.state {
             eprintln!("warning: MCP server `{}` did not start: {e}", r.name);
@@ -64,6 +77,7 @@ fn options(
             cwd: cwd.to_path_buf(),
             log_dir: Some(app.home.root().join("logs")),
             sampler: None,
+            elicitor: None,
         },
         builtin_names: builtin
             .iter()
@@ -122,20 +136,15 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                 }
                 entry.insert("env".into(), map.into());
             }
-            edit_servers(&app, |servers| {
-                servers.insert(name.clone(), serde_json::Value::Object(entry));
-                Ok(())
+            let entry = serde_json::Value::Object(entry);
+            edit_config(&app, |text| {
+                crate::config_edit::set_server(text, name, &entry)
             })?;
             outln!("added MCP server `{name}`; check it with `hermes mcp test {name}`");
             Ok(0)
         }
         McpCmd::Remove { name } => {
-            edit_servers(&app, |servers| {
-                servers
-                    .remove(name)
-                    .map(|_| ())
-                    .with_context(|| format!("no MCP server named `{name}`"))
-            })?;
+            edit_config(&app, |text| crate::config_edit::remove_server(text, name))?;
             outln!("removed MCP server `{name}`");
             Ok(0)
         }
@@ -191,35 +200,26 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
     }
 }
 
-/// Rewrites `mcp_servers:` of config.yaml through `f` (YAML comments in the file are not
-/// kept).
-fn edit_servers(
+/// Applies a surgical edit ([`crate::config_edit`]) to config.yaml; comments and layout
+/// outside the one entry are kept.
+fn edit_config(
     app: &App,
-    f: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> Result<()>,
+    edit: impl FnOnce(&str) -> Result<String, crate::config_edit::EditError>,
 ) -> Result<()> {
     let path = app.home.config_file();
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let mut doc: serde_json::Value = if text.trim().is_empty() {
-        serde_json::json!({})
-    } else {
-        yaml_serde::from_str(&text).with_context(|| format!("reading {}", path.display()))?
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    if !doc.is_object() {
-        bail!("{} is not a mapping", path.display());
-    }
-    let servers = doc
-        .as_object_mut()
-        .context("config is not a mapping")?
-        .entry("mcp_servers")
-        .or_insert_with(|| serde_json::json!({}));
-    if servers.is_null() {
-        *servers = serde_json::json!({});
-    }
-    let map = servers
-        .as_object_mut()
-        .context("`mcp_servers` in config.yaml is not a mapping")?;
-    f(map)?;
-    let out = yaml_serde::to_string(&doc)?;
+    let out = edit(&text).map_err(|e| match e {
+        crate::config_edit::EditError::Layout => anyhow::anyhow!(
+            "{}: `mcp_servers` is not a plain block mapping (`name:` lines with indented \
+             settings), so it cannot be edited without losing your layout; edit it by hand",
+            path.display()
+        ),
+        other => anyhow::anyhow!("{}: {other}", path.display()),
+    })?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

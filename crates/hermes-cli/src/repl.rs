@@ -16,10 +16,18 @@ use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
 use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
 
+/// What the running turn may ask the user: dangerous-command approvals and MCP elicitation.
+pub struct Questions {
+    /// From the [`crate::approver::ReplApprover`].
+    pub approvals: UnboundedReceiver<ApprovalQuestion>,
+    /// From the [`crate::mcp_elicit::ReplElicitor`].
+    pub elicitations: UnboundedReceiver<crate::mcp_elicit::ElicitQuestion>,
+}
+
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
     mut handle: AgentHandle,
-    mut approvals: UnboundedReceiver<ApprovalQuestion>,
+    mut questions: Questions,
     mut info: SessionInfo,
     quiet: bool,
     verbose: bool,
@@ -146,7 +154,7 @@ pub async fn run(
             },
         };
         handle.submit(op);
-        if !wait_for_turn(&mut handle, &mut approvals, &mut renderer).await {
+        if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
             break;
         }
     }
@@ -159,7 +167,7 @@ pub async fn run(
 /// task is gone.
 async fn wait_for_turn(
     handle: &mut AgentHandle,
-    approvals: &mut UnboundedReceiver<ApprovalQuestion>,
+    questions: &mut Questions,
     renderer: &mut Renderer,
 ) -> bool {
     loop {
@@ -174,7 +182,10 @@ async fn wait_for_turn(
                 }
                 None => return false,
             },
-            Some((request, answer)) = approvals.recv() => {
+            Some((request, answer)) = questions.elicitations.recv() => {
+                let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
+            }
+            Some((request, answer)) = questions.approvals.recv() => {
                 eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
                 let reply = tokio::task::block_in_place(|| {
                     eprint!("run it? [y]es once / [a]lways this session / [N]o: ");

@@ -254,8 +254,19 @@ pub struct AgentKit {
 }
 
 impl AgentKit {
-    /// Resolves the runtime, connects, selects tools, starts MCP servers.
+    /// Resolves the runtime, connects, selects tools, starts MCP servers; headless: MCP
+    /// elicitation requests are declined (cron, the gateway).
     pub async fn prepare(app: &App, args: &ChatArgs) -> Result<AgentKit> {
+        AgentKit::prepare_with(app, args, None).await
+    }
+
+    /// [`Self::prepare`] with the front end's answerer of MCP elicitation requests (the
+    /// REPL's user); MCP sampling requests are served by the session's model.
+    pub async fn prepare_with(
+        app: &App,
+        args: &ChatArgs,
+        elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
+    ) -> Result<AgentKit> {
         let mut runtime = resolve_runtime(app, args)?;
         resolve_context_window(app, &mut runtime).await;
         tracing::info!(trace = ?runtime.trace, "runtime resolved");
@@ -279,7 +290,13 @@ impl AgentKit {
         };
         // MCP tools go after the built-ins (never shadowing them); the agent re-reads them
         // whenever a server's list changes.
-        let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools)
+        let requests = crate::mcp_cmd::ServerRequests {
+            sampler: Some(Arc::new(crate::mcp_sampler::ModelSampler::new(
+                client.clone(),
+            ))),
+            elicitor,
+        };
+        let mcp = crate::mcp_cmd::start_for_session(app, &cwd, &tools, requests)
             .await
             .map(|m| {
                 Arc::new(crate::mcp_scan::ScannedSource::new(Arc::new(m)))
@@ -345,13 +362,15 @@ impl AgentKit {
     }
 }
 
-/// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue.
+/// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue. `elicitor`
+/// answers MCP elicitation requests (`None`: declined, for runs without a terminal).
 pub async fn build_agent(
     app: &App,
     args: &ChatArgs,
     approver: Arc<dyn Approver>,
+    elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
 ) -> Result<(Agent, SessionInfo)> {
-    let kit = AgentKit::prepare(app, args).await?;
+    let kit = AgentKit::prepare_with(app, args, elicitor).await?;
     let store = kit.store.clone();
     let resume = match (&args.resume, args.continue_last) {
         (Some(key), _) => Some(key.clone()),

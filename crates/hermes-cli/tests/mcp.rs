@@ -188,3 +188,53 @@ async fn one_turn_uses_everything_echo_and_filesystem_read() {
     assert!(results[1].contains("the meeting is at noon"), "{results:?}");
     hermes_testkit::assert_request_invariants(&requests);
 }
+
+#[test]
+fn mcp_add_and_remove_keep_the_comments_and_layout_of_config_yaml() {
+    let home = tempfile::tempdir().unwrap();
+    let original = "# my settings\nmodel:\n  provider: custom   # the mock\n  default: m\n\nmcp_servers:\n    # notes first\n    notes:\n        url: http://127.0.0.1:9/mcp   # local\n\n# shown in the REPL\ndisplay:\n  tool_progress: all\n";
+    std::fs::write(home.path().join("config.yaml"), original).unwrap();
+    let add = hermes(
+        home.path(),
+        &[
+            "mcp", "add", "demo", "--env", "K=v", "--", "python3", "s.py",
+        ],
+    );
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let added = std::fs::read_to_string(home.path().join("config.yaml")).unwrap();
+    assert_eq!(
+        added,
+        original.replace(
+            "# local\n\n",
+            "# local\n    demo:\n      command: python3\n      args:\n      - s.py\n      env:\n        K: v\n\n"
+        )
+    );
+    let list = hermes(home.path(), &["mcp", "list"]);
+    let out = String::from_utf8_lossy(&list.stdout).to_string();
+    assert!(out.contains("demo\tenabled\tstdio: python3 s.py"), "{out}");
+    assert!(
+        out.contains("notes\tenabled\thttp: http://127.0.0.1:9/mcp"),
+        "{out}"
+    );
+    let rm = hermes(home.path(), &["mcp", "remove", "demo"]);
+    assert!(
+        rm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rm.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("config.yaml")).unwrap(),
+        original
+    );
+    let missing = hermes(home.path(), &["mcp", "remove", "demo"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no MCP server named `demo`"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}

@@ -2,14 +2,30 @@
 //! `conformance_client <server-url>` with `MCP_CONFORMANCE_SCENARIO` set and judges the
 //! traffic. Connects through [`hermes_mcp::McpManager`] over Streamable HTTP (the same path a
 //! `url:` entry of `mcp_servers:` takes), lists the tools, and for `tools_call` calls
-//! `add_numbers`. Exit code 0 when the connection and the scenario's calls succeeded.
+//! `add_numbers`; for `elicitation-sep1034-client-defaults` and `sse-retry` it calls the
+//! scenario's one tool, answering elicitation by accepting the schema's defaults (SEP-1034,
+//! the answer a user gives by pressing Enter at every field of the REPL's form). Exit code 0
+//! when the connection and the scenario's calls succeeded.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use hermes_mcp::config::{ServerSpec, ToolFilter, Transport};
+use hermes_mcp::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, defaults_of};
 use hermes_mcp::server::{ServerState, SessionFacts};
 use hermes_mcp::{McpManager, StartOptions};
+
+/// Accepts every form with the schema's defaults.
+struct AcceptDefaults;
+
+#[async_trait::async_trait]
+impl Elicitor for AcceptDefaults {
+    async fn elicit(&self, request: ElicitationRequest) -> ElicitationAnswer {
+        ElicitationAnswer::Accept(defaults_of(&request.schema))
+    }
+}
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -33,7 +49,7 @@ async fn main() -> std::process::ExitCode {
         connect_timeout: Duration::from_secs(30),
         tools: ToolFilter::default(),
         parallel: false,
-        sampling: false,
+        sampling: None,
         enabled: true,
     };
     let cwd = std::env::current_dir().unwrap_or_default();
@@ -42,6 +58,7 @@ async fn main() -> std::process::ExitCode {
             cwd,
             log_dir: None,
             sampler: None,
+            elicitor: Some(Arc::new(AcceptDefaults)),
         },
         builtin_names: HashSet::new(),
         discovery_wait: Duration::from_secs(40),
@@ -54,23 +71,31 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     let mut ok = true;
-    if scenario == "tools_call" {
+    let tool = match scenario.as_str() {
+        "tools_call" => Some((
+            "mcp__conformance__add_numbers",
+            serde_json::json!({"a": 5, "b": 3}),
+        )),
+        "elicitation-sep1034-client-defaults" => Some((
+            "mcp__conformance__test_client_elicitation_defaults",
+            serde_json::json!({}),
+        )),
+        "sse-retry" => Some(("mcp__conformance__test_reconnection", serde_json::json!({}))),
+        _ => None,
+    };
+    if let Some((name, args)) = tool {
         let ctx = hermes_tools::ToolContext::for_tests(
             std::env::temp_dir(),
             hermes_protocol::HermesHome::new(std::env::temp_dir()),
         );
-        match manager
-            .tools()
-            .into_iter()
-            .find(|t| t.spec().name == "mcp__conformance__add_numbers")
-        {
+        match manager.tools().into_iter().find(|t| t.spec().name == name) {
             Some(tool) => {
-                let out = tool.call(serde_json::json!({"a": 5, "b": 3}), &ctx).await;
+                let out = tool.call(args, &ctx).await;
                 println!("{}", out.content);
                 ok = !out.is_error;
             }
             None => {
-                eprintln!("the server offers no add_numbers tool");
+                eprintln!("the server offers no {name} tool");
                 ok = false;
             }
         }

@@ -45,9 +45,9 @@ pub struct McpServerConfig {
     /// Tools of this server may run beside each other in one batch (default false: one at a
     /// time).
     pub supports_parallel_tool_calls: bool,
-    /// Serve the server's `sampling/createMessage` requests with the session's model
-    /// (default false).
-    pub sampling: bool,
+    /// Serving the server's `sampling/createMessage` requests with the session's model:
+    /// `false` turns it off, a table sets the caps (default on with the default caps).
+    pub sampling: crate::sampling::SamplingConfig,
 }
 
 /// `tools: {include, exclude}` of one server: names as the server spells them. An empty
@@ -105,8 +105,8 @@ pub struct ServerSpec {
     pub tools: ToolFilter,
     /// Tools may run in parallel.
     pub parallel: bool,
-    /// Sampling requests are served.
-    pub sampling: bool,
+    /// Sampling requests are served with these caps; `None` declines them.
+    pub sampling: Option<crate::sampling::SamplingCaps>,
     /// Start it at all.
     pub enabled: bool,
 }
@@ -251,7 +251,7 @@ impl McpServerConfig {
             ),
             tools: self.tools.clone(),
             parallel: self.supports_parallel_tool_calls,
-            sampling: self.sampling,
+            sampling: self.sampling.caps(),
             enabled: self.enabled.unwrap_or(true),
         })
     }
@@ -281,7 +281,8 @@ mod tests {
         let fs = servers["fs"].resolve("fs", &env).unwrap();
         assert_eq!(fs.call_timeout, Duration::from_secs(300));
         assert_eq!(fs.connect_timeout, Duration::from_secs(60));
-        assert!(fs.enabled && !fs.parallel && !fs.sampling);
+        assert!(fs.enabled && !fs.parallel);
+        assert_eq!(fs.sampling, Some(crate::sampling::SamplingCaps::default()));
         assert!(!fs.tools.allows("write_file") && fs.tools.allows("read_file"));
         let Transport::Stdio {
             command,

@@ -64,6 +64,7 @@ impl McpManager {
             let server = server.clone();
             tasks.push(tokio::spawn(async move {
                 let _ = server.connect().await;
+                crate::reconnect::spawn_supervisor(&server);
             }));
         }
         let all = futures::future::join_all(tasks);

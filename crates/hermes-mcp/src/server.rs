@@ -7,16 +7,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-#[allow(deprecated)]
-use rmcp::model::{CallToolRequestParams, ClientConfig, ListRootsResult, Root};
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
-use rmcp::{ClientHandler, ErrorData};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::breaker::{Breaker, BreakerState};
 use crate::config::{ServerSpec, Transport};
+use crate::handler::Handler;
 use crate::mapping::{MappedResult, map_call_result, normalize_schema};
 use crate::stdio::{self, StdioChild};
 
@@ -54,9 +53,12 @@ pub enum ServerState {
 pub struct SessionFacts {
     /// The session's working directory (answer to `roots/list`, cwd of stdio children).
     pub cwd: PathBuf,
-    /// Serves `sampling/createMessage` for servers configured `sampling: true`; `None`
-    /// declines sampling everywhere.
+    /// Serves `sampling/createMessage` (the session's model) for servers whose `sampling`
+    /// is on; `None` declines sampling everywhere.
     pub sampler: Option<Arc<dyn crate::sampling::Sampler>>,
+    /// Answers `elicitation/create` (the REPL asks the user); `None` declines every request
+    /// (headless: cron, the gateway, `chat -q` without a terminal).
+    pub elicitor: Option<Arc<dyn crate::elicitation::Elicitor>>,
     /// Folder for `mcp-<server>.log` files (stderr and stdout noise); `None` logs to tracing
     /// only.
     pub log_dir: Option<PathBuf>,
@@ -68,64 +70,8 @@ impl std::fmt::Debug for SessionFacts {
             .field("cwd", &self.cwd)
             .field("log_dir", &self.log_dir)
             .field("sampler", &self.sampler.is_some())
+            .field("elicitor", &self.elicitor.is_some())
             .finish()
-    }
-}
-
-#[derive(Clone)]
-struct Handler {
-    cwd: PathBuf,
-    tools_changed: mpsc::UnboundedSender<()>,
-    sampler: Option<Arc<crate::sampling::SamplingGate>>,
-}
-
-#[allow(deprecated)] // roots are still what the reference servers ask for (2025-11-25)
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        let mut info = serde_json::to_value(ClientConfig::default()).unwrap_or(Value::Null);
-        // The newest released spec (the SDK defaults to a draft that servers and the
-        // conformance suite reject).
-        info["protocolVersion"] = json!(PROTOCOL_VERSION);
-        info["capabilities"] = json!({"roots": {"listChanged": false}});
-        if self.sampler.is_some() {
-            info["capabilities"]["sampling"] = json!({});
-        }
-        info["clientInfo"] = json!({"name": "hermes", "version": env!("CARGO_PKG_VERSION")});
-        serde_json::from_value(info).unwrap_or_default()
-    }
-
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, ErrorData> {
-        let uri = format!("file://{}", self.cwd.display());
-        let mut root = Root::new(uri);
-        root.name = Some("working directory".to_string());
-        Ok(ListRootsResult::new(vec![root]))
-    }
-
-    async fn create_message(
-        &self,
-        params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        let Some(gate) = &self.sampler else {
-            return Err(ErrorData::invalid_request(
-                "sampling is turned off for this server (mcp_servers.<name>.sampling)",
-                None,
-            ));
-        };
-        let request = serde_json::to_value(&params)
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let answer = gate
-            .sample(request)
-            .await
-            .map_err(|e| ErrorData::invalid_request(e, None))?;
-        serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(e.to_string(), None))
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.tools_changed.send(());
     }
 }
 
@@ -261,11 +207,13 @@ impl McpServer {
         }
         let mut slot = self.conn.lock().await;
         if let Some(c) = slot.as_ref()
-            && !c.service.is_closed()
+            && alive(c)
         {
             return Ok(());
         }
-        *slot = None;
+        if let Some(dead) = slot.take() {
+            tokio::spawn(close(dead));
+        }
         self.set_state(ServerState::Starting);
         match self.open().await {
             Ok(conn) => {
@@ -299,16 +247,20 @@ impl McpServer {
     async fn open(self: &Arc<Self>) -> Result<Connection, String> {
         let (tx, rx) = mpsc::unbounded_channel();
         let handler = Handler {
+            server: self.spec.name.clone(),
             cwd: self.facts.cwd.clone(),
             tools_changed: tx,
             sampler: match (&self.facts.sampler, self.spec.sampling) {
-                (Some(s), true) => Some(
+                (Some(s), Some(caps)) => Some(
                     self.sampling_gate
-                        .get_or_init(|| Arc::new(crate::sampling::SamplingGate::new(s.clone())))
+                        .get_or_init(|| {
+                            Arc::new(crate::sampling::SamplingGate::new(s.clone(), caps))
+                        })
                         .clone(),
                 ),
                 _ => None,
             },
+            elicitor: self.facts.elicitor.clone(),
         };
         let limit = self.spec.connect_timeout;
         let timeout_msg = || format!("initialize timed out after {} s", limit.as_secs());
@@ -482,7 +434,7 @@ impl McpServer {
         let conn = {
             let c = self.conn.lock().await.clone();
             match c {
-                Some(c) if !c.service.is_closed() => Ok(c),
+                Some(c) if alive(&c) => Ok(c),
                 _ => match self.connect().await {
                     Ok(()) => self
                         .conn
@@ -583,7 +535,7 @@ impl McpServer {
 
     async fn live(&self) -> Result<Arc<Connection>, String> {
         match self.conn.lock().await.clone() {
-            Some(c) if !c.service.is_closed() => Ok(c),
+            Some(c) if alive(&c) => Ok(c),
             _ => Err(format!("MCP server `{}` is not connected", self.spec.name)),
         }
     }
@@ -661,6 +613,34 @@ impl McpServer {
         serde_json::to_value(r).map_err(|e| e.to_string())
     }
 
+    /// Whether the current connection is usable (initialized, transport open).
+    pub async fn is_alive(&self) -> bool {
+        self.conn.lock().await.as_ref().is_some_and(|c| alive(c))
+    }
+
+    /// Drops a connection found dead and marks the server failed; the supervisor
+    /// ([`crate::reconnect`]) reconnects it.
+    pub(crate) async fn mark_lost(&self) {
+        let dead = {
+            let mut slot = self.conn.lock().await;
+            match slot.as_ref() {
+                Some(c) if alive(c) => return,
+                _ => slot.take(),
+            }
+        };
+        if !self.stop.is_cancelled() {
+            self.set_state(ServerState::Failed("connection lost".to_string()));
+        }
+        if let Some(dead) = dead {
+            close(dead).await;
+        }
+    }
+
+    /// Cancelled by [`Self::shutdown`].
+    pub(crate) fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
     /// Closes the connection: cancels the session, closes stdin, waits up to 2 s for the child
     /// to exit, then kills its process group.
     pub async fn shutdown(&self) {
@@ -668,6 +648,11 @@ impl McpServer {
         self.drop_connection().await;
         self.set_state(ServerState::Stopped);
     }
+}
+
+/// Initialized and its transport still open (a stdio child that exited closes it).
+fn alive(c: &Connection) -> bool {
+    !c.service.is_closed() && !c.service.peer().is_transport_closed()
 }
 
 async fn close(conn: Arc<Connection>) {

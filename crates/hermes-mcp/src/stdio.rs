@@ -2,7 +2,9 @@
 //! group when dropped, so children are never orphaned), its stderr routed to a log file and
 //! `tracing` (never the user's terminal), and a stdout filter that passes only JSON-RPC lines
 //! to the SDK (case C29: log lines on stdout are skipped and counted; a JSON-RPC object after
-//! log text on the same line is recovered).
+//! log text on the same line is recovered). Every live child is also listed in a process-wide
+//! registry so a front end that must exit at once (SIGTERM, a hung-up terminal) can end them
+//! all synchronously with [`terminate_all_children`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,7 +112,43 @@ impl StdioChild {
 impl Drop for StdioChild {
     fn drop(&mut self) {
         let _ = self.child.start_kill();
+        if let Some(pid) = self.child.id() {
+            live_children().remove(&pid);
+        }
     }
+}
+
+/// Process group ids (= pids) of the stdio children this process started and has not
+/// dropped yet.
+fn live_children() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<u32>> {
+    static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Ends every live stdio child's process group without an async runtime: SIGTERM, up to
+/// `grace` for them to go, then SIGKILL. For a front end about to `exit` (SIGTERM received,
+/// terminal hung up), where the normal async shutdown cannot run. Returns how many groups
+/// were signalled.
+pub fn terminate_all_children(grace: Duration) -> usize {
+    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+    let groups: Vec<Pid> = live_children()
+        .iter()
+        .filter_map(|p| i32::try_from(*p).ok().and_then(Pid::from_raw))
+        .collect();
+    for g in &groups {
+        let _ = kill_process_group(*g, Signal::TERM);
+    }
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline
+        && groups.iter().any(|g| test_kill_process_group(*g).is_ok())
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for g in &groups {
+        let _ = kill_process_group(*g, Signal::KILL);
+    }
+    groups.len()
 }
 
 /// Spawns `command args` with exactly `env` in `cwd`, stderr appended to `log_file` (when
@@ -139,6 +177,9 @@ pub fn spawn(
     wrapped.wrap(ProcessGroup::leader());
     wrapped.wrap(KillOnDrop);
     let mut child = wrapped.spawn()?;
+    if let Some(pid) = child.id() {
+        live_children().insert(pid);
+    }
     let stdin = child
         .stdin()
         .take()

@@ -1,4 +1,5 @@
-//! The client scenarios `initialize` and `tools_call` of `@modelcontextprotocol/conformance`
+//! The client scenarios `initialize`, `tools_call`, `elicitation-sep1034-client-defaults` and
+//! `sse-retry` of `@modelcontextprotocol/conformance`
 //! (run on Node 22 from npm, both installed by `scripts/mcp-peers.sh`) against the
 //! `conformance_client` example. Skipped with a printed reason only when npm is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -50,4 +51,14 @@ fn conformance_initialize() {
 #[test]
 fn conformance_tools_call() {
     run_scenario("tools_call");
+}
+
+#[test]
+fn conformance_elicitation_sep1034_client_defaults() {
+    run_scenario("elicitation-sep1034-client-defaults");
+}
+
+#[test]
+fn conformance_sse_retry() {
+    run_scenario("sse-retry");
 }

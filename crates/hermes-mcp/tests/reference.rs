@@ -62,15 +62,15 @@ async fn everything_server_tools_results_resources_prompts_roots_sampling() {
     let Some(peers) = peers() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut spec = node_server(&peers, "everything", "server-everything", &["stdio"]);
-    spec.sampling = true;
+    spec.sampling = Some(hermes_mcp::sampling::SamplingCaps::default());
     let mut opts = options(dir.path());
     opts.facts.sampler = Some(Arc::new(CannedSampler));
     let m = McpManager::start(vec![spec], opts).await;
     let s = m.server("everything").unwrap();
     assert_eq!(s.state(), ServerState::Ready);
-    // The four list_changed at start (and the roots round trip) end in the full list: 16 in
-    // the transcript, minus trigger-elicitation-request (offered only to clients that declare
-    // elicitation, which a headless session does not).
+    // The four list_changed at start (and the roots round trip) end in the full list (16 in
+    // the transcript; trigger-elicitation-request is offered because hermes always declares
+    // elicitation).
     assert!(
         eventually(|| s.tools().len() >= 15
             && names(&m).contains(&"mcp__everything__get-roots-list".to_string()))
@@ -175,6 +175,77 @@ async fn everything_server_tools_results_resources_prompts_roots_sampling() {
         sampled.content.contains("canned sampling reply"),
         "{}",
         sampled.content
+    );
+    // Headless (no elicitor): the server's form is declined.
+    assert!(
+        eventually(
+            || names(&m).contains(&"mcp__everything__trigger-elicitation-request".to_string())
+        )
+        .await,
+        "{:?}",
+        names(&m)
+    );
+    let declined = call(
+        &m,
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+        dir.path(),
+    )
+    .await;
+    assert!(
+        declined.content.contains("declined"),
+        "{}",
+        declined.content
+    );
+    m.shutdown().await;
+}
+
+/// Fills the everything server's form: its defaults plus a name and a ticked box.
+struct FormFiller;
+
+#[async_trait::async_trait]
+impl hermes_mcp::elicitation::Elicitor for FormFiller {
+    async fn elicit(
+        &self,
+        request: hermes_mcp::elicitation::ElicitationRequest,
+    ) -> hermes_mcp::elicitation::ElicitationAnswer {
+        let mut answer = hermes_mcp::elicitation::defaults_of(&request.schema);
+        answer.insert("name".into(), json!("Ada Lovelace"));
+        answer.insert("check".into(), json!(true));
+        hermes_mcp::elicitation::ElicitationAnswer::Accept(answer)
+    }
+}
+
+#[tokio::test]
+async fn everything_server_elicitation_form_is_answered_by_the_front_end() {
+    let Some(peers) = peers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = node_server(&peers, "everything", "server-everything", &["stdio"]);
+    let mut opts = options(dir.path());
+    opts.facts.elicitor = Some(Arc::new(FormFiller));
+    let m = McpManager::start(vec![spec], opts).await;
+    assert!(
+        eventually(
+            || names(&m).contains(&"mcp__everything__trigger-elicitation-request".to_string())
+        )
+        .await,
+        "{:?}",
+        names(&m)
+    );
+    let out = call(
+        &m,
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+        dir.path(),
+    )
+    .await;
+    assert!(
+        out.content
+            .contains("User provided the requested information")
+            && out.content.contains("Name: Ada Lovelace")
+            && out.content.contains("Agreed to terms: true"),
+        "{}",
+        out.content
     );
     m.shutdown().await;
 }

@@ -2,12 +2,14 @@
 //!
 //! Owns the SQLite session store (`HERMES_HOME/state.db`, ARCHITECTURE §2 invariants 3–4,
 //! FEATURES §10): sessions, messages (each committed as soon as it is complete), per-model
-//! usage, schema migrations, and full-text search (FTS5 `unicode61` plus a trigram index for
-//! CJK) behind a query sanitizer that turns any user text into a valid query.
+//! usage, the run history of scheduled jobs (`cron_runs`), schema migrations, and full-text
+//! search (FTS5 `unicode61` plus a trigram index for CJK) behind a query sanitizer that turns
+//! any user text into a valid query.
 //! It must not call models, run tools or build prompts, and it never depends on a hermes
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
 mod compaction;
+mod cron_runs;
 mod error;
 mod export;
 mod messages;
@@ -17,6 +19,7 @@ mod search;
 mod store;
 mod types;
 
+pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};

@@ -176,8 +176,32 @@ END;
 "
 );
 
+/// V3: cron run history (issue 8, FEATURES §1 Cron): one row per finished run of a scheduled
+/// job — status, error, wall time in milliseconds, the output file (relative to
+/// `HERMES_HOME`), and the per-target delivery results as a JSON array of
+/// `{"target", "ok", "detail"}`. `session_id` links the agent session of the run (a
+/// `sessions` row with `source = 'cron'`); it is not a foreign key, so deleting an old
+/// session keeps its run in the history. Purely additive: no existing table changes.
+const V3: &str = "
+CREATE TABLE cron_runs (
+    run_id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    job_name TEXT NOT NULL,
+    due_at REAL,
+    started_at REAL NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    output_path TEXT,
+    deliveries TEXT NOT NULL DEFAULT '[]',
+    session_id TEXT
+);
+CREATE INDEX cron_runs_job ON cron_runs(job_id, started_at);
+CREATE INDEX cron_runs_started ON cron_runs(started_at);
+";
+
 /// The migration steps, oldest first.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

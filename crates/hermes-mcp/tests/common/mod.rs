@@ -42,7 +42,7 @@ pub fn spec(
         connect_timeout: Duration::from_secs(60),
         tools: ToolFilter::default(),
         parallel: false,
-        sampling: false,
+        sampling: None,
         enabled: true,
     }
 }
@@ -60,6 +60,7 @@ pub fn options(cwd: &Path) -> StartOptions {
             cwd: cwd.to_path_buf(),
             log_dir: Some(cwd.join("logs")),
             sampler: None,
+            elicitor: None,
         },
         builtin_names: ["read_file", "terminal"]
             .iter()

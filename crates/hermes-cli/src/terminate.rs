@@ -1,0 +1,39 @@
+//! Ending a chat or REPL run on SIGTERM or SIGHUP without orphaning MCP servers (FEATURES
+//! §11: "child processes never orphaned"). Stdio MCP servers run in their own process groups,
+//! so the default action of these signals (the kernel ending hermes on the spot) would leave
+//! a server that ignores the end of its stdin running. The handler ends every server's
+//! process group ([`hermes_mcp::stdio::terminate_all_children`]) and exits with 128 + the
+//! signal number, the status the signal itself would have given. Completed messages are
+//! already committed to the store, so nothing acknowledged is lost. SIGKILL cannot be
+//! caught: then the servers see their stdin close, which ends every well-behaved server.
+
+use std::time::Duration;
+
+/// How long servers get to exit after SIGTERM before their groups are killed.
+pub const CHILD_GRACE: Duration = Duration::from_secs(1);
+
+/// Installs the handler (on the running tokio runtime). A signal that cannot be hooked keeps
+/// its default action.
+pub fn exit_cleanly_on_signals() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        for (kind, number) in [(SignalKind::terminate(), 15), (SignalKind::hangup(), 1)] {
+            let Ok(mut stream) = signal(kind) else {
+                continue;
+            };
+            tokio::spawn(async move {
+                if stream.recv().await.is_some() {
+                    tracing::warn!(signal = number, "terminating; stopping MCP servers");
+                    end_children_and_exit(128 + number);
+                }
+            });
+        }
+    }
+}
+
+/// Ends every MCP stdio server, then the process with `status`.
+pub fn end_children_and_exit(status: i32) -> ! {
+    hermes_mcp::stdio::terminate_all_children(CHILD_GRACE);
+    std::process::exit(status)
+}
