@@ -149,9 +149,26 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::pairing_cmd::PairingCmd,
     },
+    /// First-run wizard: provider (or the offline local model), API key into
+    /// HERMES_HOME/.env, model, toolsets, an optional MCP server; `--non-interactive` takes
+    /// the answers from flags (`--provider`, `--model`, `--base-url`, `-t` and the ones below).
+    Setup(crate::setup::SetupArgs),
     /// Check config, model resolution, local model, state.db, MCP servers and skills;
     /// exits 1 when something is broken.
-    Doctor,
+    Doctor {
+        /// Also make the safe repairs: create missing folders, set .env and auth.json to
+        /// mode 0600, rebuild the search index, seed a missing SOUL.md.
+        #[arg(long)]
+        fix: bool,
+    },
+    /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.
+    Completion {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the hermes(1) man page generated from these flags (`hermes man | man -l -`).
+    Man,
     /// Print the version.
     Version,
 }
@@ -225,7 +242,8 @@ pub enum SessionsCmd {
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// Markdown transcript.
+    /// Markdown transcript (`md`; `markdown` also accepted).
+    #[value(name = "md", alias = "markdown")]
     Markdown,
     /// JSON with every message field.
     Json,

@@ -33,11 +33,21 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
     )
     .await?;
     let mut handle = AgentHandle::spawn(agent);
-    let mut renderer = Renderer::new(Renderer::auto_mode(args.json), args.quiet, args.verbose);
+    let (display, warnings) =
+        crate::display::Display::load(&app.home, &app.config.display, args.quiet, args.verbose);
+    if !args.json {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    let mut renderer = display.renderer(Renderer::auto_mode(args.json));
     handle.submit(Op::UserInput { text });
     let mut code = 1;
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
+            _ = ticker.tick() => renderer.tick(),
             event = handle.next_event() => match event {
                 Some(ev) => {
                     renderer.handle(&ev);

@@ -3,6 +3,7 @@
 //! (a GET of its models endpoint, 5 s timeout), the local model, `state.db`
 //! integrity and size, MCP servers, skills that failed to load, and the disk use of
 //! HERMES_HOME. Exit code 1 when something is broken, 0 otherwise (warnings included).
+//! `--fix` makes the safe repairs of [`crate::doctor_fix`] and reports what it changed.
 
 use std::path::Path;
 
@@ -15,20 +16,26 @@ use crate::args::ChatArgs;
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Level {
+pub(crate) enum Level {
+    /// Healthy.
     Ok,
+    /// Works, but worth a look (exit code stays 0).
     Warn,
+    /// Something a session needs is broken (exit code 1).
     Broken,
+    /// `--fix` repaired it (exit code stays 0).
+    Fixed,
 }
 
 /// The collected findings.
 #[derive(Default)]
-struct Report {
+pub(crate) struct Report {
     lines: Vec<(Level, String)>,
 }
 
 impl Report {
-    fn add(&mut self, level: Level, text: impl Into<String>) {
+    /// Records one finding.
+    pub(crate) fn add(&mut self, level: Level, text: impl Into<String>) {
         self.lines.push((level, text.into()));
     }
 
@@ -42,6 +49,7 @@ impl Report {
                 Level::Ok => "ok   ",
                 Level::Warn => "warn ",
                 Level::Broken => "FAIL ",
+                Level::Fixed => "fixed",
             };
             outln!("{mark} {text}");
         }
@@ -49,7 +57,7 @@ impl Report {
 }
 
 /// Runs every check and prints one line per finding; returns the exit code.
-pub async fn run(profile: Option<&str>, args: &ChatArgs) -> Result<i32> {
+pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i32> {
     let home = HermesHome::resolve(profile)
         .ok_or_else(|| anyhow::anyhow!("cannot find a home directory; set HERMES_HOME"))?;
     let mut report = Report::default();
@@ -57,6 +65,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs) -> Result<i32> {
         Level::Ok,
         format!("HERMES_HOME is {}", home.root().display()),
     );
+    crate::doctor_fix::check_home(&home, fix, &mut report);
 
     // config.yaml: a broken file stops the checks that need it.
     match Config::load(&home.config_file()) {
@@ -119,7 +128,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs) -> Result<i32> {
         ),
     }
 
-    check_store(&app, &mut report);
+    check_store(&app, fix, &mut report);
     check_mcp(&app, &mut report).await;
 
     let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
@@ -181,7 +190,11 @@ async fn check_reachable(rt: &hermes_llm::Runtime, report: &mut Report) {
     }
 }
 
-fn check_store(app: &App, report: &mut Report) {
+/// What to do about a damaged `state.db` (not repaired automatically: it holds the history).
+const DAMAGED_DB: &str = "hermes does not repair it automatically: keep a copy, then restore a \
+     backup or move the file away so that a new one is created";
+
+fn check_store(app: &App, fix: bool, report: &mut Report) {
     let path = app.home.state_db();
     if !path.exists() {
         report.add(
@@ -194,9 +207,16 @@ fn check_store(app: &App, report: &mut Report) {
         Ok(store) => {
             match store.integrity_check() {
                 Ok(r) if r == "ok" => report.add(Level::Ok, "state.db integrity ok"),
-                Ok(r) => report.add(Level::Broken, format!("state.db integrity check: {r}")),
+                Ok(r) => report.add(
+                    Level::Broken,
+                    format!(
+                        "state.db integrity check failed: {}; {DAMAGED_DB}",
+                        r.trim()
+                    ),
+                ),
                 Err(e) => report.add(Level::Broken, format!("state.db: {e}")),
             }
+            crate::doctor_fix::check_search_index(&store, fix, report);
             if let Ok(stats) = store.stats() {
                 report.add(
                     Level::Ok,
@@ -209,7 +229,10 @@ fn check_store(app: &App, report: &mut Report) {
                 );
             }
         }
-        Err(e) => report.add(Level::Broken, format!("state.db cannot be opened: {e}")),
+        Err(e) => report.add(
+            Level::Broken,
+            format!("state.db cannot be opened: {e}; {DAMAGED_DB}"),
+        ),
     }
 }
 

@@ -9,12 +9,16 @@ mod approver;
 mod args;
 mod auth_cmd;
 mod chat;
+mod complete;
 mod config_cmd;
 mod config_edit;
 mod cron_cmd;
+mod display;
 mod doctor_cmd;
+mod doctor_fix;
 mod gateway_cmd;
 mod hangup;
+mod input;
 mod mcp_cmd;
 mod mcp_elicit;
 mod mcp_sampler;
@@ -28,7 +32,10 @@ mod render;
 mod repl;
 mod session;
 mod sessions_cmd;
+mod setup;
+mod shell_cmd;
 mod skills_cmd;
+mod skin;
 mod slash;
 mod terminate;
 mod tools_cmd;
@@ -98,24 +105,38 @@ async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Cron { action }) => cron_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Gateway { action }) => gateway_cmd::run(profile, &cli.chat, action).await,
         Some(Command::Pairing { action }) => pairing_cmd::run(profile, action),
-        Some(Command::Doctor) => doctor_cmd::run(profile, &cli.chat).await,
+        Some(Command::Doctor { fix }) => doctor_cmd::run(profile, &cli.chat, *fix).await,
+        Some(Command::Setup(args)) => setup::run(profile, &cli.chat, args).await,
+        Some(Command::Completion { shell }) => shell_cmd::completion(*shell),
+        Some(Command::Man) => shell_cmd::man(),
         Some(Command::Version) => Ok(0),
         Some(Command::Chat { query: Some(q) }) => {
             let app = app::App::load(profile)?;
             app.warn_config();
             terminate::exit_cleanly_on_signals();
-            chat::run(&app, &cli.chat, q).await
+            chat::run(&app, &cli.chat, q)
+                .await
+                .map_err(setup::with_setup_hint)
         }
         Some(Command::Chat { query: None }) | None => {
             use std::io::IsTerminal;
             if !std::io::stdin().is_terminal() {
+                let setup_first = if setup::nothing_configured(profile, &cli.chat) {
+                    "; nothing is configured yet either: `hermes setup --non-interactive \
+                     --provider …` configures hermes without questions"
+                } else {
+                    ""
+                };
                 anyhow::bail!(
                     "the interactive REPL needs a terminal on stdin; for scripts use \
-                     `hermes chat -q \"…\"` (add --json for machine-readable events)"
+                     `hermes chat -q \"…\"` (add --json for machine-readable events){setup_first}"
                 );
             }
             let app = app::App::load(profile)?;
             app.warn_config();
+            let Some(app) = setup::offer_if_unconfigured(app, profile, &cli.chat).await? else {
+                return Ok(1);
+            };
             terminate::exit_cleanly_on_signals();
             let (approver, questions) = approver::ReplApprover::new();
             let (elicitor, elicitations) = mcp_elicit::ReplElicitor::new();

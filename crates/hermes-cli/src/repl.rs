@@ -5,13 +5,12 @@
 use anyhow::Result;
 use hermes_agent::AgentHandle;
 use hermes_protocol::{AgentEvent, Op};
-use reedline::{
-    DefaultPrompt, DefaultPromptSegment, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Reedline,
-    ReedlineEvent, Signal, default_emacs_keybindings,
-};
+use reedline::Signal;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approver::{ApprovalQuestion, parse_answer};
+use crate::display::Display;
+use crate::render::prompt::SkinPrompt;
 use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
 use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
@@ -33,29 +32,24 @@ pub async fn run(
     verbose: bool,
 ) -> Result<i32> {
     crate::hangup::watch_stdin();
-    let mut keybindings = default_emacs_keybindings();
-    keybindings.add_binding(
-        KeyModifiers::ALT,
-        KeyCode::Enter,
-        ReedlineEvent::Edit(vec![reedline::EditCommand::InsertNewline]),
-    );
-    let mut editor = Reedline::create().with_edit_mode(Box::new(Emacs::new(keybindings)));
-    match FileBackedHistory::with_file(1000, info.history_file.clone()) {
-        Ok(history) => editor = editor.with_history(Box::new(history)),
-        Err(e) => eprintln!("warning: input history disabled ({e})"),
+    let (mut editor, pastes) =
+        crate::input::build_editor(&info.history_file, info.completion.clone());
+    let (mut display, warnings) = Display::load(&info.home, &info.display, quiet, verbose);
+    for w in warnings {
+        eprintln!("warning: {w}");
     }
-    let prompt = DefaultPrompt::new(
-        DefaultPromptSegment::Basic("hermes".to_string()),
-        DefaultPromptSegment::Empty,
-    );
+    let mut prompt = SkinPrompt::new(&display.skin, display.opts.color);
     println!(
-        "hermes {} — {} on {} · session {} · /help for commands",
-        env!("CARGO_PKG_VERSION"),
-        info.model,
-        info.provider,
-        handle.session_id()
+        "{}",
+        crate::display::banner(
+            &display.skin,
+            &info.model,
+            &info.provider,
+            &handle.session_id(),
+            display.opts.color
+        )
     );
-    let mut renderer = Renderer::new(RenderMode::Stream, quiet, verbose);
+    let mut renderer = display.renderer(RenderMode::Stream);
     let mut pending = String::new();
     let mut ctrl_c_armed = false;
 
@@ -80,15 +74,30 @@ pub async fn run(
             }
         };
         ctrl_c_armed = false;
+        // Large pastes were shown as placeholders; the full text is what gets sent.
+        let line = pastes.expand(&line);
         if let Some(stripped) = line.strip_suffix('\\') {
             pending.push_str(stripped);
             pending.push('\n');
             continue;
         }
         pending.push_str(&line);
-        let input = std::mem::take(&mut pending);
+        let mut input = std::mem::take(&mut pending);
         if input.trim().is_empty() {
             continue;
+        }
+        if let Some(arg) = prompt_command(&input) {
+            match tokio::task::block_in_place(|| crate::input::compose_in_editor(arg)) {
+                Ok(Some(text)) => input = text,
+                Ok(None) => {
+                    eprintln!("/prompt: the message was empty; nothing sent");
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("/prompt: {e:#}");
+                    continue;
+                }
+            }
         }
         let op = match parse_slash(&input) {
             Some(SlashCommand::Quit) => break,
@@ -114,6 +123,18 @@ pub async fn run(
                 continue;
             }
             Some(SlashCommand::Compress(focus)) => Op::Compress { focus },
+            Some(SlashCommand::Skin(name)) => {
+                println!(
+                    "{}",
+                    crate::display::skin_command(&mut display, &mut renderer, &name)
+                );
+                prompt = SkinPrompt::new(&display.skin, display.opts.color);
+                continue;
+            }
+            Some(SlashCommand::Statusbar) => {
+                println!("{}", crate::display::statusbar_command(&mut display));
+                continue;
+            }
             Some(SlashCommand::Cron) => {
                 println!("{}", info.cron_jobs());
                 continue;
@@ -153,14 +174,38 @@ pub async fn run(
                 }
             },
         };
+        let model_turn = matches!(op, Op::UserInput { .. } | Op::Retry);
         handle.submit(op);
         if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
             break;
+        }
+        if model_turn && display.statusbar && !quiet {
+            let cost = info
+                .store
+                .get_session(&handle.session_id())
+                .ok()
+                .flatten()
+                .and_then(|s| s.cost_usd);
+            let line = crate::display::status_after_turn(
+                &renderer,
+                &renderer.last_turn(),
+                &info.model,
+                &info.provider,
+                info.context_window,
+                cost,
+            );
+            eprintln!("{line}");
         }
     }
     println!("{}", info.usage_now(&handle.session_id()));
     let _ = handle.shutdown().await;
     Ok(0)
+}
+
+/// `/prompt [text]` → `Some(text)` (the editor's starting text).
+fn prompt_command(input: &str) -> Option<&str> {
+    let rest = input.trim().strip_prefix("/prompt")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
@@ -170,8 +215,11 @@ async fn wait_for_turn(
     questions: &mut Questions,
     renderer: &mut Renderer,
 ) -> bool {
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
+            _ = ticker.tick() => renderer.tick(),
             event = handle.next_event() => match event {
                 Some(ev) => {
                     let done = matches!(ev, AgentEvent::TurnFinished { .. });
@@ -183,9 +231,11 @@ async fn wait_for_turn(
                 None => return false,
             },
             Some((request, answer)) = questions.elicitations.recv() => {
+                renderer.pause_live();
                 let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
             }
             Some((request, answer)) = questions.approvals.recv() => {
+                renderer.pause_live();
                 eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
                 let reply = tokio::task::block_in_place(|| {
                     eprint!("run it? [y]es once / [a]lways this session / [N]o: ");

@@ -32,6 +32,12 @@ pub struct SessionInfo {
     pub learning: crate::memory_cmd::LearningInfo,
     /// `/model`: the runtime in use and how to resolve another.
     pub models: crate::model_switch::ModelSwitcher,
+    /// `config.yaml` `display:` (skin, tool progress, reasoning, status line).
+    pub display: hermes_protocol::config::DisplayConfig,
+    /// The model's context window in tokens, when known (for the status line).
+    pub context_window: Option<u64>,
+    /// What Tab completion offers (commands, skills, model names, paths).
+    pub completion: crate::complete::Sources,
 }
 
 impl SessionInfo {
@@ -65,6 +71,7 @@ impl SessionInfo {
             Ok(client) => {
                 self.model = client.model().to_string();
                 self.provider = client.provider().to_string();
+                self.context_window = client.context_window();
                 handle.set_client(client);
                 println!(
                     "switched to {} for the next turns of this session",
@@ -392,6 +399,38 @@ pub async fn build_agent(
         timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
         models: crate::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
+        display: app.config.display.clone(),
+        context_window: kit.client.context_window(),
+        completion: completion_sources(app, &kit),
     };
     Ok((agent, info))
+}
+
+/// Tab completion sources of a REPL session: the slash commands, the skills folder, the
+/// model names this session knows, and the provider to ask for more when it lists models on
+/// the OpenAI-compatible `/models` route.
+fn completion_sources(app: &App, kit: &AgentKit) -> crate::complete::Sources {
+    let rt = &kit.runtime;
+    let mut models = vec![kit.client.model().to_string()];
+    models.extend(app.config.model.to_config().default);
+    models.extend(
+        app.config
+            .fallback_providers
+            .iter()
+            .filter_map(|f| f.default.clone()),
+    );
+    let lists = matches!(
+        rt.api_mode,
+        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
+    );
+    crate::complete::Sources {
+        commands: crate::slash::COMMAND_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        skills_dir: Some(app.home.skills_dir()),
+        models,
+        list_models_from: lists.then(|| (rt.base_url.clone(), rt.api_key.clone())),
+        cwd: kit.opts.cwd.clone(),
+    }
 }

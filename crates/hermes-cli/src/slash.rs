@@ -25,6 +25,10 @@ pub enum SlashCommand {
     Memory,
     /// `/skills`: installed skills
     Skills,
+    /// `/skin [name]`: list skins or switch to one
+    Skin(String),
+    /// `/statusbar`: show or hide the status line
+    Statusbar,
     /// `/help`
     Help,
     /// `/quit`, `/exit`
@@ -32,6 +36,30 @@ pub enum SlashCommand {
     /// Anything else starting with `/`.
     Unknown(String),
 }
+
+/// Every command name the REPL answers (aliases included), for Tab completion. `model` is
+/// offered for the provider's model names; `prompt` is served by the REPL itself
+/// (`crate::input::compose_in_editor`).
+pub const COMMAND_NAMES: &[&str] = &[
+    "new",
+    "reset",
+    "retry",
+    "undo",
+    "sessions",
+    "resume",
+    "usage",
+    "cron",
+    "compress",
+    "memory",
+    "skills",
+    "model",
+    "prompt",
+    "skin",
+    "statusbar",
+    "help",
+    "quit",
+    "exit",
+];
 
 /// Parses `input` when it is a slash command (a single line starting with `/`).
 pub fn parse_slash(input: &str) -> Option<SlashCommand> {
@@ -56,6 +84,8 @@ pub fn parse_slash(input: &str) -> Option<SlashCommand> {
         "compress" => SlashCommand::Compress((!arg.is_empty()).then(|| arg.to_string())),
         "memory" => SlashCommand::Memory,
         "skills" => SlashCommand::Skills,
+        "skin" => SlashCommand::Skin(arg.to_string()),
+        "statusbar" | "sb" => SlashCommand::Statusbar,
         "help" | "?" => SlashCommand::Help,
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -76,10 +106,14 @@ pub fn help_text() -> &'static str {
   /compress [focus] summarize older messages now (optionally what to keep in focus)
   /memory          memory entries and usage
   /skills          installed skills
+  /skin [name]     list skins, or switch to one
+  /statusbar       show or hide the status line after answers
+  /prompt [text]   write the message in $EDITOR, then send it
   /<skill> [text]  load a skill into this message
   /help            this list
   /quit            leave (also Ctrl-D, or Ctrl-C twice)
-Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline.
+Input: end a line with \\ to continue on the next line; Alt-Enter inserts a newline;
+Tab completes commands, skills, /model names and file paths; Ctrl-R searches the history.
 Ctrl-C while the agent works interrupts the turn."
 }
 
@@ -119,6 +153,15 @@ mod tests {
     fn memory_skills_and_skill_arguments() {
         assert_eq!(parse_slash("/memory"), Some(SlashCommand::Memory));
         assert_eq!(parse_slash("/skills"), Some(SlashCommand::Skills));
+        assert_eq!(
+            parse_slash("/skin"),
+            Some(SlashCommand::Skin(String::new()))
+        );
+        assert_eq!(
+            parse_slash("/skin mono"),
+            Some(SlashCommand::Skin("mono".into()))
+        );
+        assert_eq!(parse_slash("/statusbar"), Some(SlashCommand::Statusbar));
         assert_eq!(slash_arg("/deploy-app  to staging "), "to staging");
         assert_eq!(slash_arg("/deploy-app"), "");
     }

@@ -23,7 +23,7 @@ async fn one_shot_answer_on_stdout_progress_on_stderr() {
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "You need to water the plants.");
     assert!(
-        stderr(&out).contains("▸ read_file todo.txt"),
+        stderr(&out).contains("▸ 📖 read_file todo.txt"),
         "stderr: {}",
         stderr(&out)
     );

@@ -256,6 +256,11 @@ pub struct DisplayConfig {
     pub tool_progress: Option<String>,
     /// `interrupt|queue|steer`.
     pub busy_input_mode: Option<String>,
+    /// Show the model's reasoning text (dimmed) in the terminal; default false.
+    pub show_reasoning: Option<bool>,
+    /// Show the status line (model, context use, cost, turn time) after each answer in the
+    /// REPL; default true; `/statusbar` toggles it for the session (our addition).
+    pub statusbar: Option<bool>,
 }
 
 /// A problem with `config.yaml`.

@@ -200,6 +200,23 @@ CREATE INDEX cron_runs_job ON cron_runs(job_id, started_at);
 CREATE INDEX cron_runs_started ON cron_runs(started_at);
 ";
 
+/// Refills both search indexes from `messages` (for `hermes doctor --fix`): the same text the
+/// insert triggers write, the trigram rows only for text with a CJK character (as since V2).
+pub(crate) const REBUILD_SEARCH: &str = concat!(
+    "
+DELETE FROM messages_fts;
+DELETE FROM messages_trgm;
+INSERT INTO messages_fts(rowid, content, tools) SELECT m.id, m.content, ",
+    tool_text!("m"),
+    " FROM messages AS m;
+INSERT INTO messages_trgm(rowid, body) SELECT id, b FROM (SELECT m.id AS id, trim(m.content || ' ' || ",
+    tool_text!("m"),
+    ") AS b FROM messages AS m) WHERE b GLOB '",
+    cjk_glob!(),
+    "';
+"
+);
+
 /// The migration steps, oldest first.
 pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 

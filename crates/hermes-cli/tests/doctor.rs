@@ -1,0 +1,172 @@
+//! `hermes doctor` and `--fix` (issue 9 item 2): a healthy home, a broken config.yaml
+//! (line and column), a corrupted copy of state.db, and the safe repairs — each with its
+//! message and exit code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{Env, stdout};
+use hermes_protocol::Message;
+use hermes_store::{NewSession, SessionStore};
+
+/// A store with one session and two messages, checkpointed so the main file holds it all.
+fn seed_store(path: &Path) {
+    let store = SessionStore::open(path).unwrap();
+    store
+        .create_session(&NewSession {
+            id: "20260101_000000_abcdef".into(),
+            source: "cli".into(),
+            model: "mock-model".into(),
+            provider: "custom".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    for text in ["where is the quarterly report", "in the shared folder"] {
+        store
+            .append_message("20260101_000000_abcdef", &Message::user(text), None)
+            .unwrap();
+    }
+    drop(store);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+}
+
+fn lines_with<'a>(text: &'a str, mark: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(mark)).collect()
+}
+
+#[tokio::test]
+async fn a_healthy_home_passes_with_exit_code_0() {
+    let env = Env::new().await;
+    seed_store(&env.home.home().state_db());
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(lines_with(&text, "FAIL").is_empty(), "{text}");
+    assert!(text.contains("ok    config.yaml parses"), "{text}");
+    assert!(text.contains("state.db integrity ok"), "{text}");
+    assert!(
+        text.contains("state.db search index matches the messages"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_config_names_line_and_column_and_exits_1() {
+    let env = Env::new().await;
+    std::fs::write(
+        env.home.home().config_file(),
+        "model:\n  provider: custom\nagent:\n  max_turns: [3\n",
+    )
+    .unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fail = lines_with(&text, "FAIL");
+    assert_eq!(fail.len(), 1, "{text}");
+    assert!(fail[0].contains("config.yaml line "), "{text}");
+    assert!(fail[0].contains(", column "), "{text}");
+    // --fix does not touch a config it cannot read.
+    let before = std::fs::read(env.home.home().config_file()).unwrap();
+    let out = env.run(&["doctor", "--fix"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read(env.home.home().config_file()).unwrap(),
+        before
+    );
+}
+
+#[tokio::test]
+async fn a_corrupted_state_db_copy_is_reported_and_left_alone() {
+    let env = Env::new().await;
+    let db = env.home.home().state_db();
+    seed_store(&db);
+    // Overwrite everything after the first page (the schema stays readable) with garbage.
+    let mut bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.len() > 8192, "store too small: {} bytes", bytes.len());
+    for b in bytes.iter_mut().skip(4096) {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+
+    for args in [&["doctor"][..], &["doctor", "--fix"][..]] {
+        let out = env.run(args).await;
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let fail = lines_with(&text, "FAIL");
+        assert!(
+            fail.iter()
+                .any(|l| l.contains("state.db")
+                    && l.contains("hermes does not repair it automatically")),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::read(&db).unwrap(),
+            bytes,
+            "doctor changed the damaged file"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn fix_repairs_permissions_folders_soul_and_the_search_index() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new().await;
+    let home = env.home.home().clone();
+    seed_store(&home.state_db());
+    {
+        let conn = rusqlite::Connection::open(home.state_db()).unwrap();
+        conn.execute_batch("DELETE FROM messages_fts;").unwrap();
+    }
+    std::fs::write(home.env_file(), "OPENROUTER_API_KEY=sk-or-test\n").unwrap();
+    std::fs::set_permissions(home.env_file(), std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL  state.db search index is out of date (2 messages not indexed, 0 stale entries); `hermes doctor --fix` rebuilds it"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  .env holds API keys but other users can read it (mode 644)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  folders not created yet: memories, skills"),
+        "{text}"
+    );
+    assert!(text.contains("warn  SOUL.md is missing"), "{text}");
+
+    let out = env.run(&["doctor", "--fix"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("fixed .env set to mode 600 (was 644)"),
+        "{text}"
+    );
+    assert!(text.contains("fixed created memories/"), "{text}");
+    assert!(text.contains("rebuilt, 2 messages indexed"), "{text}");
+    assert!(text.contains("fixed SOUL.md seeded"), "{text}");
+    let mode = std::fs::metadata(home.env_file())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(home.skills_dir().is_dir() && home.logs_dir().is_dir());
+    assert!(home.soul_file().is_file());
+
+    // Nothing left to repair.
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("ok    .env is private (mode 600)"), "{text}");
+    assert!(!text.contains("warn  folders"), "{text}");
+    let search = env.run(&["sessions", "search", "quarterly"]).await;
+    assert!(stdout(&search).contains("quarterly"), "{}", stdout(&search));
+}

@@ -1,0 +1,328 @@
+//! The REPL and the setup wizard driven in a pseudo-terminal (expectrl; CONVENTIONS
+//! "tests"), against the mock provider: type a prompt and see the streamed answer, Tab turns
+//! `/mo` into `/model`, Ctrl-C interrupts a running tool call, Ctrl-D exits; and the
+//! first-run path — `hermes` with nothing configured offers the wizard, the answers are
+//! typed, and the REPL starts on the new settings.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::process::unix::WaitStatus;
+use expectrl::session::OsSession;
+use expectrl::{Expect, Session};
+use hermes_testkit::{MockProvider, MockResponse, TempHome};
+
+/// Generous bound that only catches a hang.
+const BOUND: Duration = Duration::from_secs(90);
+
+/// A `hermes` process on a pty, with the terminal's side played by the test: cursor position
+/// queries (`ESC [6n`, sent by reedline before it draws the prompt) are answered.
+struct Term {
+    session: OsSession,
+    /// Everything the program wrote, escapes removed.
+    seen: String,
+    /// Where the next [`Term::wait_for`] starts looking.
+    mark: usize,
+    /// Cursor position queries seen so far.
+    queries: usize,
+}
+
+impl Term {
+    fn spawn(home: &Path, cwd: &Path, args: &[&str]) -> Term {
+        Term::spawn_with(home, cwd, args, &[])
+    }
+
+    fn spawn_with(home: &Path, cwd: &Path, args: &[&str], vars: &[(&str, String)]) -> Term {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.env_clear()
+            .env("HERMES_HOME", home)
+            .env("HOME", home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.clone())))
+            .current_dir(cwd)
+            .args(args);
+        let mut session = Session::spawn(cmd).unwrap();
+        session.get_process_mut().set_window_size(120, 40).unwrap();
+        Term {
+            session,
+            seen: String::new(),
+            mark: 0,
+            queries: 0,
+        }
+    }
+
+    /// Reads what is available, answering cursor position queries.
+    fn pump(&mut self) {
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.session.try_read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    let chunk = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    for _ in 0..chunk.matches("\x1b[6n").count() {
+                        self.queries += 1;
+                        self.session.send("\x1b[1;1R").unwrap();
+                    }
+                    let plain = strip_ansi_escapes::strip_str(&chunk);
+                    self.seen.push_str(&plain);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Waits until `needle` appears after the mark, then moves the mark past it.
+    fn wait_for(&mut self, needle: &str) {
+        let start = Instant::now();
+        loop {
+            self.pump();
+            if let Some(i) = self.seen[self.mark..].find(needle) {
+                self.mark += i + needle.len();
+                return;
+            }
+            assert!(
+                start.elapsed() < BOUND,
+                "never saw {needle:?}; output after the mark:\n{}",
+                &self.seen[self.mark..]
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until reedline has asked for the cursor position `n` times in all (it does once
+    /// each time it draws a fresh prompt).
+    fn wait_for_prompt_number(&mut self, n: usize) {
+        let start = Instant::now();
+        while self.queries < n {
+            self.pump();
+            assert!(
+                start.elapsed() < BOUND,
+                "prompt {n} never came; output:\n{}",
+                &self.seen[self.mark..]
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn send(&mut self, text: &str) {
+        self.session.send(text).unwrap();
+    }
+
+    /// Waits for the process to end and returns its exit code.
+    fn exit_code(&mut self) -> i32 {
+        let start = Instant::now();
+        loop {
+            self.pump();
+            match self.session.get_process().status() {
+                Ok(WaitStatus::Exited(_, code)) => return code,
+                Ok(WaitStatus::Signaled(_, sig, _)) => panic!("killed by {sig:?}"),
+                _ => {}
+            }
+            assert!(start.elapsed() < BOUND, "hermes did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < BOUND, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn repl_streams_completes_interrupts_a_tool_and_exits_on_ctrl_d() {
+    let env = common::Env::new().await;
+    env.mock.push(MockResponse::text(
+        "Streaming answers arrive piece by piece.",
+    ));
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_slow",
+        "terminal",
+        r#"{"command":"touch started.flag && sleep 60"}"#,
+    )]));
+    // After the interrupt the model is not asked again; a fallback keeps a stray request
+    // from hanging.
+    env.mock
+        .set_fallback(Some(MockResponse::text("(unexpected)")));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let flag = cwd.join("started.flag");
+
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home, &cwd, &[]);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+
+        // A prompt, and its streamed answer.
+        t.send("what is streaming?\r");
+        t.wait_for("Streaming answers arrive piece by piece.");
+        t.wait_for_prompt_number(2);
+
+        // Tab completion: `/mo` becomes `/model`; then the line is cleared (Ctrl-U).
+        t.send("/mo");
+        t.wait_for("/mo");
+        t.send("\t");
+        t.wait_for("/model");
+        t.send("\x15");
+
+        // A tool call that runs until interrupted.
+        t.send("run the slow command\r");
+        wait_until("the tool to start", || flag.exists());
+        t.send("\x03");
+        t.wait_for("interrupted");
+        t.wait_for_prompt_number(3);
+
+        // Ctrl-D on the empty prompt leaves with status 0.
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+
+    // The typed prompts are in the persisted history.
+    let history = std::fs::read_to_string(env.home.home().history_file()).unwrap();
+    assert!(history.contains("what is streaming?"), "{history}");
+    assert!(history.contains("run the slow command"), "{history}");
+    // The interrupted tool call still has a result in the stored history (no orphan call).
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn first_run_offers_the_wizard_and_then_chats_on_the_new_settings() {
+    let mock = MockProvider::start().await;
+    mock.push(MockResponse::text("Hello from the configured model."));
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_path_buf();
+    let cwd_path = cwd.path().to_path_buf();
+    let base_url = mock.base_url();
+
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home_path, &cwd_path, &[]);
+        t.wait_for("No model provider is configured yet.");
+        t.wait_for("Run the setup wizard now? [Y/n]");
+        t.send("\r");
+        t.wait_for("Which model provider?");
+        t.wait_for("choice [1]:");
+        t.send("custom\r");
+        t.wait_for("Base URL of the server");
+        t.send(&format!("{base_url}\r"));
+        t.wait_for("typing is hidden");
+        t.send("\r");
+        t.wait_for("1) mock-model");
+        t.wait_for("Model (number or name)");
+        t.send("1\r");
+        t.wait_for("Toolsets to enable");
+        t.send("\r");
+        t.wait_for("Add an MCP server now? [y/N]");
+        t.send("\r");
+        t.wait_for("Done.");
+        // The REPL starts on the new settings.
+        t.wait_for("mock-model on custom");
+        t.wait_for_prompt_number(1);
+        t.send("hello\r");
+        t.wait_for("Hello from the configured model.");
+        t.wait_for_prompt_number(2);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+
+    let config = hermes_protocol::config::Config::load(&home.home().config_file())
+        .unwrap()
+        .config;
+    let model = config.model.to_config();
+    assert_eq!(model.provider.as_deref(), Some("custom"));
+    assert_eq!(model.default.as_deref(), Some("mock-model"));
+    assert_eq!(config.toolsets, vec!["hermes-cli".to_string()]);
+}
+
+/// The text of the last user message of a captured chat request.
+fn last_user_text(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = common::Env::new().await;
+    for answer in ["ok one", "ok two", "ok three", "ok four"] {
+        env.mock.push(MockResponse::text(answer));
+    }
+    let editor = env.cwd.path().join("fake-editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf 'composed in the editor' > \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let pasted: String = (1..=10).map(|i| format!("pasted line {i}\n")).collect();
+    let paste = pasted.clone();
+
+    tokio::task::spawn_blocking(move || {
+        let vars = [("EDITOR", editor.display().to_string())];
+        let mut t = Term::spawn_with(&home, &cwd, &[], &vars);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+
+        // A trailing backslash continues the message on the next line.
+        t.send("first line\\\r");
+        t.wait_for_prompt_number(2);
+        t.send("second line\r");
+        t.wait_for("ok one");
+        t.wait_for_prompt_number(3);
+
+        // A large bracketed paste shows as one placeholder line.
+        t.send(&format!("summarize \x1b[200~{paste}\x1b[201~"));
+        t.wait_for("[pasted text #1: 10 lines, 141 chars]");
+        t.send("\r");
+        t.wait_for("ok two");
+        t.wait_for_prompt_number(4);
+
+        // Ctrl-R finds an earlier line; Enter takes it, a second Enter sends it.
+        t.send("\x12");
+        t.send("secon");
+        t.wait_for("second line");
+        t.send("\r");
+        t.send("\r");
+        t.wait_for("ok three");
+        t.wait_for_prompt_number(5);
+
+        // /prompt writes the message in $EDITOR.
+        t.send("/prompt\r");
+        t.wait_for("ok four");
+        t.wait_for_prompt_number(6);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+
+    let sent: Vec<String> = env.mock.requests().iter().map(last_user_text).collect();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert_eq!(sent[0], "first line\nsecond line");
+    assert_eq!(sent[1], format!("summarize {pasted}"));
+    assert_eq!(sent[2], "second line");
+    assert_eq!(sent[3], "composed in the editor");
+}

@@ -1,0 +1,247 @@
+//! `hermes setup` (issue 9 item 1): the non-interactive form with flags, the wizard with
+//! answers typed on its input (a provider's `/models` list offered), and the hint when
+//! nothing is configured. The pty form of the wizard is in `interactive.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{hermes, stderr, stdout};
+use hermes_protocol::config::Config;
+use hermes_testkit::{MockProvider, TempHome};
+
+/// Runs `hermes args…` with `answers` on standard input (a pipe, not a terminal).
+async fn hermes_stdin(home: &Path, args: &[&str], answers: &str) -> Output {
+    let home = home.to_path_buf();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let answers = answers.to_string();
+    tokio::task::spawn_blocking(move || {
+        assert_cmd::Command::cargo_bin("hermes")
+            .unwrap()
+            .env_clear()
+            .env("HERMES_HOME", &home)
+            .env("HOME", &home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .current_dir(&home)
+            .args(&args)
+            .write_stdin(answers)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn config(home: &TempHome) -> Config {
+    Config::load(&home.home().config_file()).unwrap().config
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn non_interactive_writes_the_key_privately_and_the_model_section() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = hermes(
+        home.path(),
+        cwd.path(),
+        &[
+            "setup",
+            "--non-interactive",
+            "--provider",
+            "openrouter",
+            "--api-key",
+            "sk-or-v1-test-key",
+            "-m",
+            "anthropic/claude-sonnet-4",
+            "-t",
+            "hermes-cli",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("sk-or-v1-test-key"),
+        "the key was printed"
+    );
+    let env = std::fs::read_to_string(home.home().env_file()).unwrap();
+    assert_eq!(env, "OPENROUTER_API_KEY=sk-or-v1-test-key\n");
+    #[cfg(unix)]
+    assert_eq!(mode(&home.home().env_file()), 0o600);
+    let c = config(&home);
+    let m = c.model.to_config();
+    assert_eq!(m.provider.as_deref(), Some("openrouter"));
+    assert_eq!(m.default.as_deref(), Some("anthropic/claude-sonnet-4"));
+    assert_eq!(c.toolsets, vec!["hermes-cli".to_string()]);
+
+    // The result resolves: `hermes model show` needs no network.
+    let show = hermes(home.path(), cwd.path(), &["model", "show"]).await;
+    assert!(show.status.success(), "{}", stderr(&show));
+    assert!(
+        stdout(&show).contains("provider: openrouter"),
+        "{}",
+        stdout(&show)
+    );
+}
+
+#[tokio::test]
+async fn non_interactive_errors_say_what_is_missing() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["setup", "--non-interactive"],
+            "--non-interactive needs --provider",
+        ),
+        (
+            &["setup", "--non-interactive", "--provider", "anthropic"],
+            "ANTHROPIC_API_KEY",
+        ),
+        (
+            &["setup", "--non-interactive", "--provider", "frobnicator"],
+            "unknown provider `frobnicator`",
+        ),
+        (
+            &[
+                "setup",
+                "--non-interactive",
+                "--provider",
+                "local",
+                "-t",
+                "nope",
+            ],
+            "unknown toolset `nope`",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = hermes(home.path(), cwd.path(), args).await;
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(
+        !home.home().config_file().exists(),
+        "a failed setup wrote config.yaml"
+    );
+}
+
+#[tokio::test]
+async fn non_interactive_custom_server_with_an_mcp_server_keeps_other_settings() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.home().config_file(), "agent:\n  max_turns: 12\n").unwrap();
+    let out = hermes(
+        home.path(),
+        cwd.path(),
+        &[
+            "setup",
+            "--non-interactive",
+            "--provider",
+            "custom",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--mcp-name",
+            "files",
+            "--mcp",
+            "npx -y @modelcontextprotocol/server-filesystem /tmp",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = config(&home);
+    assert_eq!(c.agent.max_turns, 12);
+    assert_eq!(
+        c.model.to_config().base_url.as_deref(),
+        Some("http://127.0.0.1:9/v1")
+    );
+    let servers = serde_json::to_value(c.mcp_servers.unwrap()).unwrap();
+    assert_eq!(servers["files"]["command"], "npx");
+    assert_eq!(servers["files"]["args"][2], "/tmp");
+    assert!(home.path().join("config.yaml.bak").is_file());
+    let list = hermes(home.path(), cwd.path(), &["mcp", "list"]).await;
+    assert!(
+        stdout(&list).contains("files\tenabled"),
+        "{}",
+        stdout(&list)
+    );
+}
+
+#[tokio::test]
+async fn the_wizard_offers_the_servers_model_list_and_writes_the_answers() {
+    let mock = MockProvider::start().await;
+    mock.set_models(serde_json::json!({
+        "object": "list",
+        "data": [{"id": "qwen3-8b"}, {"id": "llama-3.1-8b"}]
+    }));
+    let home = TempHome::new().unwrap();
+    // provider: custom (by name) · URL · no key · model 2 from the list · toolsets ·
+    // an MCP server by URL.
+    let answers = format!(
+        "custom\n{}\n\n2\nhermes-cli,safe\ny\ndocs\nhttps://mcp.example.invalid/mcp\n",
+        mock.base_url()
+    );
+    let out = hermes_stdin(home.path(), &["setup"], &answers).await;
+    let shown = stdout(&out);
+    assert!(out.status.success(), "{shown}\n{}", stderr(&out));
+    assert!(
+        shown.contains("local — the embedded model, works offline"),
+        "{shown}"
+    );
+    assert!(shown.contains("1) qwen3-8b"), "{shown}");
+    assert!(shown.contains("2) llama-3.1-8b"), "{shown}");
+    assert!(
+        mock.captured().iter().any(|r| r.path == "/v1/models"),
+        "the wizard did not ask for the model list"
+    );
+    let c = config(&home);
+    let m = c.model.to_config();
+    assert_eq!(m.provider.as_deref(), Some("custom"));
+    assert_eq!(m.base_url.as_deref(), Some(mock.base_url().as_str()));
+    assert_eq!(m.default.as_deref(), Some("llama-3.1-8b"));
+    assert_eq!(
+        c.toolsets,
+        vec!["hermes-cli".to_string(), "safe".to_string()]
+    );
+    let servers = serde_json::to_value(c.mcp_servers.unwrap()).unwrap();
+    assert_eq!(servers["docs"]["url"], "https://mcp.example.invalid/mcp");
+    assert!(!home.home().env_file().exists(), "no key was given");
+}
+
+#[tokio::test]
+async fn the_wizard_stops_cleanly_when_the_answers_run_out() {
+    let home = TempHome::new().unwrap();
+    let out = hermes_stdin(home.path(), &["setup"], "openai\n").await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("answers ended"), "{}", stderr(&out));
+    assert!(!home.home().config_file().exists());
+    assert!(!home.home().env_file().exists());
+}
+
+#[tokio::test]
+async fn nothing_configured_points_at_setup() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = hermes(home.path(), cwd.path(), &["chat", "-q", "hello"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("run `hermes setup`"), "{err}");
+    assert!(err.contains("no model provider is configured"), "{err}");
+
+    // The REPL without a terminal says so, and points at the flag form of setup.
+    let out = hermes_stdin(home.path(), &[], "hello\n").await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert!(err.contains("hermes setup --non-interactive"), "{err}");
+}
