@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use hermes_cron::{
     AgentRunner, ClientFactory, CronSettings, CronjobTool, Deliverer, HeadlessOptions, JobPatch,
-    JobStore, NewJob, Scheduler, SchedulerConfig, SystemClock, Target, Tz,
+    JobStore, NewJob, PlatformSender, RunLog, Scheduler, SchedulerConfig, SystemClock, Target, Tz,
 };
 use hermes_tools::Tool;
 use tokio_util::sync::CancellationToken;
@@ -225,16 +225,30 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
         }
         CronCmd::Runs { job, limit } => {
             let (key, limit) = (job.clone(), *limit);
+            let log = RunLog::new(s.clone(), app.open_store()?);
             blocking(Box::new(move || {
-                let id = match key {
-                    Some(k) => Some(s.get(&k)?.id),
-                    None => None,
-                };
-                let runs = hermes_cron::list_runs(&s, id.as_deref(), limit)?;
+                // A removed job's runs stay in the history: an unknown key is taken as a
+                // job id.
+                let id = key.map(|k| s.get(&k).map(|j| j.id).unwrap_or(k));
+                let runs = log.list(id.as_deref(), limit)?;
                 Ok(hermes_cron::runs_table(&runs, tz))
             }))
         }
-        CronCmd::Status => blocking(Box::new(move || status_text(&s, tz))),
+        CronCmd::Status => {
+            let log = RunLog::new(s.clone(), app.open_store()?);
+            blocking(Box::new(move || {
+                let jobs = s.list()?;
+                let latest = log.latest_per_job()?;
+                let beat = hermes_cron::SchedulerBeat::read(&s);
+                Ok(hermes_cron::status_text(
+                    &jobs,
+                    &latest,
+                    beat.as_ref(),
+                    tz,
+                    chrono::Utc::now(),
+                ))
+            }))
+        }
         CronCmd::Tick => return tick(app, args, tz).await,
         CronCmd::Run { job } => return run_one(app, args, tz, job).await,
     };
@@ -252,45 +266,6 @@ fn timezone(app: &App) -> Result<Tz> {
     Ok(hermes_cron::parse_timezone(app.config.timezone.as_deref())?)
 }
 
-fn status_text(store: &JobStore, tz: Tz) -> Result<String> {
-    let jobs = store.list()?;
-    let count = |state: &str| jobs.iter().filter(|j| j.state() == state).count();
-    let mut out = format!(
-        "{} jobs: {} scheduled, {} paused, {} running, {} finished\n",
-        jobs.len(),
-        count("scheduled"),
-        count("paused"),
-        count("running"),
-        count("done")
-    );
-    let next = jobs
-        .iter()
-        .filter(|j| j.enabled && j.lease.is_none())
-        .filter_map(|j| j.next_run_at.map(|t| (t, j)))
-        .min_by_key(|(t, _)| *t);
-    if let Some((t, j)) = next {
-        out.push_str(&format!(
-            "next: {} \"{}\" at {}\n",
-            j.id,
-            j.name,
-            when(Some(t), tz)
-        ));
-    }
-    for j in &jobs {
-        if let Some(e) = &j.last_error {
-            out.push_str(&format!("last run of {} failed: {e}\n", j.id));
-        }
-        if let Some(e) = &j.last_delivery_error {
-            out.push_str(&format!("last delivery of {} failed: {e}\n", j.id));
-        }
-    }
-    out.push_str(
-        "Jobs run when `hermes cron tick` is called (add it to your system crontab, e.g. \
-         `* * * * * hermes cron tick`); there is no background scheduler yet.",
-    );
-    Ok(out)
-}
-
 /// A copy of the parts of `app` a run needs, shareable with the client factory.
 fn owned(app: &App) -> Arc<App> {
     Arc::new(App {
@@ -304,6 +279,17 @@ fn owned(app: &App) -> Arc<App> {
 /// A scheduler whose runs are headless agents with the CLI's model resolution and prompt,
 /// delivering locally and to webhooks (platform targets need the gateway).
 pub fn scheduler(app: &App, args: &ChatArgs, tz: Tz) -> Result<Scheduler> {
+    scheduler_with(app, args, tz, None)
+}
+
+/// [`scheduler`] with platform delivery through `platforms` (the gateway's adapters). Runs
+/// are recorded in the home's `state.db`.
+pub fn scheduler_with(
+    app: &App,
+    args: &ChatArgs,
+    tz: Tz,
+    platforms: Option<Arc<dyn PlatformSender>>,
+) -> Result<Scheduler> {
     let settings = CronSettings::from_yaml(app.config.cron.as_ref());
     let app = owned(app);
     let compact = crate::session::resolve_runtime(&app, args)
@@ -330,10 +316,11 @@ pub fn scheduler(app: &App, args: &ChatArgs, tz: Tz) -> Result<Scheduler> {
         None,
         vec![hermes_cron::CRON_TOOLSET.name.to_string()],
     );
+    let store = app.open_store()?;
     let runner = AgentRunner::new(HeadlessOptions {
         home: app.home.clone(),
         cwd,
-        store: app.open_store()?,
+        store: store.clone(),
         prompt: Arc::new(prompt),
         clients,
         max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
@@ -343,9 +330,10 @@ pub fn scheduler(app: &App, args: &ChatArgs, tz: Tz) -> Result<Scheduler> {
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),
+        store,
         Arc::new(SystemClock),
         Arc::new(runner),
-        Deliverer::new(None),
+        Deliverer::new(platforms),
         SchedulerConfig {
             tz,
             max_parallel: settings.max_parallel_jobs,

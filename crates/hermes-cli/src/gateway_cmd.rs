@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::args::ChatArgs;
+use crate::gateway_cron::GatewayCron;
 use crate::session::AgentKit;
 
 /// `hermes gateway …`
@@ -31,6 +32,7 @@ pub struct CliAgentFactory {
     kit: AgentKit,
     home: HermesHome,
     signature: String,
+    cron: Option<GatewayCron>,
 }
 
 impl CliAgentFactory {
@@ -48,7 +50,15 @@ impl CliAgentFactory {
             kit,
             home,
             signature,
+            cron: None,
         }
+    }
+
+    /// Gives every agent the `cronjob` tool of `cron` (bound to the gateway's scheduler and
+    /// to the session's chat) in place of the kit's own.
+    pub fn with_cron(mut self, cron: GatewayCron) -> CliAgentFactory {
+        self.cron = Some(cron);
+        self
     }
 }
 
@@ -59,8 +69,19 @@ impl AgentFactory for CliAgentFactory {
         opts.source = spec.source;
         opts.ephemeral_prompt = spec.ephemeral_prompt;
         opts.session_key = Some(spec.session_key);
-        self.kit
-            .agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
+        let kit = match &self.cron {
+            Some(cron) => {
+                let mut kit = self.kit.clone();
+                for tool in kit.tools.iter_mut() {
+                    if tool.toolset() == hermes_cron::CRONJOB_TOOLSET {
+                        *tool = cron.tool_for(spec.origin.as_ref());
+                    }
+                }
+                std::borrow::Cow::Owned(kit)
+            }
+            None => std::borrow::Cow::Borrowed(&self.kit),
+        };
+        kit.agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
             .await
             .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
     }
@@ -235,46 +256,78 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
         }
         GatewayCmd::Run => {
             let adapters = build_adapters(&app).await?;
-            #[cfg(feature = "api-server")]
-            let api = api_settings(&app, profile)?;
-            #[cfg(feature = "api-server")]
-            let api_enabled = api.is_some();
-            #[cfg(not(feature = "api-server"))]
-            let api_enabled = false;
-            if adapters.is_empty() && !api_enabled {
-                return Err(hermes_gateway::GatewayError::NoPlatforms.into());
-            }
-            let mut kit = AgentKit::prepare(&app, args).await?;
-            // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
-            let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
-            for e in hook_errors {
-                eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
-            }
-            kit.opts.hooks = hooks.clone();
-            let store = kit.store.clone();
-            let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()));
             let cancel = CancellationToken::new();
             tokio::spawn(stop_on_signal(cancel.clone()));
-            #[cfg(feature = "api-server")]
-            let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
-            let served = if adapters.is_empty() {
-                cancel.cancelled().await;
-                Ok(())
-            } else {
-                let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
-                gateway.set_hooks(hooks);
-                gateway.run(cancel.clone()).await
-            };
-            cancel.cancel();
-            #[cfg(feature = "api-server")]
-            if let Some(task) = api_task {
-                task.await.map_err(|e| anyhow!("API server task: {e}"))??;
-            }
-            served?;
+            serve(&app, profile, args, config, adapters, cancel).await?;
             eprintln!("gateway stopped");
             Ok(0)
         }
     }
+}
+
+/// Serves `adapters` (and the API server when enabled) with the cron scheduler beside them
+/// until `cancel`: builds the agent kit, loads hooks, starts the scheduler task whose platform
+/// deliveries go through these adapters, runs the gateway, then waits for the scheduler and
+/// the API server to stop.
+///
+/// Errors: no adapter and no API server ([`hermes_gateway::GatewayError::NoPlatforms`]),
+/// model or tool setup failures, a gateway or API server failure.
+pub(crate) async fn serve(
+    app: &App,
+    profile: Option<&str>,
+    args: &ChatArgs,
+    config: GatewayConfig,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    cancel: CancellationToken,
+) -> Result<()> {
+    #[cfg(feature = "api-server")]
+    let api = api_settings(app, profile)?;
+    #[cfg(feature = "api-server")]
+    let api_enabled = api.is_some();
+    #[cfg(not(feature = "api-server"))]
+    let api_enabled = {
+        let _ = profile;
+        false
+    };
+    if adapters.is_empty() && !api_enabled {
+        return Err(hermes_gateway::GatewayError::NoPlatforms.into());
+    }
+    let mut kit = AgentKit::prepare(app, args).await?;
+    // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
+    let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
+    for e in hook_errors {
+        eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
+    }
+    kit.opts.hooks = hooks.clone();
+    let store = kit.store.clone();
+    // Issue 8: one scheduler per gateway; results reach chats through these adapters.
+    let outbox = hermes_gateway::Outbox::new(
+        &adapters,
+        hermes_gateway::outbox::home_channels_from_env(&app.env),
+    );
+    let cron = GatewayCron::prepare(app, args, outbox)?;
+    let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()).with_cron(cron.clone()));
+    let cron_task = cron.spawn(cancel.clone());
+    #[cfg(feature = "api-server")]
+    let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
+    let served = if adapters.is_empty() {
+        cancel.cancelled().await;
+        Ok(())
+    } else {
+        let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+        gateway.set_hooks(hooks);
+        gateway.run(cancel.clone()).await
+    };
+    cancel.cancel();
+    if let Err(e) = cron_task.await {
+        tracing::error!(error = %e, "cron scheduler task failed");
+    }
+    #[cfg(feature = "api-server")]
+    if let Some(task) = api_task {
+        task.await.map_err(|e| anyhow!("API server task: {e}"))??;
+    }
+    served?;
+    Ok(())
 }
 
 /// Cancels on Ctrl-C (SIGINT) or SIGTERM.

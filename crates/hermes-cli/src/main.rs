@@ -17,6 +17,9 @@ mod display;
 mod doctor_cmd;
 mod doctor_fix;
 mod gateway_cmd;
+mod gateway_cron;
+#[cfg(test)]
+mod gateway_cron_e2e;
 mod hangup;
 mod input;
 mod mcp_cmd;

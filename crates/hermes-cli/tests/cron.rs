@@ -1,6 +1,7 @@
 //! End-to-end tests of `hermes cron …` on a temporary HERMES_HOME against the mock provider:
 //! create → tick fires once → Markdown output; `[SILENT]` recorded but not delivered; manual
-//! runs keep the schedule (C41); the `cronjob` tool in a chat session.
+//! runs keep the schedule (C41); run history and delivery failures in `cron runs` and
+//! `cron status`; the `cronjob` tool in a chat session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -31,11 +32,14 @@ impl Env {
         std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     }
 
+    /// The run history in `state.db`, newest first.
     fn runs(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.home.path().join("cron/runs.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
+        hermes_store::SessionStore::open(self.home.home().state_db())
+            .unwrap()
+            .cron_runs(None, 100)
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap())
             .collect()
     }
 }
@@ -126,6 +130,59 @@ async fn silent_reply_is_recorded_but_not_delivered_and_the_schedule_advances() 
         "the second tick must not fire"
     );
     assert_eq!(env.runs().len(), 1);
+}
+
+#[tokio::test]
+async fn runs_and_status_read_the_history_in_state_db_and_show_delivery_failures() {
+    let env = Env::new().await;
+    let id = created_id(
+        &env.run_ok(&[
+            "cron",
+            "create",
+            "every 1h",
+            "Post the build status",
+            "--name",
+            "build",
+            "--deliver",
+            "local,telegram:5",
+        ])
+        .await,
+    );
+    let status = env.run_ok(&["cron", "status"]).await;
+    assert!(
+        stdout(&status).contains("scheduler: none seen"),
+        "{}",
+        stdout(&status)
+    );
+    env.make_due(&id);
+    env.mock.push(MockResponse::text("All green."));
+    env.run_ok(&["cron", "tick"]).await;
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[0]["deliveries"][1]["target"], "telegram:5");
+    assert_eq!(runs[0]["deliveries"][1]["ok"], false);
+    assert!(
+        !env.home.path().join("cron/runs.jsonl").exists(),
+        "runs go to state.db"
+    );
+
+    let status = stdout(&env.run_ok(&["cron", "status"]).await);
+    assert!(status.contains("problems in the latest runs:"), "{status}");
+    assert!(status.contains(&format!("{id} \"build\"")), "{status}");
+    assert!(
+        status.contains(
+            "not delivered to telegram:5: not deliverable: gateway not running/configured"
+        ),
+        "{status}"
+    );
+    let listed = stdout(&env.run_ok(&["cron", "runs", "build"]).await);
+    assert!(listed.contains("ok"), "{listed}");
+    assert!(listed.contains("not delivered to telegram:5"), "{listed}");
+    // A removed job's runs stay listed by its id.
+    env.run_ok(&["cron", "remove", &id]).await;
+    let listed = stdout(&env.run_ok(&["cron", "runs", &id]).await);
+    assert!(listed.contains("build"), "{listed}");
 }
 
 #[tokio::test]

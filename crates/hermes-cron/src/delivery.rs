@@ -98,16 +98,8 @@ impl Target {
     }
 }
 
-/// The outcome of delivering to one target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeliveryResult {
-    /// The target as written.
-    pub target: String,
-    /// True when delivered.
-    pub ok: bool,
-    /// What happened (`saved to …`, `HTTP 500 after 3 attempts`, …).
-    pub detail: String,
-}
+/// The outcome of delivering to one target (stored with the run in `state.db`).
+pub type DeliveryResult = hermes_store::CronDelivery;
 
 /// A message for a platform chat.
 #[derive(Debug, Clone, PartialEq, Eq)]

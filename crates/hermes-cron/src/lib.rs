@@ -4,7 +4,8 @@
 //! IANA time zone ([`Schedule`]), the jobs file `HERMES_HOME/cron/jobs.json` under a
 //! cross-process lock ([`JobStore`]), exactly-once claiming of due runs with a persisted lease
 //! and the missed-run policy ([`claim`]), the scheduler task ([`Scheduler`]), headless agent
-//! runs ([`AgentRunner`]), output files, delivery ([`Deliverer`]) and run history.
+//! runs ([`AgentRunner`]), output files, delivery ([`Deliverer`]) and run history in
+//! `state.db` ([`RunLog`]).
 //!
 //! Must not: talk to messaging platforms itself (the gateway supplies a [`PlatformSender`]),
 //! render terminal output, or resolve which model to use (the front end passes a factory).
@@ -29,15 +30,15 @@ pub use delivery::{
     Target,
 };
 pub use headless::{AgentRunner, CRON_PREAMBLE, CRON_TOOLSET, ClientFactory, HeadlessOptions};
-pub use history::{RunRecord, append_run, list_runs};
+pub use history::{IMPORTED_RUNS_FILE, ImportReport, PENDING_RUNS_FILE, RunLog, RunRecord};
 pub use job::{Job, JobPatch, Lease, NewJob, Origin, Repeat};
-pub use listing::{jobs_table, runs_table};
+pub use listing::{jobs_table, runs_table, status_text};
 pub use schedule::{
     ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes, parse_timezone,
 };
 pub use scheduler::{
     INACTIVITY_TIMEOUT, JobRunner, MAX_SLEEP, RunOutput, RunStatus, SILENT_MARKER, Scheduler,
-    SchedulerConfig, TickReport,
+    SchedulerBeat, SchedulerConfig, TickReport,
 };
 pub use store::{JobStore, JobStoreError, JobsFile};
 pub use tool::{CRONJOB_TOOL_PROMPT, CRONJOB_TOOLSET, CronjobTool};

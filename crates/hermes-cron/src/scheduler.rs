@@ -1,20 +1,27 @@
 //! The scheduler: claims due runs ([`crate::claim`]), executes them through a [`JobRunner`]
 //! with at most `max_parallel` at once, saves the output, delivers it and records the run.
-//! [`Scheduler::run_forever`] is one task that sleeps until the next due time (re-reading the
-//! jobs file at least every [`MAX_SLEEP`] to see jobs added by other processes);
-//! [`Scheduler::tick`] is one pass for `hermes cron tick` under system cron.
+//! [`Scheduler::run_forever`] is one task (inside `hermes gateway run`) that sleeps until the
+//! next due time, or until [`Scheduler::wake`] says the jobs changed in this process, re-reading
+//! the jobs file at least every [`MAX_SLEEP`] to see jobs added by other processes; it leaves a
+//! heartbeat in `cron/scheduler.json` ([`SchedulerBeat`]) for `hermes cron status`.
+//! [`Scheduler::tick`] is one pass for `hermes cron tick` under system cron. Both claim runs
+//! through the same persisted lease in `jobs.json` ([`crate::claim`]), so a gateway scheduler
+//! and system-cron ticks on one home never fire one due time twice (C39). Finished runs go to
+//! the run history in `state.db` ([`RunLog`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use hermes_store::SessionStore;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::claim::{self, Claim, Finish};
 use crate::clock::Clock;
 use crate::delivery::{Deliverer, Outgoing, Target};
-use crate::history::{RunRecord, append_run};
+use crate::history::{RunLog, RunRecord};
 use crate::job::Job;
 use crate::store::{JobStore, JobStoreError};
 
@@ -84,6 +91,8 @@ impl Default for SchedulerConfig {
 #[derive(Clone)]
 pub struct Scheduler {
     store: JobStore,
+    log: RunLog,
+    wake: Arc<tokio::sync::Notify>,
     clock: Arc<dyn Clock>,
     runner: Arc<dyn JobRunner>,
     deliverer: Deliverer,
@@ -109,15 +118,19 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Scheduler {
-    /// A scheduler for `store`.
+    /// A scheduler for the jobs of `store` that records runs in `history` (the home's
+    /// `state.db`).
     pub fn new(
         store: JobStore,
+        history: Arc<SessionStore>,
         clock: Arc<dyn Clock>,
         runner: Arc<dyn JobRunner>,
         deliverer: Deliverer,
         config: SchedulerConfig,
     ) -> Scheduler {
         Scheduler {
+            log: RunLog::new(store.clone(), history),
+            wake: Arc::new(tokio::sync::Notify::new()),
             store,
             clock,
             runner,
@@ -184,11 +197,35 @@ impl Scheduler {
         }
     }
 
-    /// Ticks, then sleeps until the earliest `next_run_at` (or [`MAX_SLEEP`]), until `cancel`.
+    /// The run history this scheduler writes.
+    pub fn history(&self) -> &RunLog {
+        &self.log
+    }
+
+    /// The jobs changed (created, edited, resumed in this process): [`Scheduler::run_forever`]
+    /// re-reads them now instead of at the end of its sleep. Shared by clones; a wake that
+    /// comes while a tick runs is kept for after it.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Ticks, then sleeps until the earliest `next_run_at` (at most [`MAX_SLEEP`]) or a
+    /// [`Scheduler::wake`], until `cancel`. Writes the heartbeat before each sleep.
     pub async fn run_forever(&self, cancel: CancellationToken) {
+        let started_at = self.clock.now();
         while !cancel.is_cancelled() {
             if let Err(e) = self.tick(&cancel).await {
                 tracing::warn!(error = %e, "cron tick failed");
+            }
+            let beat = SchedulerBeat {
+                owner: self.config.owner.clone(),
+                pid: std::process::id(),
+                started_at,
+                seen_at: self.clock.now(),
+            };
+            let store = self.store.clone();
+            if let Err(e) = blocking(move || beat.write(&store)).await {
+                tracing::debug!(error = %e, "cron heartbeat not written");
             }
             let store = self.store.clone();
             let next = blocking(move || store.list()).await.ok().and_then(|jobs| {
@@ -204,6 +241,7 @@ impl Scheduler {
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(wait) => {}
+                () = self.wake.notified() => {}
             }
         }
     }
@@ -274,9 +312,10 @@ impl Scheduler {
         };
         let (store, rec) = (self.store.clone(), record.clone());
         let (job_id, run_id) = (c.job.id.clone(), c.run_id.clone());
+        let log = self.log.clone();
         blocking(move || {
             claim::finish(&store, &job_id, &run_id, &finish)?;
-            append_run(&store, &rec)
+            log.record(&rec)
         })
         .await?;
         Ok(record)
@@ -306,6 +345,47 @@ impl Scheduler {
             }
             Err(_) => None,
         }
+    }
+}
+
+/// The heartbeat of a running [`Scheduler::run_forever`] (`cron/scheduler.json`), rewritten
+/// after every pass; read by `hermes cron status` to say whether a scheduler runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerBeat {
+    /// The scheduler's lease owner name.
+    pub owner: String,
+    /// Its process id.
+    pub pid: u32,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// The end of its latest pass over the jobs (it passes at least every [`MAX_SLEEP`]
+    /// unless a run is in progress).
+    pub seen_at: DateTime<Utc>,
+}
+
+impl SchedulerBeat {
+    /// `HERMES_HOME/cron/scheduler.json`.
+    pub fn path(store: &JobStore) -> std::path::PathBuf {
+        store.dir().join("scheduler.json")
+    }
+
+    /// Writes the heartbeat (a small file replaced in place). Blocking.
+    pub fn write(&self, store: &JobStore) -> Result<(), JobStoreError> {
+        let path = Self::path(store);
+        let text = serde_json::to_string_pretty(self).map_err(|e| JobStoreError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::create_dir_all(store.dir())
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|source| JobStoreError::Io { path, source })
+    }
+
+    /// The latest heartbeat, if a scheduler ever ran on this home (an unreadable file counts
+    /// as none). Blocking.
+    pub fn read(store: &JobStore) -> Option<SchedulerBeat> {
+        let text = std::fs::read_to_string(Self::path(store)).ok()?;
+        serde_json::from_str(&text).ok()
     }
 }
 

@@ -43,6 +43,9 @@ pub enum JobStoreError {
     /// The schedule text is invalid.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// The run history in `state.db` could not be read or written.
+    #[error("cron run history: {0}")]
+    History(#[from] hermes_store::StoreError),
     /// A job with an empty prompt and no script has nothing to do.
     #[error("a job needs a prompt (or a script with no_agent)")]
     EmptyPrompt,

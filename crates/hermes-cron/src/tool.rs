@@ -22,6 +22,7 @@ pub const CRONJOB_TOOL_PROMPT: &str = include_str!("../prompts/cronjob_tool.md")
 pub const CRONJOB_TOOLSET: &str = "cronjob";
 
 /// The `cronjob` tool over one jobs file.
+#[derive(Clone)]
 pub struct CronjobTool {
     store: JobStore,
     clock: Arc<dyn Clock>,
@@ -47,6 +48,27 @@ impl CronjobTool {
             tz,
             scheduler,
             origin,
+        }
+    }
+
+    /// The same tool for a session in the chat `origin` (a gateway session): jobs it creates
+    /// remember that chat and deliver there by default.
+    pub fn with_origin(&self, origin: Option<Origin>) -> CronjobTool {
+        CronjobTool {
+            origin,
+            ..self.clone()
+        }
+    }
+
+    /// The chat new jobs remember, if any.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
+    }
+
+    /// Tells the scheduler (if this tool has one) that the jobs changed.
+    fn wake(&self) {
+        if let Some(s) = &self.scheduler {
+            s.wake();
         }
     }
 
@@ -93,7 +115,9 @@ impl CronjobTool {
                     schedule: str_arg(args, "schedule").ok_or("`create` needs `schedule`")?,
                     skills: list_arg(args, "skills").unwrap_or_default(),
                     model: str_arg(args, "model"),
-                    deliver: str_arg(args, "deliver"),
+                    // From a chat, results go back to that chat unless told otherwise.
+                    deliver: str_arg(args, "deliver")
+                        .or_else(|| self.origin.as_ref().map(|_| "origin".to_string())),
                     repeat: u32_arg(args, "repeat"),
                     origin: self.origin.clone(),
                     script: None,
@@ -105,6 +129,7 @@ impl CronjobTool {
                 let job = self
                     .blocking(move |s, now, tz| s.create(new, now, tz))
                     .await?;
+                self.wake();
                 Ok(json!({"created": self.job_json(&job)}))
             }
             "list" => {
@@ -134,6 +159,7 @@ impl CronjobTool {
                 let job = self
                     .blocking(move |s, now, tz| s.edit(&key, patch, now, tz))
                     .await?;
+                self.wake();
                 Ok(json!({"updated": self.job_json(&job)}))
             }
             "pause" => {
@@ -146,6 +172,7 @@ impl CronjobTool {
                 let job = self
                     .blocking(move |s, now, tz| s.resume(&key, now, tz))
                     .await?;
+                self.wake();
                 Ok(json!({"resumed": self.job_json(&job)}))
             }
             "remove" => {

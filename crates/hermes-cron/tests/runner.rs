@@ -56,6 +56,7 @@ async fn env(inactivity: Duration) -> Env {
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
+        store.clone(),
         Arc::new(SystemClock),
         Arc::new(runner),
         Deliverer::new(None),

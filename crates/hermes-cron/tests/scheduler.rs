@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use hermes_cron::{
     Deliverer, Job, JobRunner, JobStore, NO_GATEWAY, NewJob, PlatformMessage, PlatformSender,
-    RunOutput, RunStatus, Scheduler, SchedulerConfig, TokioClock, list_runs,
+    RunOutput, RunStatus, Scheduler, SchedulerConfig, TokioClock,
 };
 use hermes_testkit::TempHome;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +76,7 @@ fn scheduler(
     deliverer.retry_base = std::time::Duration::from_millis(1);
     Scheduler::new(
         JobStore::new(home.home()),
+        Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap()),
         Arc::new(TokioClock::starting_at(start)),
         runner,
         deliverer,
@@ -216,7 +217,7 @@ async fn a_timed_out_run_is_recorded_and_the_next_run_still_happens() {
         s.tick(&CancellationToken::new()).await.unwrap().runs.len(),
         1
     );
-    let runs = list_runs(&store, Some(&job.id), 10).unwrap();
+    let runs = s.history().list(Some(&job.id), 10).unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r.status == "timeout"));
 }

@@ -49,6 +49,7 @@ fn fixture(with_scheduler: bool) -> Fixture {
     let runner = Arc::new(CountingRunner::default());
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
+        Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap()),
         clock.clone(),
         runner.clone(),
         Deliverer::new(None),

@@ -19,6 +19,10 @@ pub struct AgentSpec {
     pub ephemeral_prompt: Option<String>,
     /// Decides dangerous commands (in chat: `/approve`, `/deny`, with a timeout).
     pub approver: Arc<dyn Approver>,
+    /// The chat this session serves (platform, chat, thread, and the sender of the message
+    /// that started the agent); `None` for the API server. Tools use it to answer later in
+    /// the same chat (the `cronjob` tool's `origin` delivery, issue 8).
+    pub origin: Option<crate::platform::MessageSource>,
 }
 
 /// Builds agents for gateway sessions.

@@ -5,7 +5,8 @@
 //! default), the OpenAI-compatible HTTP API server, session keys and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
 //! (`display.busy_input_mode`), reply delivery (chunking, platform formatting, streaming
-//! edits) and lifecycle hooks.
+//! edits), lifecycle hooks, and unprompted messages to chats or home channels ([`Outbox`], used
+//! for the results of scheduled jobs).
 //!
 //! Must not: run the agent loop itself (it drives `hermes-agent`), resolve which model to use
 //! (the front end passes an agent factory), or contain provider-specific code.
@@ -18,6 +19,7 @@ pub mod delivery;
 mod error;
 mod factory;
 pub mod keys;
+pub mod outbox;
 mod platform;
 pub mod platforms;
 pub mod routing;
@@ -31,6 +33,7 @@ pub use delivery::{
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
 pub use keys::{KeyOptions, session_key};
+pub use outbox::{Outbox, OutboxError};
 pub use platform::{
     Attachment, AttachmentKind, ChatTarget, ChatType, InboundMessage, LengthUnit, Markup,
     MessageSource, PlatformAdapter, PlatformLimits, SentMessage,

@@ -39,6 +39,7 @@ impl CapturedRequest {
 #[derive(Default)]
 struct Shared {
     queue: VecDeque<MockResponse>,
+    routed: Vec<(String, MockResponse)>,
     requests: Vec<CapturedRequest>,
     models: Option<Value>,
     fallback: Option<MockResponse>,
@@ -56,8 +57,9 @@ fn lock(s: &SharedState) -> MutexGuard<'_, Shared> {
 
 /// An OpenAI-compatible server on `127.0.0.1:<free port>` running inside the test's tokio
 /// runtime. `POST /v1/chat/completions` (and, for the Anthropic and Responses adapters,
-/// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves queued
-/// [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
+/// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves a
+/// response routed to the request by its content ([`MockProvider::push_matching`]) first,
+/// else queued [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
 /// HTTP 500 with an explanatory error body) and records every request;
 /// `GET /v1/models` lists one model; `GET /props` (llama.cpp server) answers 404 until
 /// [`MockProvider::set_props`]. The server stops when this value is dropped.
@@ -100,6 +102,16 @@ impl MockProvider {
     /// Queues a response for the next chat request.
     pub fn push(&self, response: MockResponse) {
         lock(&self.state).queue.push_back(response);
+    }
+
+    /// Serves `response` once, to the first chat request whose raw body contains `needle`
+    /// (a byte-exact substring of the JSON text; beware JSON escaping), ahead of the queue.
+    /// Routed responses are tried in the order they were added. For concurrent callers whose
+    /// request order is not fixed (a gateway turn and a scheduled run).
+    pub fn push_matching(&self, needle: &str, response: MockResponse) {
+        lock(&self.state)
+            .routed
+            .push((needle.to_string(), response));
     }
 
     /// Serves `response` (again and again) whenever the queue is empty, instead of the HTTP 500
@@ -177,7 +189,15 @@ async fn chat(
     let next = {
         let mut s = lock(&state);
         s.requests.push(capture(&headers, uri.path(), &body));
-        s.queue.pop_front().or_else(|| s.fallback.clone())
+        let text = String::from_utf8_lossy(&body);
+        match s
+            .routed
+            .iter()
+            .position(|(needle, _)| text.contains(needle.as_str()))
+        {
+            Some(i) => Some(s.routed.remove(i).1),
+            None => s.queue.pop_front().or_else(|| s.fallback.clone()),
+        }
     };
     let Some(resp) = next else {
         return plain(

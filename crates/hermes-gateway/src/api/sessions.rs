@@ -110,6 +110,7 @@ async fn create_inner(state: ApiState, body: Bytes) -> Result<Response, ApiFailu
         source: API_SOURCE.to_string(),
         ephemeral_prompt: None,
         approver: state.approver.clone(),
+        origin: None,
     };
     let agent = state.inner.factory.build(spec).await.map_err(|e| {
         ApiFailure::server(

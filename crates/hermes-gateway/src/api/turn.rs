@@ -97,6 +97,7 @@ pub(crate) async fn prepare(
         source: API_SOURCE.to_string(),
         ephemeral_prompt: ephemeral.clone(),
         approver: state.approver.clone(),
+        origin: None,
     };
     let agent = match &session {
         Some(id) => {

@@ -247,6 +247,7 @@ async fn checkout(
         source: msg.source.platform.clone(),
         ephemeral_prompt: Some(platform_context(msg)),
         approver: Arc::new(approver),
+        origin: Some(msg.source.clone()),
     };
     let agent = inner.factory.build(spec).await?;
     let sid = agent.session_id().to_string();

@@ -1,0 +1,266 @@
+//! End to end (issue 8, "How it is checked"): the gateway as `hermes gateway run` serves it
+//! ([`crate::gateway_cmd::serve`]), with the mock model and a fake platform adapter. A job
+//! created through the `cronjob` tool in a DM fires on the gateway's own scheduler and its
+//! reply arrives in that chat; a `[SILENT]` reply delivers nothing but is in the run history.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_cron::{JobStore, RunLog, RunRecord};
+use hermes_gateway::config::GatewayConfig;
+use hermes_gateway::{
+    ChatTarget, ChatType, InboundMessage, LengthUnit, Markup, MessageSource, PlatformAdapter,
+    PlatformError, PlatformLimits, SentMessage,
+};
+use hermes_protocol::config::Config;
+use hermes_testkit::{MockProvider, MockResponse, TempHome};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::args::ChatArgs;
+
+/// A phrase of the cron preamble: only scheduled runs send it to the model.
+const CRON_RUN: &str = "You are running as a scheduled job";
+
+/// A platform that records what is sent and forwards what the test injects.
+struct FakeChat {
+    inbound: Mutex<Option<mpsc::Receiver<InboundMessage>>>,
+    sent: Mutex<Vec<(ChatTarget, String)>>,
+    next_id: AtomicU64,
+}
+
+impl FakeChat {
+    fn texts_to(&self, chat: &str) -> Vec<String> {
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t.chat_id == chat)
+            .map(|(_, text)| text.clone())
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl PlatformAdapter for FakeChat {
+    fn name(&self) -> &str {
+        "telegram"
+    }
+    fn limits(&self) -> PlatformLimits {
+        PlatformLimits {
+            max_message_len: 4096,
+            length_unit: LengthUnit::Utf16,
+            markup: Markup::Plain,
+            supports_edit: false,
+        }
+    }
+    async fn run(
+        &self,
+        inbound: mpsc::Sender<InboundMessage>,
+        cancel: CancellationToken,
+    ) -> Result<(), PlatformError> {
+        let Some(mut rx) = self.inbound.lock().unwrap().take() else {
+            return Ok(());
+        };
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return Ok(()),
+                m = rx.recv() => match m {
+                    Some(m) => { let _ = inbound.send(m).await; }
+                    None => { cancel.cancelled().await; return Ok(()); }
+                },
+            }
+        }
+    }
+    async fn send(&self, target: &ChatTarget, text: &str) -> Result<SentMessage, PlatformError> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push((target.clone(), text.to_string()));
+        Ok(SentMessage {
+            message_id: self.next_id.fetch_add(1, Ordering::SeqCst).to_string(),
+        })
+    }
+    async fn edit(&self, _: &ChatTarget, _: &SentMessage, _: &str) -> Result<(), PlatformError> {
+        Ok(())
+    }
+    async fn send_file(
+        &self,
+        _: &ChatTarget,
+        _: &Path,
+        _: Option<&str>,
+    ) -> Result<SentMessage, PlatformError> {
+        Ok(SentMessage {
+            message_id: "file".into(),
+        })
+    }
+    async fn typing(&self, _: &ChatTarget) -> Result<(), PlatformError> {
+        Ok(())
+    }
+}
+
+fn dm(text: &str, id: &str) -> InboundMessage {
+    InboundMessage {
+        source: MessageSource {
+            platform: "telegram".into(),
+            chat_type: ChatType::Dm,
+            chat_id: Some("4242".into()),
+            thread_id: None,
+            user_id: Some("77".into()),
+            user_name: Some("Ann".into()),
+        },
+        message_id: Some(id.into()),
+        text: text.into(),
+        reply_to: None,
+        reply_to_text: None,
+        attachments: Vec::new(),
+    }
+}
+
+/// The model's call creating a one-shot job that is due at once (an ISO time 5 s ago, inside
+/// the 2-minute grace for past one-shots).
+fn create_call(call_id: &str, prompt: &str) -> MockResponse {
+    let at = (chrono::Utc::now() - chrono::Duration::seconds(5))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let args = serde_json::json!({"action": "create", "schedule": at, "prompt": prompt});
+    MockResponse::tool_calls(&[(call_id, "cronjob", &args.to_string())])
+}
+
+async fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..1800 {
+        if let Some(v) = check() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn runs(log: &RunLog) -> Vec<RunRecord> {
+    log.list(None, 10).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_recorded() {
+    let mock = MockProvider::start().await;
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.home().config_file(),
+        format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\nterminal:\n  cwd: {}\n",
+            mock.base_url(),
+            cwd.path().display()
+        ),
+    )
+    .unwrap();
+    let env: BTreeMap<String, String> =
+        [("GATEWAY_ALLOW_ALL_USERS".to_string(), "true".to_string())].into();
+    let app = App {
+        home: home.home().clone(),
+        config: Config::load(&home.home().config_file()).unwrap().config,
+        config_warnings: Vec::new(),
+        env,
+    };
+    let (tx, rx) = mpsc::channel(8);
+    let chat = Arc::new(FakeChat {
+        inbound: Mutex::new(Some(rx)),
+        sent: Mutex::new(Vec::new()),
+        next_id: AtomicU64::new(1),
+    });
+    let (config, _) = GatewayConfig::from_config(&app.config, &app.env, None).unwrap();
+    let cancel = CancellationToken::new();
+    let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![chat.clone()];
+    let served = tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            crate::gateway_cmd::serve(&app, None, &ChatArgs::default(), config, adapters, cancel)
+                .await
+        }
+    });
+    let log = RunLog::new(
+        JobStore::new(home.home()),
+        Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap()),
+    );
+
+    // 1. "Remind me": the model schedules a job; the scheduled run answers in the same DM.
+    mock.push(create_call("call_1", "Greet Ann and name today's date."));
+    mock.push(MockResponse::text("Done, I scheduled it."));
+    mock.push_matching(CRON_RUN, MockResponse::text("Good morning, Ann!"));
+    tx.send(dm("greet me in a moment", "m1")).await.unwrap();
+    wait_for("the scheduled reply in chat 4242", || {
+        chat.texts_to("4242")
+            .iter()
+            .any(|t| t.contains("Good morning, Ann!"))
+            .then_some(())
+    })
+    .await;
+    let first = wait_for("the first run in the history", || {
+        runs(&log).into_iter().next()
+    })
+    .await;
+    assert_eq!(first.status, "ok", "{first:?}");
+    assert_eq!(first.deliveries.len(), 1, "{first:?}");
+    assert_eq!(first.deliveries[0].target, "origin");
+    assert!(first.deliveries[0].ok, "{first:?}");
+    let job = JobStore::new(home.home()).get(&first.job_id).unwrap();
+    let origin = job.origin.expect("the job remembers its chat");
+    assert_eq!(
+        (origin.platform.as_str(), origin.chat_id.as_str()),
+        ("telegram", "4242")
+    );
+    assert_eq!(job.deliver, "origin");
+    let session = first.session_id.clone().expect("an agent ran");
+    let stored = log.db().get_session(&session).unwrap().unwrap();
+    assert_eq!(stored.source, "cron");
+    wait_for("the turn's own reply", || {
+        chat.texts_to("4242")
+            .iter()
+            .any(|t| t.contains("Done, I scheduled it."))
+            .then_some(())
+    })
+    .await;
+
+    // 2. A run that answers exactly [SILENT] sends nothing but is recorded.
+    mock.push(create_call(
+        "call_2",
+        "Check the disk; report only problems.",
+    ));
+    mock.push(MockResponse::text("Noted."));
+    mock.push_matching(CRON_RUN, MockResponse::text("[SILENT]"));
+    tx.send(dm("watch the disk", "m2")).await.unwrap();
+    let silent = wait_for("the silent run in the history", || {
+        runs(&log).into_iter().find(|r| r.run_id != first.run_id)
+    })
+    .await;
+    assert_eq!(silent.status, "silent", "{silent:?}");
+    assert!(silent.deliveries.is_empty(), "{silent:?}");
+    wait_for("the second turn's reply", || {
+        chat.texts_to("4242")
+            .iter()
+            .any(|t| t.contains("Noted."))
+            .then_some(())
+    })
+    .await;
+    let texts = chat.texts_to("4242");
+    assert!(!texts.iter().any(|t| t.contains("[SILENT]")), "{texts:?}");
+    assert_eq!(
+        texts.iter().filter(|t| t.contains("Good morning")).count(),
+        1,
+        "{texts:?}"
+    );
+    assert_eq!(mock.pending(), 0);
+
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(60), served)
+        .await
+        .expect("the gateway stops")
+        .unwrap()
+        .unwrap();
+}

@@ -1,0 +1,195 @@
+//! Messages the gateway sends on its own initiative rather than as a reply (issue 8: the
+//! results of scheduled jobs). An [`Outbox`] holds the running adapters by platform name and
+//! each platform's home channel, renders Markdown into the platform's chunks
+//! ([`crate::render_chunks`], the same splitting and markup as replies) and sends them in
+//! order. The front end wraps it for the scheduler (hermes-cli implements hermes-cron's
+//! `PlatformSender` over it; gateway and cron are both layer 7 and do not depend on each
+//! other).
+//!
+//! Home channels (FEATURES §1 Cron, delivery target `<platform>`) come from
+//! `<PLATFORM>_HOME_CHANNEL` in the environment or `.env`, written `<chat>` or
+//! `<chat>:<thread>` (for example `TELEGRAM_HOME_CHANNEL=-1001234567890`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::platform::{ChatTarget, PlatformAdapter};
+
+/// Why an outbox message was not (completely) sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutboxError {
+    /// No adapter of that platform runs in this gateway.
+    #[error("platform `{platform}` is not running in this gateway (running: {running})")]
+    NotRunning {
+        /// The platform asked for.
+        platform: String,
+        /// The platforms that run, comma-separated (`none` when none).
+        running: String,
+    },
+    /// The target was the platform's home channel and none is configured.
+    #[error(
+        "no home channel for {platform}: set {var} to a chat id (`<chat>` or `<chat>:<thread>`)"
+    )]
+    NoHomeChannel {
+        /// The platform.
+        platform: String,
+        /// The variable that sets it (`TELEGRAM_HOME_CHANNEL`, …).
+        var: String,
+    },
+    /// The message rendered to nothing (empty or whitespace text).
+    #[error("nothing to send: the message is empty")]
+    Empty,
+    /// The platform refused a part; `sent` parts before it went out.
+    #[error("{detail} (sent {sent} of {total} parts)")]
+    Send {
+        /// Parts delivered before the failure.
+        sent: usize,
+        /// Parts in the message.
+        total: usize,
+        /// The platform error.
+        detail: String,
+    },
+}
+
+/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`.
+pub fn home_channel_var(platform: &str) -> String {
+    format!("{}_HOME_CHANNEL", platform.to_ascii_uppercase())
+}
+
+/// Reads every `<PLATFORM>_HOME_CHANNEL` of `env` (values `<chat>` or `<chat>:<thread>`;
+/// empty values are ignored), keyed by lower-case platform name.
+pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
+    env.iter()
+        .filter_map(|(k, v)| {
+            let platform = k.strip_suffix("_HOME_CHANNEL")?;
+            let v = v.trim();
+            if platform.is_empty() || v.is_empty() {
+                return None;
+            }
+            let (chat, thread) = match v.split_once(':') {
+                Some((c, t)) if !t.trim().is_empty() => (c.trim(), Some(t.trim().to_string())),
+                Some((c, _)) => (c.trim(), None),
+                None => (v, None),
+            };
+            Some((
+                platform.to_ascii_lowercase(),
+                ChatTarget {
+                    chat_id: chat.to_string(),
+                    thread_id: thread,
+                    reply_to: None,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Sends unprompted messages through the gateway's running adapters.
+#[derive(Clone)]
+pub struct Outbox {
+    adapters: BTreeMap<String, Arc<dyn PlatformAdapter>>,
+    homes: BTreeMap<String, ChatTarget>,
+}
+
+impl Outbox {
+    /// An outbox over `adapters` (keyed by [`PlatformAdapter::name`], lower-cased) with the
+    /// home channels `homes` (see [`home_channels_from_env`]).
+    pub fn new(
+        adapters: &[Arc<dyn PlatformAdapter>],
+        homes: BTreeMap<String, ChatTarget>,
+    ) -> Outbox {
+        Outbox {
+            adapters: adapters
+                .iter()
+                .map(|a| (a.name().to_ascii_lowercase(), a.clone()))
+                .collect(),
+            homes,
+        }
+    }
+
+    /// The platforms it can send to, sorted.
+    pub fn platforms(&self) -> Vec<String> {
+        self.adapters.keys().cloned().collect()
+    }
+
+    /// The home channel of `platform`, if configured.
+    pub fn home_channel(&self, platform: &str) -> Option<&ChatTarget> {
+        self.homes.get(&platform.to_ascii_lowercase())
+    }
+
+    /// Sends `markdown` to `chat` on `platform` (`None`: the platform's home channel), split
+    /// and formatted for the platform. Returns the number of parts sent. No retries here:
+    /// the caller decides (the scheduler retries with backoff).
+    pub async fn send(
+        &self,
+        platform: &str,
+        chat: Option<ChatTarget>,
+        markdown: &str,
+    ) -> Result<usize, OutboxError> {
+        let key = platform.to_ascii_lowercase();
+        let Some(adapter) = self.adapters.get(&key) else {
+            let running = self.platforms().join(", ");
+            return Err(OutboxError::NotRunning {
+                platform: key,
+                running: if running.is_empty() {
+                    "none".into()
+                } else {
+                    running
+                },
+            });
+        };
+        let target = match chat {
+            Some(t) => t,
+            None => self
+                .homes
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| OutboxError::NoHomeChannel {
+                    var: home_channel_var(&key),
+                    platform: key.clone(),
+                })?,
+        };
+        let chunks = crate::render_chunks(markdown, &adapter.limits());
+        if chunks.is_empty() {
+            return Err(OutboxError::Empty);
+        }
+        let total = chunks.len();
+        for (sent, chunk) in chunks.iter().enumerate() {
+            if let Err(e) = adapter.send(&target, chunk).await {
+                return Err(OutboxError::Send {
+                    sent,
+                    total,
+                    detail: e.to_string(),
+                });
+            }
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn home_channels_read_chat_and_thread() {
+        let env: BTreeMap<String, String> = [
+            ("TELEGRAM_HOME_CHANNEL", "-100123"),
+            ("DISCORD_HOME_CHANNEL", " 555:777 "),
+            ("SLACK_HOME_CHANNEL", ""),
+            ("HOME_CHANNEL", "x"),
+            ("TELEGRAM_BOT_TOKEN", "t"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let homes = home_channels_from_env(&env);
+        assert_eq!(homes.len(), 2, "{homes:?}");
+        assert_eq!(homes["telegram"].chat_id, "-100123");
+        assert_eq!(homes["telegram"].thread_id, None);
+        assert_eq!(homes["discord"].chat_id, "555");
+        assert_eq!(homes["discord"].thread_id.as_deref(), Some("777"));
+        assert_eq!(home_channel_var("slack"), "SLACK_HOME_CHANNEL");
+    }
+}
