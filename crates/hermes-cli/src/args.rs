@@ -202,6 +202,18 @@ pub enum McpCmd {
         /// Server name.
         name: String,
     },
+    /// Authorizes hermes with an `auth: oauth` server: prints the authorization URL to open
+    /// in a browser and waits for the redirect to a loopback address; tokens are stored in
+    /// `HERMES_HOME/mcp-tokens/<name>.json` (mode 0600).
+    Login {
+        /// Server name.
+        name: String,
+    },
+    /// Forgets the OAuth tokens stored for a server.
+    Logout {
+        /// Server name.
+        name: String,
+    },
 }
 
 /// `hermes sessions …`

@@ -24,6 +24,7 @@ mod hangup;
 mod input;
 mod mcp_cmd;
 mod mcp_elicit;
+mod mcp_login;
 mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;

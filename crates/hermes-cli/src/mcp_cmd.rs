@@ -76,6 +76,7 @@ fn options(
         facts: SessionFacts {
             cwd: cwd.to_path_buf(),
             log_dir: Some(app.home.root().join("logs")),
+            token_dir: Some(app.home.root().join("mcp-tokens")),
             sampler: None,
             elicitor: None,
         },
@@ -90,7 +91,10 @@ fn options(
 fn describe(spec: &ServerSpec) -> String {
     match &spec.transport {
         Transport::Stdio { command, args, .. } => format!("stdio: {command} {}", args.join(" ")),
-        Transport::Http { url, .. } => format!("http: {url}"),
+        Transport::Http {
+            url, oauth: None, ..
+        } => format!("http: {url}"),
+        Transport::Http { url, .. } => format!("http: {url} (oauth)"),
     }
 }
 
@@ -143,6 +147,8 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
             outln!("added MCP server `{name}`; check it with `hermes mcp test {name}`");
             Ok(0)
         }
+        McpCmd::Login { name } => crate::mcp_login::login(&app, &configured(&app), name).await,
+        McpCmd::Logout { name } => crate::mcp_login::logout(&app, name).await,
         McpCmd::Remove { name } => {
             edit_config(&app, |text| crate::config_edit::remove_server(text, name))?;
             outln!("removed MCP server `{name}`");

@@ -6,14 +6,21 @@
 //! scenario's one tool, answering elicitation by accepting the schema's defaults (SEP-1034,
 //! the answer a user gives by pressing Enter at every field of the REPL's form). Exit code 0
 //! when the connection and the scenario's calls succeeded.
+//!
+//! For `auth/*` scenarios the server is configured `auth: oauth`: the example first runs
+//! [`hermes_mcp::oauth::authorize`] with the headless approver (the suite's authorization
+//! server approves at once), with the pre-registered `client_id`/`client_secret` of
+//! `MCP_CONFORMANCE_CONTEXT` when the scenario gives them, stores the tokens in a temporary
+//! token folder, then connects and calls the server's `test-tool` like a hermes session would.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use hermes_mcp::config::{ServerSpec, ToolFilter, Transport};
+use hermes_mcp::config::{OAuthSettings, ServerSpec, ToolFilter, Transport};
 use hermes_mcp::elicitation::{ElicitationAnswer, ElicitationRequest, Elicitor, defaults_of};
+use hermes_mcp::oauth;
 use hermes_mcp::server::{ServerState, SessionFacts};
 use hermes_mcp::{McpManager, StartOptions};
 
@@ -39,11 +46,39 @@ async fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let token_dir = std::env::temp_dir().join(format!("hermes-conformance-{}", std::process::id()));
+    let oauth = if scenario.starts_with("auth/") {
+        let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+            .ok()
+            .and_then(|c| serde_json::from_str(&c).ok())
+            .unwrap_or_default();
+        let text = |k: &str| context.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let settings = OAuthSettings {
+            client_id: text("client_id"),
+            client_secret: text("client_secret"),
+            // The client-metadata URL `auth/basic-cimd` expects (it does not fetch it).
+            client_metadata_url: Some("https://conformance-test.local/client-metadata.json".into()),
+            ..OAuthSettings::default()
+        };
+        let store = oauth::FileTokenStore::new(oauth::token_path(&token_dir, "conformance"));
+        let approver = oauth::HeadlessApprover {
+            redirect_uri: "http://127.0.0.1:9/callback".to_string(),
+        };
+        if let Err(e) = oauth::authorize(&url, &settings, store, &approver).await {
+            eprintln!("authorization failed: {e}");
+            let _ = std::fs::remove_dir_all(&token_dir);
+            return std::process::ExitCode::FAILURE;
+        }
+        Some(settings)
+    } else {
+        None
+    };
     let spec = ServerSpec {
         name: "conformance".to_string(),
         transport: Transport::Http {
             url,
             headers: BTreeMap::new(),
+            oauth,
         },
         call_timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(30),
@@ -57,6 +92,7 @@ async fn main() -> std::process::ExitCode {
         facts: SessionFacts {
             cwd,
             log_dir: None,
+            token_dir: Some(token_dir.clone()),
             sampler: None,
             elicitor: Some(Arc::new(AcceptDefaults)),
         },
@@ -67,6 +103,7 @@ async fn main() -> std::process::ExitCode {
     let state = manager.server("conformance").map(|s| s.state());
     if state != Some(ServerState::Ready) {
         eprintln!("connect failed: {state:?}");
+        let _ = std::fs::remove_dir_all(&token_dir);
         manager.shutdown().await;
         return std::process::ExitCode::FAILURE;
     }
@@ -81,6 +118,7 @@ async fn main() -> std::process::ExitCode {
             serde_json::json!({}),
         )),
         "sse-retry" => Some(("mcp__conformance__test_reconnection", serde_json::json!({}))),
+        s if s.starts_with("auth/") => Some(("mcp__conformance__test-tool", serde_json::json!({}))),
         _ => None,
     };
     if let Some((name, args)) = tool {
@@ -101,6 +139,7 @@ async fn main() -> std::process::ExitCode {
         }
     }
     manager.shutdown().await;
+    let _ = std::fs::remove_dir_all(&token_dir);
     if ok {
         std::process::ExitCode::SUCCESS
     } else {

@@ -48,6 +48,32 @@ pub struct McpServerConfig {
     /// Serving the server's `sampling/createMessage` requests with the session's model:
     /// `false` turns it off, a table sets the caps (default on with the default caps).
     pub sampling: crate::sampling::SamplingConfig,
+    /// `oauth` makes a Streamable HTTP server use OAuth 2.1 (tokens from `hermes mcp login`,
+    /// kept in `HERMES_HOME/mcp-tokens/<server>.json`); unset means no authorization beyond
+    /// `headers`.
+    pub auth: Option<String>,
+    /// Client settings of `auth: oauth`; all optional.
+    pub oauth: OAuthSettings,
+}
+
+/// `oauth: {client_id, client_secret, scopes, redirect_uri}` of a server with `auth: oauth`.
+/// Without `client_id` hermes registers itself dynamically (RFC 7591) when the
+/// authorization server allows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OAuthSettings {
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// Its secret (confidential clients); may use `${VAR}`.
+    pub client_secret: Option<String>,
+    /// HTTPS URL of a client ID metadata document hermes' user hosts (used as the client id
+    /// when the authorization server advertises `client_id_metadata_document_supported`).
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for; empty lets the server's challenge or metadata decide.
+    pub scopes: Vec<String>,
+    /// Loopback redirect URI for `hermes mcp login` (`http://127.0.0.1:<port>/<path>`);
+    /// default: a free port and `/callback`.
+    pub redirect_uri: Option<String>,
 }
 
 /// `tools: {include, exclude}` of one server: names as the server spells them. An empty
@@ -87,6 +113,8 @@ pub enum Transport {
         url: String,
         /// Extra headers.
         headers: BTreeMap<String, String>,
+        /// OAuth client settings when the entry says `auth: oauth`.
+        oauth: Option<OAuthSettings>,
     },
 }
 
@@ -239,9 +267,32 @@ impl McpServerConfig {
             (None, Some(url)) => Transport::Http {
                 url: expand(url)?,
                 headers: expand_map(&self.headers)?,
+                oauth: match self.auth.as_deref() {
+                    None => None,
+                    Some("oauth") => {
+                        let mut o = self.oauth.clone();
+                        if let Some(secret) = &o.client_secret {
+                            o.client_secret = Some(expand(secret)?);
+                        }
+                        if let Some(id) = &o.client_id {
+                            o.client_id = Some(expand(id)?);
+                        }
+                        Some(o)
+                    }
+                    Some(other) => {
+                        return Err(ConfigError::Shape(format!(
+                            "`mcp_servers.{name}.auth`: `{other}` is not supported (only `oauth`)"
+                        )));
+                    }
+                },
             },
             _ => return Err(ConfigError::Transport(name.to_string())),
         };
+        if self.auth.is_some() && matches!(transport, Transport::Stdio { .. }) {
+            return Err(ConfigError::Shape(format!(
+                "`mcp_servers.{name}.auth` applies to `url:` servers only"
+            )));
+        }
         Ok(ServerSpec {
             name: name.to_string(),
             transport,
@@ -307,7 +358,8 @@ mod tests {
             web.transport,
             Transport::Http {
                 url: "http://127.0.0.1:9/mcp".into(),
-                headers: [("Authorization".to_string(), "Bearer s3cret".to_string())].into()
+                headers: [("Authorization".to_string(), "Bearer s3cret".to_string())].into(),
+                oauth: None,
             }
         );
     }

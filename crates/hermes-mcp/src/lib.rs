@@ -6,7 +6,8 @@
 //! tool names ([`naming`]), result and schema mapping ([`mapping`]), the per-server circuit
 //! breaker ([`breaker`]), background reconnects with backoff ([`reconnect`]), the answers to
 //! server requests — roots, sampling through a front-end [`sampling::Sampler`], elicitation
-//! through a front-end [`elicitation::Elicitor`] — and the bridge that exposes server tools as [`hermes_tools::Tool`]s
+//! through a front-end [`elicitation::Elicitor`] — OAuth for Streamable HTTP servers
+//! ([`oauth`]: token files, login approval) and the bridge that exposes server tools as [`hermes_tools::Tool`]s
 //! ([`McpManager`], [`McpTool`]).
 //! It must not talk to models, ask the user, render output or touch the session store (the
 //! front end supplies the sampler and the elicitor); the agent decides
@@ -19,6 +20,8 @@ mod handler;
 mod manager;
 pub mod mapping;
 pub mod naming;
+pub mod oauth;
+mod oauth_loopback;
 pub mod reconnect;
 pub mod sampling;
 pub mod server;

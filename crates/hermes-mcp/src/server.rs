@@ -62,6 +62,9 @@ pub struct SessionFacts {
     /// Folder for `mcp-<server>.log` files (stderr and stdout noise); `None` logs to tracing
     /// only.
     pub log_dir: Option<PathBuf>,
+    /// Folder of the OAuth token files of `auth: oauth` servers
+    /// (`HERMES_HOME/mcp-tokens`); `None` makes such servers fail to start with a message.
+    pub token_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SessionFacts {
@@ -69,6 +72,7 @@ impl std::fmt::Debug for SessionFacts {
         f.debug_struct("SessionFacts")
             .field("cwd", &self.cwd)
             .field("log_dir", &self.log_dir)
+            .field("token_dir", &self.token_dir)
             .field("sampler", &self.sampler.is_some())
             .field("elicitor", &self.elicitor.is_some())
             .finish()
@@ -114,7 +118,7 @@ fn fill(template: &str, pairs: &[(&str, String)]) -> String {
 }
 
 /// Installs the `ring` rustls provider once (reqwest is built with `rustls-no-provider`).
-fn ensure_crypto_provider() {
+pub(crate) fn ensure_crypto_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
@@ -306,7 +310,11 @@ impl McpServer {
                     child: Some(child),
                 }
             }
-            Transport::Http { url, headers } => {
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 use rmcp::transport::StreamableHttpClientTransport;
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 ensure_crypto_provider();
@@ -320,11 +328,39 @@ impl McpServer {
                 }
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = tokio::time::timeout(limit, rmcp::serve_client(handler, transport))
-                    .await
-                    .map_err(|_| timeout_msg())?
-                    .map_err(|e| format!("initialize failed: {e}"))?;
+                let service = match oauth {
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(config);
+                        tokio::time::timeout(limit, rmcp::serve_client(handler, transport))
+                            .await
+                            .map_err(|_| timeout_msg())?
+                            .map_err(|e| format!("initialize failed: {e}"))?
+                    }
+                    Some(settings) => {
+                        let dir = self.facts.token_dir.as_ref().ok_or_else(|| {
+                            "auth: oauth needs a token folder (HERMES_HOME/mcp-tokens)".to_string()
+                        })?;
+                        let store = crate::oauth::FileTokenStore::new(crate::oauth::token_path(
+                            dir,
+                            &self.spec.name,
+                        ));
+                        let name = self.spec.name.clone();
+                        let connect = async move {
+                            let client =
+                                crate::oauth::authorized_client(&name, url, settings, store)
+                                    .await
+                                    .map_err(|e| e.to_string())?;
+                            let transport =
+                                StreamableHttpClientTransport::with_client(client, config);
+                            rmcp::serve_client(handler, transport)
+                                .await
+                                .map_err(|e| format!("initialize failed: {e}"))
+                        };
+                        tokio::time::timeout(limit, connect)
+                            .await
+                            .map_err(|_| timeout_msg())??
+                    }
+                };
                 Connection {
                     service,
                     child: None,

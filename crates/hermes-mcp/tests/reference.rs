@@ -285,6 +285,7 @@ async fn everything_server_over_streamable_http() {
     spec.transport = Transport::Http {
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: [("X-Test".to_string(), "1".to_string())].into(),
+        oauth: None,
     };
     let m = start(vec![spec], dir.path()).await;
     assert_eq!(

@@ -59,6 +59,7 @@ pub fn options(cwd: &Path) -> StartOptions {
         facts: SessionFacts {
             cwd: cwd.to_path_buf(),
             log_dir: Some(cwd.join("logs")),
+            token_dir: Some(cwd.join("mcp-tokens")),
             sampler: None,
             elicitor: None,
         },

@@ -1,0 +1,124 @@
+//! The real binary on a color terminal (a pty without `NO_COLOR`): `chat -q` draws the
+//! answer as Markdown (no `#` or `**` left, styled text, highlighted code), tool lines use the
+//! configured skin, and a broken skin file is reported with its line while the default skin
+//! takes over (issue 9 items 3, 4, 6).
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::Session;
+use expectrl::process::unix::WaitStatus;
+use hermes_testkit::MockResponse;
+
+/// Generous bound that only catches a hang.
+const BOUND: Duration = Duration::from_secs(90);
+
+/// Runs `hermes args…` on an 80×24 pty and returns (everything it wrote, exit code).
+fn run_on_pty(home: &std::path::Path, cwd: &std::path::Path, args: &[&str]) -> (String, i32) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+    cmd.env_clear()
+        .env("HERMES_HOME", home)
+        .env("HOME", home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TERM", "xterm-256color")
+        .current_dir(cwd)
+        .args(args);
+    let mut session = Session::spawn(cmd).unwrap();
+    session.get_process_mut().set_window_size(80, 24).unwrap();
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match session.try_read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => {
+                seen.extend_from_slice(&buf[..n]);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => {}
+        }
+        if let Ok(WaitStatus::Exited(_, code)) = session.get_process().status() {
+            // Drain what is left after the exit.
+            while let Ok(n) = session.try_read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            return (String::from_utf8_lossy(&seen).into_owned(), code);
+        }
+        assert!(
+            start.elapsed() < BOUND,
+            "hermes did not exit; output:\n{}",
+            String::from_utf8_lossy(&seen)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_on_a_color_terminal_draws_markdown_and_skinned_tool_lines() {
+    let env = common::Env::with_config("display:\n  skin: poseidon\n").await;
+    std::fs::write(env.cwd.path().join("notes.txt"), "water the plants\n").unwrap();
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "read_file",
+        r#"{"path":"notes.txt"}"#,
+    )]));
+    env.mock.push(MockResponse::text(
+        "# Your notes\n\nYou need to **water** the plants.\n\n```rust\nfn main() {}\n```\n",
+    ));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let (out, code) = tokio::task::spawn_blocking(move || {
+        run_on_pty(&home, &cwd, &["chat", "-q", "what is in my notes?"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{out}");
+    let plain = strip_ansi_escapes::strip_str(&out);
+    assert!(plain.contains("Your notes"), "{plain}");
+    assert!(
+        !plain.contains("# Your notes"),
+        "the heading marker is drawn, not shown: {plain}"
+    );
+    assert!(plain.contains("You need to water the plants."), "{plain}");
+    assert!(!plain.contains("**"), "{plain}");
+    assert!(
+        plain.contains("▎rust"),
+        "the code block has its label: {plain}"
+    );
+    assert!(
+        plain.contains("≈ 📖 read_file notes.txt"),
+        "poseidon's tool prefix: {plain}"
+    );
+    // Styled: the bold word and 24-bit colors (skin and syntax highlighting).
+    assert!(out.contains("\x1b[1mwater\x1b[0m"), "{out:?}");
+    assert!(out.contains("38;2;"), "{out:?}");
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_skin_file_is_reported_and_the_default_skin_used() {
+    let env = common::Env::with_config("display:\n  skin: mine\n").await;
+    let skins = env.home.path().join("skins");
+    std::fs::create_dir_all(&skins).unwrap();
+    std::fs::write(skins.join("mine.yaml"), "colors:\n  ui_ok: [\n").unwrap();
+    env.mock.push(MockResponse::text("Fine."));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let (out, code) =
+        tokio::task::spawn_blocking(move || run_on_pty(&home, &cwd, &["chat", "-q", "hello"]))
+            .await
+            .unwrap();
+    assert_eq!(code, 0, "{out}");
+    let plain = strip_ansi_escapes::strip_str(&out);
+    assert!(plain.contains("mine.yaml line"), "{plain}");
+    assert!(plain.contains("using the default skin"), "{plain}");
+    assert!(plain.contains("Fine."), "{plain}");
+}

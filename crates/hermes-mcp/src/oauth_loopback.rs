@@ -1,0 +1,146 @@
+//! The loopback redirect listener of `hermes mcp login` (RFC 8252 §7.3: native apps receive
+//! the authorization response on `http://127.0.0.1:<port>/…`).
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::Mutex;
+
+use crate::oauth::{Approver, OAuthError};
+
+/// Shows the authorization URL to the user (prints it, opens a browser…).
+pub type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Approval by the user in a browser: the URL is shown through `show`, and the answer is
+/// the first request to the listener whose query carries `code` or `error`.
+pub struct LoopbackApprover {
+    listener: Mutex<TcpListener>,
+    redirect_uri: String,
+    show: ShowUrl,
+}
+
+impl std::fmt::Debug for LoopbackApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopbackApprover")
+            .field("redirect_uri", &self.redirect_uri)
+            .finish()
+    }
+}
+
+impl LoopbackApprover {
+    /// Listens for the redirect. `redirect_uri` (the server's `oauth.redirect_uri`) must be
+    /// an `http://` URL on a loopback host with an explicit port; without one hermes listens
+    /// on `127.0.0.1` at a free port and uses `http://127.0.0.1:<port>/callback`.
+    ///
+    /// # Errors
+    /// [`OAuthError::Approval`] for a redirect URI that is not loopback `http://host:port/…`;
+    /// [`OAuthError::Io`] when the address cannot be bound.
+    pub async fn bind(redirect_uri: Option<&str>, show: ShowUrl) -> Result<Self, OAuthError> {
+        let (addr, path) = match redirect_uri {
+            None => ("127.0.0.1:0".to_string(), "/callback".to_string()),
+            Some(uri) => split_loopback(uri).ok_or_else(|| {
+                OAuthError::Approval(format!(
+                    "redirect_uri `{uri}` must look like http://127.0.0.1:<port>/<path> (or localhost)"
+                ))
+            })?,
+        };
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| OAuthError::Io {
+                what: format!("listening on {addr}"),
+                source,
+            })?;
+        let port = listener
+            .local_addr()
+            .map_err(|source| OAuthError::Io {
+                what: "reading the listener address".into(),
+                source,
+            })?
+            .port();
+        let redirect_uri = match redirect_uri {
+            Some(uri) => uri.to_string(),
+            None => format!("http://127.0.0.1:{port}{path}"),
+        };
+        Ok(Self {
+            listener: Mutex::new(listener),
+            redirect_uri,
+            show,
+        })
+    }
+}
+
+/// `http://<loopback>:<port>/<path>` → (`host:port`, `/path`).
+fn split_loopback(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix("http://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = authority.rsplit_once(':')?;
+    port.parse::<u16>().ok()?;
+    let host = match host {
+        "localhost" | "127.0.0.1" => "127.0.0.1",
+        "[::1]" => "[::1]",
+        _ => return None,
+    };
+    Some((format!("{host}:{port}"), path.to_string()))
+}
+
+const DONE_PAGE: &str = "hermes: authorization received, you can close this tab.\n";
+
+#[async_trait::async_trait]
+impl Approver for LoopbackApprover {
+    fn redirect_uri(&self) -> String {
+        self.redirect_uri.clone()
+    }
+
+    async fn approve(&self, auth_url: &str) -> Result<String, OAuthError> {
+        (self.show)(auth_url);
+        let listener = self.listener.lock().await;
+        loop {
+            let (mut sock, _) = listener.accept().await.map_err(|source| OAuthError::Io {
+                what: "accepting the redirect".into(),
+                source,
+            })?;
+            let mut buf = vec![0u8; 8192];
+            let mut len = 0;
+            while len < buf.len() {
+                match sock.read(&mut buf[len..]).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => len += n,
+                }
+                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            let head = String::from_utf8_lossy(&buf[..len]);
+            let target = head
+                .lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or("/")
+                .to_string();
+            let is_answer = target.contains("code=") || target.contains("error=");
+            let (status, body) = if is_answer {
+                ("200 OK", DONE_PAGE)
+            } else {
+                ("404 Not Found", "not the OAuth redirect\n")
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(reply.as_bytes()).await;
+            let _ = sock.shutdown().await;
+            if is_answer {
+                let base = self
+                    .redirect_uri
+                    .find("://")
+                    .and_then(|i| self.redirect_uri[i + 3..].find('/').map(|j| i + 3 + j))
+                    .map_or(self.redirect_uri.as_str(), |end| &self.redirect_uri[..end]);
+                return Ok(format!("{base}{target}"));
+            }
+        }
+    }
+}
