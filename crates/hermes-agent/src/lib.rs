@@ -2,12 +2,14 @@
 //!
 //! Owns the turn (ARCHITECTURE §2): the iteration loop, tool dispatch, conversation repair,
 //! retry of failed model calls, persistence of every completed message, and the
-//! [`AgentHandle`] queue pair (`submit(Op)` / `next_event()`) that every front end uses.
+//! [`AgentHandle`] queue pair (`submit(Op)` / `next_event()`) that every front end uses, and
+//! the slash-command registry ([`commands`]) the REPL and the gateway parse with.
 //! It orchestrates; it must not render output, assemble prompt text, parse provider wire
 //! formats or open SQLite itself — those belong to the crates it calls.
 
 mod agent;
 mod batch;
+pub mod commands;
 mod compression;
 mod dispatch;
 mod handle;

@@ -13,7 +13,7 @@ use crate::display::Display;
 use crate::render::prompt::SkinPrompt;
 use crate::render::{RenderMode, Renderer};
 use crate::session::SessionInfo;
-use crate::slash::{SlashCommand, help_text, parse_slash, slash_arg};
+use crate::slash::Action;
 
 /// What the running turn may ask the user: dangerous-command approvals and MCP elicitation.
 pub struct Questions {
@@ -82,13 +82,16 @@ pub async fn run(
             continue;
         }
         pending.push_str(&line);
-        let mut input = std::mem::take(&mut pending);
+        let input = std::mem::take(&mut pending);
         if input.trim().is_empty() {
             continue;
         }
-        if let Some(arg) = prompt_command(&input) {
-            match tokio::task::block_in_place(|| crate::input::compose_in_editor(arg)) {
-                Ok(Some(text)) => input = text,
+        let mut action = crate::slash::action(&input, &handle.session_id(), &mut info);
+        if let Action::Compose(arg) = action {
+            match tokio::task::block_in_place(|| crate::input::compose_in_editor(&arg)) {
+                Ok(Some(text)) => {
+                    action = crate::slash::action(&text, &handle.session_id(), &mut info)
+                }
                 Ok(None) => {
                     eprintln!("/prompt: the message was empty; nothing sent");
                     continue;
@@ -99,31 +102,18 @@ pub async fn run(
                 }
             }
         }
-        let op = match parse_slash(&input) {
-            Some(SlashCommand::Quit) => break,
-            Some(SlashCommand::Help) => {
-                println!("{}", help_text());
+        let op = match action {
+            Action::Submit(op) => op,
+            Action::Print(text) => {
+                println!("{}", text.trim_end());
                 continue;
             }
-            Some(SlashCommand::Usage) => {
-                let u = info.usage_now(&handle.session_id());
-                println!("{u}");
+            Action::Problem(text) => {
+                eprintln!("{text}");
                 continue;
             }
-            Some(SlashCommand::Model(words)) => {
-                info.model_command(&words, &handle).await;
-                continue;
-            }
-            Some(SlashCommand::Memory) => {
-                print!("{}", info.learning.memory_text());
-                continue;
-            }
-            Some(SlashCommand::Skills) => {
-                print!("{}", info.learning.skills_text());
-                continue;
-            }
-            Some(SlashCommand::Compress(focus)) => Op::Compress { focus },
-            Some(SlashCommand::Skin(name)) => {
+            Action::Quit => break,
+            Action::Skin(name) => {
                 println!(
                     "{}",
                     crate::display::skin_command(&mut display, &mut renderer, &name)
@@ -131,48 +121,18 @@ pub async fn run(
                 prompt = SkinPrompt::new(&display.skin, display.opts.color);
                 continue;
             }
-            Some(SlashCommand::Statusbar) => {
+            Action::Statusbar => {
                 println!("{}", crate::display::statusbar_command(&mut display));
                 continue;
             }
-            Some(SlashCommand::Cron) => {
-                println!("{}", info.cron_jobs());
+            Action::Model(words) => {
+                info.model_command(&words, &handle).await;
                 continue;
             }
-            Some(SlashCommand::Sessions) => {
-                println!("{}", info.recent_sessions());
+            Action::Compose(_) => {
+                eprintln!("/prompt: the composed message cannot be another /prompt");
                 continue;
             }
-            Some(SlashCommand::Resume(key)) => {
-                println!(
-                    "To resume a session, restart with `hermes -r {key}` (this REPL stays on {}).",
-                    handle.session_id()
-                );
-                continue;
-            }
-            Some(SlashCommand::New) => Op::NewSession,
-            Some(SlashCommand::Retry) => Op::Retry,
-            Some(SlashCommand::Undo(n)) => Op::Undo { count: n },
-            Some(SlashCommand::Unknown(name)) => {
-                match info.learning.skill_message(&name, slash_arg(&input)) {
-                    Some(Ok(text)) => Op::UserInput { text },
-                    Some(Err(e)) => {
-                        eprintln!("/{name}: {e}");
-                        continue;
-                    }
-                    None => {
-                        eprintln!("unknown command /{name} — /help lists the commands");
-                        continue;
-                    }
-                }
-            }
-            None => match info.learning.first_message(&input) {
-                Ok(text) => Op::UserInput { text },
-                Err(e) => {
-                    eprintln!("{e}");
-                    continue;
-                }
-            },
         };
         let model_turn = matches!(op, Op::UserInput { .. } | Op::Retry);
         handle.submit(op);
@@ -200,12 +160,6 @@ pub async fn run(
     println!("{}", info.usage_now(&handle.session_id()));
     let _ = handle.shutdown().await;
     Ok(0)
-}
-
-/// `/prompt [text]` → `Some(text)` (the editor's starting text).
-fn prompt_command(input: &str) -> Option<&str> {
-    let rest = input.trim().strip_prefix("/prompt")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent

@@ -424,10 +424,7 @@ fn completion_sources(app: &App, kit: &AgentKit) -> crate::complete::Sources {
         ApiMode::ChatCompletions | ApiMode::OpenAiResponses
     );
     crate::complete::Sources {
-        commands: crate::slash::COMMAND_NAMES
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        commands: crate::slash::command_names(),
         skills_dir: Some(app.home.skills_dir()),
         models,
         list_models_from: lists.then(|| (rt.base_url.clone(), rt.api_key.clone())),

@@ -1,154 +1,83 @@
-//! Slash commands in chat (issue 7 part 6): names and help shared by the chat front ends.
+//! Slash commands in chat (issue 7 item 6). Names, aliases, arguments and `/help` come from
+//! the registry shared with the REPL ([`hermes_agent::commands`], surface
+//! [`Surface::Gateway`]); this module decides what an inbound text is.
 
-/// One command the gateway serves in chat.
+use hermes_agent::commands::{self, Invocation, Parsed, Surface};
+use hermes_protocol::HermesHome;
+
+/// What an authorized inbound text is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChatCommand {
-    /// `/new`, `/reset`: a fresh session for this chat.
-    New,
-    /// `/retry`: run the last message again.
-    Retry,
-    /// `/undo [N]`: remove the last N turns.
-    Undo(u32),
-    /// `/status`: session, model, what is running and queued.
-    Status,
-    /// `/usage`: tokens used in this session.
-    Usage,
-    /// `/model`: the model this chat uses.
-    Model,
-    /// `/compress [focus]`: summarize the middle of the conversation now.
-    Compress(Option<String>),
-    /// `/stop`: interrupt the running turn and drop queued messages.
-    Stop,
-    /// `/approve [session]`: run the dangerous command waiting for approval.
-    Approve {
-        /// `/approve session`: stop asking for this kind of command in this session.
-        session: bool,
-    },
-    /// `/deny`: refuse it.
-    Deny,
-    /// `/sethome`: make this chat the platform's home channel (cron deliveries).
-    SetHome,
-    /// `/help`.
-    Help,
-    /// A `/word` the gateway does not know (passed to the agent as text).
-    Unknown(String),
+pub enum ChatInput {
+    /// Ordinary text for the agent (including a `/<skill>` message, already expanded).
+    Text(String),
+    /// A registry command the gateway serves.
+    Command(Invocation),
+    /// Answer this directly; nothing reaches the agent (an unknown command, a bad argument,
+    /// a terminal-only command, a skill that failed to load).
+    Reply(String),
 }
 
-/// The command table: (name, aliases, argument hint, help line), in `/help` order.
-pub const COMMANDS: &[(&str, &[&str], &str, &str)] = &[
-    ("new", &["reset"], "", "start a new session"),
-    ("retry", &[], "", "run the last message again"),
-    ("undo", &[], "[N]", "remove the last N turns (default 1)"),
-    ("status", &[], "", "session, model, running and queued work"),
-    ("usage", &[], "", "tokens used in this session"),
-    ("model", &[], "", "the model this chat uses"),
-    ("compress", &[], "[focus]", "summarize older messages now"),
-    (
-        "stop",
-        &[],
-        "",
-        "interrupt the running turn, drop queued messages",
-    ),
-    (
-        "approve",
-        &[],
-        "[session]",
-        "allow the command waiting for approval",
-    ),
-    ("deny", &[], "", "refuse the command waiting for approval"),
-    (
-        "sethome",
-        &[],
-        "",
-        "make this chat the home channel for deliveries",
-    ),
-    ("help", &[], "", "this list"),
-];
-
-/// Parses a chat message that is a command (one line starting with `/`, the name optionally
-/// followed by `@botname` as Telegram sends in groups). `None` for ordinary text.
-pub fn parse_command(text: &str) -> Option<ChatCommand> {
-    let trimmed = text.trim();
-    let rest = trimmed.strip_prefix('/')?;
-    if trimmed.contains('\n') || rest.is_empty() || rest.starts_with('/') {
-        return None;
+/// Classifies `text`: a gateway command, a `/<skill> [instruction]` (expanded to the skill's
+/// message from `HERMES_HOME/skills`), an unknown or misused command (a clear reply), or text.
+/// Blocking file I/O for skill names; call from a blocking context.
+pub fn classify(home: &HermesHome, text: &str) -> ChatInput {
+    match commands::parse(text, Surface::Gateway) {
+        None => ChatInput::Text(text.to_string()),
+        Some(Parsed::Command(inv)) => ChatInput::Command(inv),
+        Some(Parsed::Invalid(e)) => ChatInput::Reply(e.to_string()),
+        Some(Parsed::Unknown { name, arg }) => {
+            let catalog = hermes_context::skills::SkillCatalog::load_cached(&home.skills_dir());
+            if catalog.find(&name).is_none() {
+                return ChatInput::Reply(commands::unknown_message(&name));
+            }
+            match hermes_context::skill_invocation_message(home, &name, &arg) {
+                Ok(message) => ChatInput::Text(message),
+                Err(e) => ChatInput::Reply(format!("/{name}: {e}")),
+            }
+        }
     }
-    let (word, arg) = match rest.split_once(char::is_whitespace) {
-        Some((w, a)) => (w, a.trim()),
-        None => (rest, ""),
-    };
-    let name = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
-    Some(match name.as_str() {
-        "new" | "reset" => ChatCommand::New,
-        "retry" => ChatCommand::Retry,
-        "undo" => ChatCommand::Undo(arg.parse().unwrap_or(1).max(1)),
-        "status" => ChatCommand::Status,
-        "usage" => ChatCommand::Usage,
-        "model" => ChatCommand::Model,
-        "compress" => ChatCommand::Compress((!arg.is_empty()).then(|| arg.to_string())),
-        "stop" => ChatCommand::Stop,
-        "approve" | "yes" => ChatCommand::Approve {
-            session: matches!(arg, "session" | "always"),
-        },
-        "deny" | "no" => ChatCommand::Deny,
-        "sethome" => ChatCommand::SetHome,
-        "help" | "start" => ChatCommand::Help,
-        _ => ChatCommand::Unknown(name),
-    })
 }
 
-/// The `/help` reply.
+/// The gateway's `/help` reply.
 pub fn help_text() -> String {
-    let mut out = String::from("Commands:\n");
-    for (name, aliases, hint, help) in COMMANDS {
-        let mut head = format!("/{name}");
-        for a in *aliases {
-            head.push_str(&format!(", /{a}"));
-        }
-        if !hint.is_empty() {
-            head.push(' ');
-            head.push_str(hint);
-        }
-        out.push_str(&format!("{head} — {help}\n"));
-    }
-    out.push_str("Anything else goes to the agent.");
-    out
+    commands::help_text(Surface::Gateway)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_agent::commands::CommandId;
 
     #[test]
-    fn parses_commands_with_bot_suffix_and_arguments() {
-        assert_eq!(parse_command("/reset"), Some(ChatCommand::New));
-        assert_eq!(
-            parse_command("/undo@hermes_bot 2"),
-            Some(ChatCommand::Undo(2))
-        );
-        assert_eq!(parse_command("/undo x"), Some(ChatCommand::Undo(1)));
-        assert_eq!(
-            parse_command("/compress the API"),
-            Some(ChatCommand::Compress(Some("the API".into())))
-        );
-        assert_eq!(
-            parse_command("/approve session"),
-            Some(ChatCommand::Approve { session: true })
-        );
-        assert_eq!(
-            parse_command("/frob"),
-            Some(ChatCommand::Unknown("frob".into()))
-        );
-        assert_eq!(parse_command("see /etc/hosts"), None);
-        assert_eq!(parse_command("/new\nand more"), None);
-    }
-
-    #[test]
-    fn help_lists_every_command() {
-        let help = help_text();
-        for (name, _, _, _) in COMMANDS {
-            assert!(help.contains(&format!("/{name}")), "{name}");
+    fn commands_skills_unknown_and_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::new(dir.path().to_path_buf());
+        let skill = home.skills_dir().join("deploy-app");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: deploy-app\ndescription: Ship it\n---\nRun the deploy script.\n",
+        )
+        .unwrap();
+        match classify(&home, "/undo@hermes_bot 2") {
+            ChatInput::Command(inv) => assert_eq!((inv.id, inv.count()), (CommandId::Undo, 2)),
+            other => panic!("{other:?}"),
         }
-        insta::assert_snapshot!(help);
+        assert_eq!(
+            classify(&home, "see /etc/hosts"),
+            ChatInput::Text("see /etc/hosts".into())
+        );
+        assert_eq!(
+            classify(&home, "/frob"),
+            ChatInput::Reply("Unknown command /frob. /help lists the commands.".into())
+        );
+        assert!(matches!(classify(&home, "/quit"), ChatInput::Reply(r) if r.contains("terminal")));
+        match classify(&home, "/deploy-app to staging") {
+            ChatInput::Text(t) => {
+                assert!(t.contains("Run the deploy script."), "{t}");
+                assert!(t.contains("to staging"), "{t}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -9,14 +9,6 @@ use serde_json::{Value, json};
 
 use super::{Inner, lock};
 
-/// The command name of a slash command text (`/New@my_bot now` → `new`).
-pub(crate) fn command_name(text: &str) -> Option<String> {
-    let rest = text.trim().strip_prefix('/')?;
-    let word = rest.split_whitespace().next()?;
-    let name = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
-    (!name.is_empty()).then_some(name)
-}
-
 impl Inner {
     fn hooks(&self) -> Hooks {
         lock(&self.hooks).clone()
@@ -57,18 +49,5 @@ impl Inner {
             Some(new),
             json!({ "session_key": key, "previous_session_id": old, "reason": reason }),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::command_name;
-
-    #[test]
-    fn command_names_drop_the_bot_suffix_and_case() {
-        assert_eq!(command_name("/New@my_bot now").as_deref(), Some("new"));
-        assert_eq!(command_name("  /undo 2").as_deref(), Some("undo"));
-        assert_eq!(command_name("hello"), None);
-        assert_eq!(command_name("/"), None);
     }
 }

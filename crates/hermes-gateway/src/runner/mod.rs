@@ -34,14 +34,15 @@ use crate::keys::session_key;
 use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
 use crate::routing::AgentCache;
 use approval::ApprovalSlot;
-use commands::{ChatCommand, help_text, parse_command};
+use commands::{ChatInput, help_text};
+use hermes_agent::commands::{CommandId, Invocation};
 
 /// Work waiting in a session.
 pub(crate) enum Job {
     /// A message for the agent.
     Message(InboundMessage),
     /// A history-changing command (`/new`, `/undo`, `/retry`, `/compress`).
-    Command(ChatCommand, InboundMessage),
+    Command(Invocation, InboundMessage),
 }
 
 /// A session with work (removed once its worker has nothing left to do).
@@ -247,27 +248,38 @@ impl Gateway {
             }
         }
         let key = session_key(&msg.source, &inner.config.keys);
-        match parse_command(&msg.text) {
-            None | Some(ChatCommand::Unknown(_)) => self.enqueue(key, Job::Message(msg), false),
-            Some(cmd) => {
-                if let Some(name) = events::command_name(&msg.text) {
-                    let store = inner.store.clone();
-                    let k = key.clone();
-                    let session = tokio::task::spawn_blocking(move || {
-                        crate::routing::routed_session(&store, &k)
-                    })
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .flatten();
-                    inner.fire(
-                        &format!("command:{name}"),
-                        Some(&msg.source.platform),
-                        session.as_deref(),
-                        serde_json::json!({ "session_key": key, "command": name, "text": msg.text }),
-                    );
+        let home = inner.home.clone();
+        let text = msg.text.clone();
+        let input = tokio::task::spawn_blocking(move || commands::classify(&home, &text))
+            .await
+            .unwrap_or_else(|_| ChatInput::Text(msg.text.clone()));
+        match input {
+            ChatInput::Text(text) => {
+                let mut msg = msg;
+                msg.text = text;
+                self.enqueue(key, Job::Message(msg), false);
+            }
+            ChatInput::Reply(text) => {
+                if let Some(target) = ChatTarget::reply_to(&msg) {
+                    reply(adapter.as_ref(), &target, &text).await;
                 }
-                self.command(key, cmd, msg, adapter).await
+            }
+            ChatInput::Command(inv) => {
+                let store = inner.store.clone();
+                let k = key.clone();
+                let session =
+                    tokio::task::spawn_blocking(move || crate::routing::routed_session(&store, &k))
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .flatten();
+                inner.fire(
+                    &format!("command:{}", inv.name),
+                    Some(&msg.source.platform),
+                    session.as_deref(),
+                    serde_json::json!({ "session_key": key, "command": inv.name, "text": msg.text }),
+                );
+                self.command(key, inv, msg, adapter).await
             }
         }
     }
@@ -325,25 +337,22 @@ impl Gateway {
     async fn command(
         &self,
         key: String,
-        cmd: ChatCommand,
+        inv: Invocation,
         msg: InboundMessage,
         adapter: Arc<dyn PlatformAdapter>,
     ) {
         let Some(target) = ChatTarget::reply_to(&msg) else {
             return;
         };
-        let answer = match cmd {
-            ChatCommand::New
-            | ChatCommand::Retry
-            | ChatCommand::Undo(_)
-            | ChatCommand::Compress(_) => {
-                self.enqueue(key, Job::Command(cmd, msg), true);
+        let answer = match inv.id {
+            CommandId::New | CommandId::Retry | CommandId::Undo | CommandId::Compress => {
+                self.enqueue(key, Job::Command(inv, msg), true);
                 return;
             }
-            ChatCommand::Help => help_text(),
-            ChatCommand::Status => self.status_text(&key).await,
-            ChatCommand::Usage | ChatCommand::Model => self.session_text(&key, &cmd).await,
-            ChatCommand::Stop => {
+            CommandId::Help => help_text(),
+            CommandId::Status => self.status_text(&key).await,
+            CommandId::Usage | CommandId::Model => self.session_text(&key, &inv).await,
+            CommandId::Stop => {
                 let mut sessions = lock(&self.inner.sessions);
                 match sessions.get_mut(&key) {
                     Some(state) if state.worker => {
@@ -358,8 +367,8 @@ impl Gateway {
                     _ => "Nothing is running.".to_string(),
                 }
             }
-            ChatCommand::Approve { session } => {
-                let approval = if session {
+            CommandId::Approve => {
+                let approval = if inv.text().is_some() {
                     Approval::Session
                 } else {
                     Approval::Once
@@ -370,14 +379,14 @@ impl Gateway {
                     "Nothing is waiting for approval.".to_string()
                 }
             }
-            ChatCommand::Deny => {
+            CommandId::Deny => {
                 if self.answer_approval(&key, Approval::Deny) {
                     "Denied.".to_string()
                 } else {
                     "Nothing is waiting for approval.".to_string()
                 }
             }
-            ChatCommand::SetHome => match crate::status::set_home_channel(
+            CommandId::SetHome => match crate::status::set_home_channel(
                 &self.inner.home,
                 &msg.source.platform,
                 &target,
@@ -388,7 +397,16 @@ impl Gateway {
                 ),
                 Err(e) => format!("Could not save the home channel: {e}"),
             },
-            ChatCommand::Unknown(_) => return,
+            // Terminal-only commands do not parse as commands on the gateway surface.
+            CommandId::Sessions
+            | CommandId::Resume
+            | CommandId::Memory
+            | CommandId::Skills
+            | CommandId::Cron
+            | CommandId::Prompt
+            | CommandId::Skin
+            | CommandId::Statusbar
+            | CommandId::Quit => hermes_agent::commands::unknown_message(&inv.name),
         };
         reply(adapter.as_ref(), &target, &answer).await;
     }
@@ -431,7 +449,7 @@ impl Gateway {
         out
     }
 
-    async fn session_text(&self, key: &str, cmd: &ChatCommand) -> String {
+    async fn session_text(&self, key: &str, inv: &Invocation) -> String {
         let store = self.inner.store.clone();
         let k = key.to_string();
         let record = tokio::task::spawn_blocking(move || store.latest_session_for_key(&k))
@@ -442,8 +460,8 @@ impl Gateway {
         let Some(r) = record else {
             return "No session yet in this chat.".to_string();
         };
-        match cmd {
-            ChatCommand::Model => format!(
+        match inv.id {
+            CommandId::Model => format!(
                 "Model: {} ({}). Change `model:` in config.yaml and restart the gateway to switch.",
                 r.model, r.provider
             ),

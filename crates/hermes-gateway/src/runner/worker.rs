@@ -11,7 +11,6 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{ApprovalSlot, ChatApprover};
-use super::commands::ChatCommand;
 use super::reset::due_reset_local;
 use super::{Inner, Job, lock, reply};
 use crate::config::{BusyInputMode, ToolProgress};
@@ -19,6 +18,7 @@ use crate::delivery::{DeliveryOptions, StreamingReply, ToolProgressMode};
 use crate::factory::AgentSpec;
 use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
 use crate::routing::{CachedAgent, routed_session};
+use hermes_agent::commands::{CommandId, Invocation};
 
 const PLATFORM_CONTEXT: &str = include_str!("../../prompts/platform_context.md");
 
@@ -187,7 +187,7 @@ async fn run_job(
             .await;
             None
         }
-        Job::Command(cmd, msg) => {
+        Job::Command(inv, msg) => {
             let at = (msg.source.platform.as_str(), key);
             command(
                 inner,
@@ -195,7 +195,7 @@ async fn run_job(
                 &mut cached,
                 &adapter,
                 target.as_ref(),
-                cmd,
+                inv,
                 token,
             )
             .await
@@ -390,12 +390,12 @@ async fn command(
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,
     target: Option<&ChatTarget>,
-    cmd: ChatCommand,
+    inv: Invocation,
     token: CancellationToken,
 ) -> Option<String> {
     let agent = &mut cached.agent;
-    match cmd {
-        ChatCommand::New => {
+    match inv.id {
+        CommandId::New => {
             let old = agent.session_id().to_string();
             let store = inner.store.clone();
             let ended = old.clone();
@@ -409,12 +409,12 @@ async fn command(
                 Err(e) => format!("Could not start a new session: {e}"),
             })
         }
-        ChatCommand::Undo(n) => Some(match agent.undo(n).await {
-            Ok(Some(_)) => format!("Removed the last {n} turn(s)."),
+        CommandId::Undo => Some(match agent.undo(inv.count()).await {
+            Ok(Some(_)) => format!("Removed the last {} turn(s).", inv.count()),
             Ok(None) => "Nothing to undo.".to_string(),
             Err(e) => format!("Undo failed: {e}"),
         }),
-        ChatCommand::Retry => match agent.undo(1).await {
+        CommandId::Retry => match agent.undo(1).await {
             Ok(Some(text)) => {
                 turn(inner, cached, adapter, target, &text, token).await;
                 None
@@ -422,9 +422,9 @@ async fn command(
             Ok(None) => Some("Nothing to retry.".to_string()),
             Err(e) => Some(format!("Retry failed: {e}")),
         },
-        ChatCommand::Compress(focus) => {
+        CommandId::Compress => {
             let (tx, mut rx) = unbounded_channel();
-            agent.compress(focus.as_deref(), &tx, &token).await;
+            agent.compress(inv.text(), &tx, &token).await;
             drop(tx);
             let mut lines = Vec::new();
             while let Some(e) = rx.recv().await {
