@@ -84,6 +84,9 @@ pub struct AgentOptions {
     /// Lifecycle hooks (FEATURES §12); the agent fires `session:start`, `agent:start`,
     /// `agent:step` and `agent:end`. Empty by default.
     pub hooks: Hooks,
+    /// The learning loop's intervals (FEATURES §8); off by default, front ends set them
+    /// from `memory.nudge_interval` and `skills.creation_nudge_interval`.
+    pub learning: crate::review::LearningOptions,
 }
 
 impl Default for AgentOptions {
@@ -104,6 +107,7 @@ impl Default for AgentOptions {
             compression: CompressionConfig::default(),
             session_key: None,
             hooks: Hooks::default(),
+            learning: crate::review::LearningOptions::default(),
         }
     }
 }
@@ -162,6 +166,8 @@ pub struct Agent {
     pub(crate) steer: Option<crate::SteerQueue>,
     /// Until when turns skip the primary after a rate-limit or billing fallback.
     pub(crate) primary_cooldown: Option<tokio::time::Instant>,
+    /// Learning-loop counters and the running background review (FEATURES §8).
+    pub(crate) learning: crate::review::LearningState,
 }
 
 impl Agent {
@@ -182,6 +188,7 @@ impl Agent {
             compressor,
             steer: None,
             primary_cooldown: None,
+            learning: crate::review::LearningState::default(),
             specs,
             tools: deps.tools.clone(),
             sources: Vec::new(),
@@ -306,6 +313,7 @@ impl Agent {
         self.history.clear();
         self.unsaved.clear();
         self.session_usage = Usage::default();
+        self.learning.reset_counters();
         self.fire_hook(
             "session:start",
             serde_json::json!({"model": client.model(), "provider": client.provider()}),
@@ -334,6 +342,7 @@ impl Agent {
             .collect();
         self.unsaved.clear();
         self.session_usage = Usage::default();
+        self.learning.reset_counters();
         Ok(())
     }
 

@@ -38,6 +38,7 @@ impl Agent {
         });
         self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.persist(Message::user(input), events).await;
+        self.learning_on_user_turn();
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2),
         // unless it is cooling down after a rate-limit or billing fallback.
@@ -102,6 +103,7 @@ impl Agent {
                 outcome = TurnOutcome::Completed;
                 break;
             }
+            self.learning_on_tool_calls(&reply.tool_calls);
             self.fire_hook(
                 "agent:step",
                 serde_json::json!({
@@ -140,6 +142,13 @@ impl Agent {
             final_text,
             usage,
         });
+        // The learning loop starts only now, after the reply went out (FEATURES §8).
+        if matches!(
+            outcome,
+            TurnOutcome::Completed | TurnOutcome::BudgetExhausted
+        ) {
+            self.learning_after_turn(events);
+        }
         outcome
     }
 
