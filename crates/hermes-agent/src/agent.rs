@@ -164,6 +164,8 @@ pub struct Agent {
     pub(crate) compressor: ContextCompressor,
     /// Messages for the running turn, read after each tool batch (busy mode `steer`).
     pub(crate) steer: Option<crate::SteerQueue>,
+    /// Until when turns skip the primary after a rate-limit or billing fallback.
+    pub(crate) primary_cooldown: Option<tokio::time::Instant>,
     /// Learning-loop counters and the running background review (FEATURES §8).
     pub(crate) learning: crate::review::LearningState,
 }
@@ -192,6 +194,7 @@ impl Agent {
         let mut agent = Agent {
             compressor,
             steer: None,
+            primary_cooldown: None,
             learning: crate::review::LearningState::default(),
             specs,
             tools: deps.tools.clone(),

@@ -18,6 +18,7 @@ mod hooks;
 mod repair;
 mod review;
 mod steer;
+mod switch;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
@@ -31,3 +32,4 @@ pub use hooks::{
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
 pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
+pub use switch::PRIMARY_COOLDOWN;
