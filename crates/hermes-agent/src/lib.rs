@@ -28,3 +28,4 @@ pub use hooks::{
 };
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
 pub use steer::SteerQueue;
+pub use turn::HISTORY_CHANGED_TEXT;
