@@ -84,6 +84,9 @@ pub struct AgentOptions {
     /// Lifecycle hooks (FEATURES §12); the agent fires `session:start`, `agent:start`,
     /// `agent:step` and `agent:end`. Empty by default.
     pub hooks: Hooks,
+    /// The learning loop's intervals (FEATURES §8); off by default, front ends set them
+    /// from `memory.nudge_interval` and `skills.creation_nudge_interval`.
+    pub learning: crate::review::LearningOptions,
 }
 
 impl Default for AgentOptions {
@@ -104,6 +107,7 @@ impl Default for AgentOptions {
             compression: CompressionConfig::default(),
             session_key: None,
             hooks: Hooks::default(),
+            learning: crate::review::LearningOptions::default(),
         }
     }
 }
@@ -166,6 +170,8 @@ pub struct Agent {
     /// A commit found the history changed elsewhere; the turn stops and the session is
     /// reloaded ([`Agent::reload_after_conflict`]).
     pub(crate) history_conflict: bool,
+    /// Learning-loop counters and the running background review (FEATURES §8).
+    pub(crate) learning: crate::review::LearningState,
 }
 
 impl Agent {
@@ -185,6 +191,7 @@ impl Agent {
         let mut agent = Agent {
             compressor,
             steer: None,
+            learning: crate::review::LearningState::default(),
             specs,
             tools: deps.tools.clone(),
             sources: Vec::new(),
@@ -320,6 +327,7 @@ impl Agent {
         self.session_usage = Usage::default();
         self.history_version = 0;
         self.history_conflict = false;
+        self.learning.reset_counters();
         self.fire_hook(
             "session:start",
             serde_json::json!({"model": client.model(), "provider": client.provider()}),
@@ -350,6 +358,7 @@ impl Agent {
             .collect();
         self.unsaved.clear();
         self.session_usage = Usage::default();
+        self.learning.reset_counters();
         Ok(())
     }
 

@@ -55,7 +55,11 @@ impl AgentHandle {
                         Ok(None) => status_and_finish(&ev_tx, "nothing to undo"),
                         Err(e) => status_and_finish(&ev_tx, &format!("undo failed: {e}")),
                     },
-                    Op::NewSession => match agent.new_session().await {
+                    Op::NewSession => match close_session(&mut agent, &ev_tx, &token)
+                        .await
+                        .new_session()
+                        .await
+                    {
                         Ok(()) => {
                             if let Ok(mut s) = task_session.lock() {
                                 *s = agent.session_id().to_string();
@@ -102,6 +106,12 @@ impl AgentHandle {
                     Op::Interrupt => {}
                     Op::Shutdown => break,
                 }
+            }
+            // A background review still running is not cut off by the shutdown.
+            if let Some(report) = agent.wait_for_review().await
+                && let Some(notice) = report.notice()
+            {
+                let _ = ev_tx.send(AgentEvent::Status { message: notice });
             }
             agent
         });
@@ -150,6 +160,30 @@ impl AgentHandle {
         drop(self.ops);
         self.task.await.ok()
     }
+}
+
+/// Before `/new` replaces the session: waits for a running background review, then runs the
+/// session-end review (FEATURES §8) so the new session's prompt shows what it saved. Silent
+/// unless something was saved; an interrupt cancels it.
+async fn close_session<'a>(
+    agent: &'a mut Agent,
+    events: &UnboundedSender<AgentEvent>,
+    cancel: &CancellationToken,
+) -> &'a mut Agent {
+    let mut notices = Vec::new();
+    if let Some(report) = agent.wait_for_review().await {
+        notices.extend(report.notice());
+    }
+    if let Some(review) = agent.session_end_review() {
+        let report = review.run(cancel.clone()).await;
+        crate::review::log_report(agent.session_id(), &report);
+        notices.extend(report.notice());
+        agent.mark_reviewed();
+    }
+    for message in notices {
+        let _ = events.send(AgentEvent::Status { message });
+    }
+    agent
 }
 
 /// Control ops answer with a status line and a `TurnFinished` so front ends waiting for the

@@ -1,9 +1,10 @@
 //! # hermes-agent
 //!
 //! Owns the turn (ARCHITECTURE §2): the iteration loop, tool dispatch, conversation repair,
-//! retry of failed model calls, persistence of every completed message, and the
-//! [`AgentHandle`] queue pair (`submit(Op)` / `next_event()`) that every front end uses, and
-//! the slash-command registry ([`commands`]) the REPL and the gateway parse with.
+//! retry of failed model calls, persistence of every completed message, the learning loop's
+//! background reviews ([`Review`]), the [`AgentHandle`] queue pair (`submit(Op)` /
+//! `next_event()`) that every front end uses, and the slash-command registry ([`commands`])
+//! the REPL and the gateway parse with.
 //! It orchestrates; it must not render output, assemble prompt text, parse provider wire
 //! formats or open SQLite itself — those belong to the crates it calls.
 
@@ -15,6 +16,7 @@ mod dispatch;
 mod handle;
 mod hooks;
 mod repair;
+mod review;
 mod steer;
 mod turn;
 
@@ -27,5 +29,6 @@ pub use hooks::{
     HookSpec, Hooks, event_matches,
 };
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
+pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
 pub use turn::HISTORY_CHANGED_TEXT;

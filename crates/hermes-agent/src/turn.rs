@@ -50,6 +50,7 @@ impl Agent {
             self.reload_after_conflict().await;
             self.persist(Message::user(input), events).await;
         }
+        self.learning_on_user_turn();
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
         self.active = self.deps.client.clone();
@@ -124,6 +125,7 @@ impl Agent {
                 outcome = TurnOutcome::Completed;
                 break;
             }
+            self.learning_on_tool_calls(&reply.tool_calls);
             self.fire_hook(
                 "agent:step",
                 serde_json::json!({
@@ -167,6 +169,13 @@ impl Agent {
             final_text,
             usage,
         });
+        // The learning loop starts only now, after the reply went out (FEATURES §8).
+        if matches!(
+            outcome,
+            TurnOutcome::Completed | TurnOutcome::BudgetExhausted
+        ) {
+            self.learning_after_turn(events);
+        }
         outcome
     }
 

@@ -38,6 +38,7 @@ mod sessions_cmd;
 mod setup;
 mod shell_cmd;
 mod skills_cmd;
+mod skills_git;
 mod skin;
 mod slash;
 mod terminate;

@@ -1,11 +1,15 @@
 //! The CLI's system prompt source: `hermes-context`'s [`PromptBuilder`] with this machine's
-//! home, working directory and today's local date (FEATURES §5).
+//! home, working directory and today's local date (FEATURES §5), with the tool-use discipline
+//! layer for the model families that need it.
 
 use std::path::PathBuf;
 
 use hermes_agent::SystemPromptSource;
 use hermes_context::skills::{IndexFilter, current_platform};
-use hermes_context::{LearningLayers, PromptBuilder, PromptInputs, PromptProfile, ensure_soul};
+use hermes_context::{
+    LayerKind, LearningLayers, PromptBuilder, PromptInputs, PromptProfile, ensure_soul,
+    tool_use_discipline,
+};
 use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 
@@ -17,6 +21,7 @@ pub struct CliPrompt {
     context_window: Option<u64>,
     toolsets: Vec<String>,
     memory: MemoryConfig,
+    tool_use_enforcement: Option<String>,
 }
 
 impl CliPrompt {
@@ -32,6 +37,7 @@ impl CliPrompt {
         CliPrompt {
             toolsets,
             memory: MemoryConfig::default(),
+            tool_use_enforcement: None,
             home,
             cwd,
             profile: if compact {
@@ -48,6 +54,13 @@ impl CliPrompt {
     /// The same source with config `memory:` applied (limits, files turned off).
     pub fn with_memory(mut self, memory: MemoryConfig) -> CliPrompt {
         self.memory = memory;
+        self
+    }
+
+    /// The same source with `agent.tool_use_enforcement` applied (`auto`, `true`, `false` or
+    /// model-name substrings; see [`hermes_context::tool_use_discipline`]).
+    pub fn with_tool_use_enforcement(mut self, setting: Option<String>) -> CliPrompt {
+        self.tool_use_enforcement = setting;
         self
     }
 }
@@ -82,7 +95,13 @@ impl SystemPromptSource for CliPrompt {
             extra_system: None,
             load_context_files: true,
         });
-        let built = layers.apply(builder).build();
+        let mut builder = layers.apply(builder);
+        if let Some(layer) =
+            tool_use_discipline(model, self.tool_use_enforcement.as_deref(), tool_names)
+        {
+            builder = builder.with_layer(LayerKind::ToolUseDiscipline, layer);
+        }
+        let built = builder.build();
         for note in &built.notes {
             tracing::info!("{note}");
         }

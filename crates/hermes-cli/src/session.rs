@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use hermes_agent::{Agent, AgentDeps, AgentOptions};
+use hermes_agent::{Agent, AgentDeps, AgentOptions, LearningOptions};
 use hermes_llm::ModelClient;
 use hermes_llm::{ApiMode, ResolveInputs, Runtime};
 use hermes_store::SessionStore;
@@ -293,7 +293,8 @@ impl AgentKit {
             client.context_window(),
             toolsets.clone(),
         )
-        .with_memory(app.config.memory.clone());
+        .with_memory(app.config.memory.clone())
+        .with_tool_use_enforcement(app.config.agent.tool_use_enforcement_setting());
         let opts = AgentOptions {
             max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
             api_max_retries: app.config.agent.api_max_retries,
@@ -305,6 +306,12 @@ impl AgentKit {
             context_window: app.config.model.to_config().context_length,
             compression_enabled: app.config.compression.enabled,
             compression: compression_config(&app.config.compression),
+            learning: LearningOptions {
+                memory_interval: app.config.memory.nudge_interval,
+                skill_interval: app.config.skills.creation_nudge_interval,
+                memory: app.config.memory.clone(),
+                ..LearningOptions::default()
+            },
             ..AgentOptions::default()
         };
         Ok(AgentKit {

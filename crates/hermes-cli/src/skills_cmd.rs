@@ -2,8 +2,8 @@
 //!
 //! Install copies a skill folder from a local directory into `HERMES_HOME/skills/` after the
 //! same checks the agent's own skill writes get: a parseable `SKILL.md` with a valid name and a
-//! description, the context injection scan over every text file, size caps, no symlinks. Git
-//! URLs are refused for now (no network here): clone first, then install the folder.
+//! description, the context injection scan over every text file, size caps, no symlinks. A git
+//! URL is cloned first ([`crate::skills_git`]) and its skill folder installed the same way.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,8 @@ pub enum SkillsCmd {
     },
     /// Copy a skill folder (holding SKILL.md) into HERMES_HOME/skills after a safety scan.
     Install {
-        /// A local directory (git URLs are not supported yet: clone, then install the folder).
+        /// A local folder, or a git URL (`https://…`, `git@…`, `file://…`; `#<folder>` picks
+        /// a folder inside the repository) cloned with `git` first.
         source: String,
         /// Category folder to install under (default: top level).
         #[arg(long)]
@@ -159,8 +160,11 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// A git source: a URL (`scheme://`, `git@host:`) or a `….git` repository path, each
+/// optionally followed by `#<folder>`.
 fn looks_like_url(source: &str) -> bool {
-    source.contains("://") || source.starts_with("git@") || source.ends_with(".git")
+    let (url, _) = crate::skills_git::split_source(source);
+    url.contains("://") || url.starts_with("git@") || url.ends_with(".git")
 }
 
 /// Checks the folder `src` as a skill and returns its name. Every text file is scanned.
@@ -221,23 +225,29 @@ fn check_skill_dir(src: &Path) -> Result<(String, Vec<PathBuf>)> {
     Ok((name, files))
 }
 
-/// Installs the skill folder `source` under `root` (in `category` when given) and returns
-/// the installed folder. The copy is staged in a hidden folder and renamed into place.
+/// Installs the skill folder `source` — a local folder, or a git URL (`https://…`, `git@…`,
+/// `file://…`, `….git`, optionally `#<folder>`) cloned first — under `root` (in `category`
+/// when given) and returns the installed folder. The copy is staged in a hidden folder and renamed into place.
 ///
 /// # Errors
-/// A git URL, a folder that is not a valid skill, a scan finding, an existing skill of that
-/// name without `force`, or a filesystem failure. Nothing is installed then.
+/// A failed git clone (see [`crate::skills_git::clone_skill`]), a folder that is not a valid
+/// skill, a scan finding, an existing skill of that name without `force`, or a filesystem
+/// failure. Nothing is installed then.
 pub fn install(root: &Path, source: &str, category: Option<&str>, force: bool) -> Result<PathBuf> {
     if looks_like_url(source) {
-        bail!(
-            "installing from a git URL is not supported yet; clone it yourself and run \
-             `hermes skills install <folder>`"
-        );
+        // The clone lives in a temporary folder until the install below has copied it.
+        let cloned = crate::skills_git::clone_skill(source)?;
+        return install_dir(root, &cloned.dir, category, force);
     }
     let src = Path::new(source);
     if !src.is_dir() {
         bail!("{source} is not a directory");
     }
+    install_dir(root, src, category, force)
+}
+
+/// [`install`] for a local folder.
+fn install_dir(root: &Path, src: &Path, category: Option<&str>, force: bool) -> Result<PathBuf> {
     if let Some(c) = category
         && !valid_skill_name(c)
     {
@@ -361,5 +371,6 @@ mod tests {
         assert!(looks_like_url("https://github.com/a/b"));
         assert!(looks_like_url("git@github.com:a/b.git"));
         assert!(!looks_like_url("./skills/deploy"));
+        assert!(looks_like_url("/srv/repos/skills.git#ops/deploy"));
     }
 }

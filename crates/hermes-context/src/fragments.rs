@@ -43,11 +43,23 @@ pub enum Fragment {
     ToolSkillManage,
     /// Description of the `session_search` tool.
     ToolSessionSearch,
+    /// Tool-use discipline layer for model families that tend to announce work instead of
+    /// doing it ([`crate::tool_use_discipline`]).
+    ToolUseDiscipline,
+    /// Background memory review (FEATURES §8), sent as the last user message of the fork.
+    ReviewMemory,
+    /// Background skill review (FEATURES §8).
+    ReviewSkills,
+    /// Background memory and skill review when both are due (FEATURES §8).
+    ReviewCombined,
+    /// Session-end review before a reset; placeholders `memory_entries`, `user_entries` (the
+    /// memory files as they are on disk now).
+    ReviewSessionEnd,
 }
 
 impl Fragment {
     /// Every fragment, for tests that check all of them.
-    pub const ALL: [Fragment; 17] = [
+    pub const ALL: [Fragment; 22] = [
         Fragment::IdentityDefault,
         Fragment::IdentityCompact,
         Fragment::GuidanceFull,
@@ -65,6 +77,11 @@ impl Fragment {
         Fragment::ToolSkillView,
         Fragment::ToolSkillManage,
         Fragment::ToolSessionSearch,
+        Fragment::ToolUseDiscipline,
+        Fragment::ReviewMemory,
+        Fragment::ReviewSkills,
+        Fragment::ReviewCombined,
+        Fragment::ReviewSessionEnd,
     ];
 
     /// The raw text of the fragment as stored in `prompts/`.
@@ -87,6 +104,11 @@ impl Fragment {
             Fragment::ToolSkillView => include_str!("../prompts/tool_skill_view.md"),
             Fragment::ToolSkillManage => include_str!("../prompts/tool_skill_manage.md"),
             Fragment::ToolSessionSearch => include_str!("../prompts/tool_session_search.md"),
+            Fragment::ToolUseDiscipline => include_str!("../prompts/tool_use_discipline.md"),
+            Fragment::ReviewMemory => include_str!("../prompts/review_memory.md"),
+            Fragment::ReviewSkills => include_str!("../prompts/review_skills.md"),
+            Fragment::ReviewCombined => include_str!("../prompts/review_combined.md"),
+            Fragment::ReviewSessionEnd => include_str!("../prompts/review_session_end.md"),
         }
     }
 
@@ -184,7 +206,7 @@ mod tests {
 
     #[test]
     fn placeholders_match_what_the_builder_supplies() {
-        let expected: [(Fragment, &[&str]); 17] = [
+        let expected: [(Fragment, &[&str]); 22] = [
             (Fragment::IdentityDefault, &[]),
             (Fragment::IdentityCompact, &[]),
             (Fragment::GuidanceFull, &[]),
@@ -205,6 +227,14 @@ mod tests {
             (Fragment::ToolSkillView, &[]),
             (Fragment::ToolSkillManage, &[]),
             (Fragment::ToolSessionSearch, &[]),
+            (Fragment::ToolUseDiscipline, &[]),
+            (Fragment::ReviewMemory, &[]),
+            (Fragment::ReviewSkills, &[]),
+            (Fragment::ReviewCombined, &[]),
+            (
+                Fragment::ReviewSessionEnd,
+                &["memory_entries", "user_entries"],
+            ),
         ];
         for (fragment, names) in expected {
             assert_eq!(fragment.placeholders(), names.to_vec(), "{fragment:?}");

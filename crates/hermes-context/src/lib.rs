@@ -4,7 +4,9 @@
 //! files, metadata; full and compact profiles), the prompt-injection scan, token estimates,
 //! persistent memory ([`memory`]: `MEMORY.md`/`USER.md` and the `memory` tool), skills
 //! ([`skills`]: the `SKILL.md` loader, the prompt index and the skill tools), and the
-//! `session_search` tool over the session store, and context compression planning
+//! `session_search` tool over the session store, the learning loop's review texts and the
+//! tool-use discipline layer ([`ReviewKind`], [`tool_use_discipline`]), and context
+//! compression planning
 //! ([`compress`]: thresholds, head/middle/tail cuts, the summarizer's input; the agent makes
 //! the call). Model-visible texts live in `prompts/*.md`.
 //! Must not: call models, drive the turn loop, write sessions (the store is only searched and
@@ -18,6 +20,7 @@ mod fragments;
 mod injection;
 mod learning;
 pub mod memory;
+mod review;
 mod session_search;
 pub mod skills;
 mod soul;
@@ -38,6 +41,10 @@ pub use injection::{EXCERPT_MAX_CHARS, Finding, InjectionCategory, ScanScope, sc
 pub use learning::{
     LEARNING_TOOLSETS, LearningLayers, learning_tools, learning_tools_with,
     skill_invocation_message,
+};
+pub use review::{
+    DISCIPLINE_MODEL_FAMILIES, NOTHING_TO_SAVE, REVIEW_MAX_ITERATIONS, REVIEW_TOOLS, ReviewKind,
+    tool_use_discipline,
 };
 pub use session_search::{
     BROWSE_DEFAULT, HIT_CONTEXT_MESSAGES, MESSAGE_PREVIEW_CHARS, READ_HEAD_TAIL,

@@ -242,3 +242,36 @@ fn index_sorts_filters_conditions_and_uses_the_disk_snapshot() {
         "a much longer description now"
     );
 }
+
+#[test]
+fn unchanged_skills_come_from_the_in_process_cache_without_reading_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let skill = root.join("ops/deploy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy\ndescription: ship it\n---\nSteps.\n",
+    )
+    .unwrap();
+    let first = SkillCatalog::load_cached(root);
+    assert_eq!(first.find("deploy").unwrap().description, "ship it");
+    // A broken disk snapshot is not even read while the files are unchanged: the answer
+    // comes from memory and the snapshot stays as it is.
+    let snap = root.join(".skills_index.json");
+    std::fs::write(&snap, "not json").unwrap();
+    assert_eq!(SkillCatalog::load_cached(root), first);
+    assert_eq!(std::fs::read_to_string(&snap).unwrap(), "not json");
+    // A changed file (other size) misses both layers: parsed again, snapshot rewritten.
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy\ndescription: ship it on fridays\n---\nSteps.\n",
+    )
+    .unwrap();
+    let again = SkillCatalog::load_cached(root);
+    assert_eq!(
+        again.find("deploy").unwrap().description,
+        "ship it on fridays"
+    );
+    assert!(std::fs::read_to_string(&snap).unwrap().contains("fridays"));
+}

@@ -38,18 +38,18 @@ pub struct Config {
     pub compression: CompressionSettings,
     /// `memory:` section (FEATURES §6, §13).
     pub memory: MemoryConfig,
-    /// Sections of the Python system that this build reads elsewhere or not yet; kept so
-    /// that they are not reported as unknown keys.
-    pub skills: Option<yaml_serde::Value>,
+    /// `skills:` section (FEATURES §7, §8).
+    pub skills: SkillsConfig,
     /// `prompt_caching:` section (FEATURES §5).
     pub prompt_caching: PromptCachingConfig,
-    /// See [`Config::skills`].
+    /// Sections of the Python system that this build reads elsewhere or not yet; kept so
+    /// that they are not reported as unknown keys.
     pub mcp_servers: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
+    /// See [`Config::mcp_servers`].
     pub platform_toolsets: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
+    /// See [`Config::mcp_servers`].
     pub approvals: Option<yaml_serde::Value>,
-    /// See [`Config::skills`].
+    /// See [`Config::mcp_servers`].
     pub cron: Option<yaml_serde::Value>,
     /// `gateway:` section; typed and validated by `hermes-gateway` (FEATURES §1 Gateway).
     pub gateway: Option<yaml_serde::Value>,
@@ -154,6 +154,29 @@ pub struct AgentConfig {
     pub disabled_toolsets: Vec<String>,
     /// Prompt profile: `full` or `compact` (small local context windows); `None` = automatic.
     pub prompt_profile: Option<String>,
+    /// `agent.tool_use_enforcement` (key name as in the Python system): `auto` (default: by
+    /// model family), `true`/`false`, or a list of model-name substrings. Read through
+    /// [`AgentConfig::tool_use_enforcement_setting`].
+    pub tool_use_enforcement: Option<yaml_serde::Value>,
+}
+
+impl AgentConfig {
+    /// `tool_use_enforcement` as one string: a boolean as `true`/`false`, a string as
+    /// written, a list joined with commas; `None` when unset or of another type.
+    pub fn tool_use_enforcement_setting(&self) -> Option<String> {
+        match self.tool_use_enforcement.as_ref()? {
+            yaml_serde::Value::Bool(b) => Some(b.to_string()),
+            yaml_serde::Value::String(s) => Some(s.clone()),
+            yaml_serde::Value::Sequence(items) => Some(
+                items
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            _ => None,
+        }
+    }
 }
 
 impl Default for AgentConfig {
@@ -163,6 +186,7 @@ impl Default for AgentConfig {
             api_max_retries: 3,
             disabled_toolsets: Vec::new(),
             prompt_profile: None,
+            tool_use_enforcement: None,
         }
     }
 }
@@ -234,6 +258,32 @@ impl Default for MemoryConfig {
             memory_char_limit: DEFAULT_MEMORY_CHAR_LIMIT,
             user_char_limit: DEFAULT_USER_CHAR_LIMIT,
             nudge_interval: DEFAULT_MEMORY_NUDGE_INTERVAL,
+        }
+    }
+}
+
+/// Default number of tool-calling iterations between background skill reviews (FEATURES §8).
+pub const DEFAULT_SKILL_NUDGE_INTERVAL: u32 = 10;
+
+/// `skills:` section (key names as in the Python system). Only the learning-loop key is
+/// typed; the other keys of the Python system are kept as written and not reported as
+/// unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkillsConfig {
+    /// Tool-calling iterations between background skill reviews (default
+    /// [`DEFAULT_SKILL_NUDGE_INTERVAL`]; 0 turns them off).
+    pub creation_nudge_interval: u32,
+    /// Other `skills:` keys, untouched.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, yaml_serde::Value>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            creation_nudge_interval: DEFAULT_SKILL_NUDGE_INTERVAL,
+            other: BTreeMap::new(),
         }
     }
 }
@@ -388,6 +438,33 @@ mod tests {
         assert_eq!(m.provider.as_deref(), Some("custom"));
         assert_eq!(c.config.agent.max_turns, 7);
         assert_eq!(c.config.terminal.timeout, 180);
+    }
+
+    #[test]
+    fn skills_and_agent_learning_keys_are_read() {
+        let c = Config::parse(
+            "skills:\n  creation_nudge_interval: 4\n  external_dirs: [/opt/skills]\nagent:\n  tool_use_enforcement: [gemini, grok]\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert_eq!(c.config.skills.creation_nudge_interval, 4);
+        assert!(c.config.skills.other.contains_key("external_dirs"));
+        assert_eq!(
+            c.config.agent.tool_use_enforcement_setting().as_deref(),
+            Some("gemini,grok")
+        );
+        let d = Config::parse(
+            "agent:\n  tool_use_enforcement: false\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            d.config.agent.tool_use_enforcement_setting().as_deref(),
+            Some("false")
+        );
+        assert_eq!(Config::default().skills.creation_nudge_interval, 10);
+        assert_eq!(Config::default().memory.nudge_interval, 10);
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Finding and indexing installed skills (FEATURES §7): `skills/<category>/<name>/SKILL.md`,
 //! the prompt's skills index with platform filtering and conditional activation, and a disk
-//! snapshot of the parsed catalog keyed by every `SKILL.md`'s mtime and size.
+//! snapshot of the parsed catalog keyed by every `SKILL.md`'s mtime and size, behind an
+//! in-process cache with the same key.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -84,6 +87,26 @@ type Manifest = Vec<(PathBuf, u128, u64)>;
 struct Snapshot {
     manifest: Manifest,
     catalog: SkillCatalog,
+}
+
+/// The in-process layer of [`SkillCatalog::load_cached`]: one `(manifest, catalog)` per
+/// skills root.
+type MemoryCache = HashMap<PathBuf, (Manifest, SkillCatalog)>;
+
+static MEMORY_CACHE: LazyLock<Mutex<MemoryCache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn memory_cache_get(root: &Path, key: &Manifest) -> Option<SkillCatalog> {
+    let cache = MEMORY_CACHE.lock().ok()?;
+    cache
+        .get(root)
+        .filter(|(manifest, _)| manifest == key)
+        .map(|(_, catalog)| catalog.clone())
+}
+
+fn memory_cache_put(root: &Path, key: &Manifest, catalog: &SkillCatalog) {
+    if let Ok(mut cache) = MEMORY_CACHE.lock() {
+        cache.insert(root.to_path_buf(), (key.clone(), catalog.clone()));
+    }
 }
 
 fn find_skill_files(root: &Path) -> Vec<PathBuf> {
@@ -187,17 +210,26 @@ impl SkillCatalog {
     /// Like [`SkillCatalog::load`], but reuses `root/.skills_index.json` when every
     /// `SKILL.md`'s path, mtime and size still match it, and rewrites it otherwise. A broken
     /// or unwritable snapshot only costs a full parse. Blocking I/O.
+    ///
+    /// In front of the disk snapshot sits an in-process cache per root with the same key, so
+    /// a process that builds many prompts (the gateway) stats the files but neither reads
+    /// nor parses anything while no skill changed (FEATURES §7).
     pub fn load_cached(root: &Path) -> SkillCatalog {
         let files = find_skill_files(root);
         let key = manifest(&files);
+        if let Some(hit) = memory_cache_get(root, &key) {
+            return hit;
+        }
         let snap_path = root.join(SNAPSHOT_FILE);
         if let Ok(bytes) = fs::read(&snap_path)
             && let Ok(snap) = serde_json::from_slice::<Snapshot>(&bytes)
             && snap.manifest == key
         {
+            memory_cache_put(root, &snap.manifest, &snap.catalog);
             return snap.catalog;
         }
         let catalog = SkillCatalog::from_files(root, &files);
+        memory_cache_put(root, &key, &catalog);
         if root.is_dir() {
             let snap = Snapshot {
                 manifest: key,
