@@ -170,6 +170,8 @@ pub struct Agent {
     /// A commit found the history changed elsewhere; the turn stops and the session is
     /// reloaded ([`Agent::reload_after_conflict`]).
     pub(crate) history_conflict: bool,
+    /// Until when turns skip the primary after a rate-limit or billing fallback.
+    pub(crate) primary_cooldown: Option<tokio::time::Instant>,
     /// Learning-loop counters and the running background review (FEATURES §8).
     pub(crate) learning: crate::review::LearningState,
 }
@@ -191,6 +193,7 @@ impl Agent {
         let mut agent = Agent {
             compressor,
             steer: None,
+            primary_cooldown: None,
             learning: crate::review::LearningState::default(),
             specs,
             tools: deps.tools.clone(),

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use hermes_llm::ModelClient;
 use hermes_protocol::{AgentEvent, Op, TurnOutcome, Usage};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
@@ -17,6 +18,8 @@ pub struct AgentHandle {
     events: UnboundedReceiver<AgentEvent>,
     current: Arc<Mutex<CancellationToken>>,
     session_id: Arc<Mutex<String>>,
+    /// A model client waiting to become the primary before the next op (`/model`).
+    next_client: Arc<Mutex<Option<Arc<dyn ModelClient>>>>,
     task: JoinHandle<Agent>,
 }
 
@@ -29,9 +32,14 @@ impl AgentHandle {
         let session_id = Arc::new(Mutex::new(agent.session_id().to_string()));
         let task_current = current.clone();
         let task_session = session_id.clone();
+        let next_client: Arc<Mutex<Option<Arc<dyn ModelClient>>>> = Arc::default();
+        let task_client = next_client.clone();
         let task = tokio::spawn(async move {
             let mut agent = agent;
             while let Some(op) = ops_rx.recv().await {
+                if let Some(client) = task_client.lock().ok().and_then(|mut c| c.take()) {
+                    agent.set_client(client);
+                }
                 let token = CancellationToken::new();
                 if let Ok(mut slot) = task_current.lock() {
                     *slot = token.clone();
@@ -120,7 +128,16 @@ impl AgentHandle {
             events: ev_rx,
             current,
             session_id,
+            next_client,
             task,
+        }
+    }
+
+    /// Makes `client` the primary model for the ops submitted after this call (`/model`);
+    /// a turn already running finishes on its current client. See [`Agent::set_client`].
+    pub fn set_client(&self, client: Arc<dyn ModelClient>) {
+        if let Ok(mut slot) = self.next_client.lock() {
+            *slot = Some(client);
         }
     }
 

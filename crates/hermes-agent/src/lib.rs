@@ -18,6 +18,7 @@ mod hooks;
 mod repair;
 mod review;
 mod steer;
+mod switch;
 mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
@@ -32,3 +33,4 @@ pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_too
 pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
 pub use turn::HISTORY_CHANGED_TEXT;
+pub use switch::PRIMARY_COOLDOWN;

@@ -1,7 +1,7 @@
 //! One turn of the loop (ARCHITECTURE §2 steps 2–5).
 
 use futures::StreamExt;
-use hermes_llm::fallback::RecoveryAction;
+use hermes_llm::fallback::{RecoveryAction, retry_status};
 use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent, ToolChoice};
 use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, TurnOutcome, Usage};
 use tokio::sync::mpsc::UnboundedSender;
@@ -52,10 +52,9 @@ impl Agent {
         }
         self.learning_on_user_turn();
         self.maybe_set_title(input).await;
-        // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2).
-        self.active = self.deps.client.clone();
-        self.recovery
-            .reset_turn(self.deps.client.spare_credentials());
+        // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2),
+        // unless it is cooling down after a rate-limit or billing fallback.
+        self.start_turn_clients(events);
 
         let mut usage = Usage::default();
         let mut final_text = String::new();
@@ -247,12 +246,12 @@ impl Agent {
                     ));
                 }
                 RecoveryAction::Retry { wait, .. } => {
-                    status(format!(
-                        "{} error ({error}); retry {}/{} in {:.1}s",
-                        error.class.as_str(),
+                    tracing::warn!(class = error.class.as_str(), error = %error, "model call failed; retrying");
+                    status(retry_status(
+                        &error,
+                        wait,
                         self.recovery.turn.retries,
                         self.recovery.max_retries,
-                        wait.as_secs_f64()
                     ));
                     tokio::select! {
                         () = tokio::time::sleep(wait) => {}
@@ -279,6 +278,7 @@ impl Agent {
                         target.provider,
                         target.model
                     ));
+                    self.note_fallback_from(&error);
                     request.model = next.model().to_string();
                     self.recovery.spare_credentials = next.spare_credentials();
                     self.active = next;

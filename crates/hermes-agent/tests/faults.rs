@@ -84,7 +84,7 @@ async fn stream_ending_early_is_retried_and_nothing_partial_is_kept() {
     let st = statuses(&events);
     assert!(
         st.iter()
-            .any(|s| s.starts_with("timeout error") && s.contains("retry 1/3")),
+            .any(|s| s.starts_with("network error, retrying in") && s.ends_with("(1/3)")),
         "{st:?}"
     );
     let stored = h.store.load_messages(agent.session_id()).unwrap();
@@ -128,7 +128,9 @@ async fn connection_dropped_mid_body_fails_with_a_network_error_after_the_retrie
     assert!(text.starts_with("The model call failed"), "{text}");
     let st = statuses(&events);
     assert_eq!(
-        st.iter().filter(|s| s.starts_with("timeout error")).count(),
+        st.iter()
+            .filter(|s| s.starts_with("network error, retrying in"))
+            .count(),
         3,
         "three retries of a timeout-class error: {st:?}"
     );
@@ -148,7 +150,11 @@ async fn stalled_stream_times_out_and_the_retry_answers() {
     assert_eq!(outcome, TurnOutcome::Completed);
     assert_eq!(final_text(&events), "after the stall");
     let st = statuses(&events);
-    assert!(st.iter().any(|s| s.starts_with("timeout error")), "{st:?}");
+    assert!(
+        st.iter()
+            .any(|s| s.starts_with("network error, retrying in")),
+        "{st:?}"
+    );
     assert_eq!(h.mock.requests().len(), 2);
 }
 
@@ -223,7 +229,9 @@ async fn slow_loris_headers_hit_the_read_timeout() {
     assert!(text.contains("timed out"), "{text}");
     let st = statuses(&events);
     assert_eq!(
-        st.iter().filter(|s| s.starts_with("timeout error")).count(),
+        st.iter()
+            .filter(|s| s.starts_with("network error, retrying in"))
+            .count(),
         3,
         "{st:?}"
     );

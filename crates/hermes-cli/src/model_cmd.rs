@@ -1,4 +1,4 @@
-//! `hermes model {show,pull}`.
+//! `hermes model {show,set,pull}`.
 
 use anyhow::Result;
 
@@ -28,6 +28,26 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
                 }
                 Err(e) => {
                     eprintln!("{e:#}");
+                    Ok(2)
+                }
+            }
+        }
+        ModelCmd::Set { choice } => {
+            let mut words = choice.join(" ");
+            if let Some(p) = &args.provider
+                && choice.len() == 1
+            {
+                words = format!("{p} {words}");
+            }
+            match crate::model_switch::set_default(&app, &words, args.base_url.as_deref()) {
+                Ok(lines) => {
+                    for l in lines {
+                        outln!("{l}");
+                    }
+                    Ok(0)
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
                     Ok(2)
                 }
             }

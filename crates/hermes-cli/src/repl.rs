@@ -125,6 +125,10 @@ pub async fn run(
                 println!("{}", crate::display::statusbar_command(&mut display));
                 continue;
             }
+            Action::Model(words) => {
+                info.model_command(&words, &handle).await;
+                continue;
+            }
             Action::Compose(_) => {
                 eprintln!("/prompt: the composed message cannot be another /prompt");
                 continue;
@@ -153,6 +157,7 @@ pub async fn run(
             eprintln!("{line}");
         }
     }
+    println!("{}", info.usage_now(&handle.session_id()));
     let _ = handle.shutdown().await;
     Ok(0)
 }

@@ -30,6 +30,8 @@ pub struct SessionInfo {
     pub timezone: Option<String>,
     /// Memory and skills for `/memory`, `/skills`, `/<skill>` and `-s`.
     pub learning: crate::memory_cmd::LearningInfo,
+    /// `/model`: the runtime in use and how to resolve another.
+    pub models: crate::model_switch::ModelSwitcher,
     /// `config.yaml` `display:` (skin, tool progress, reasoning, status line).
     pub display: hermes_protocol::config::DisplayConfig,
     /// The model's context window in tokens, when known (for the status line).
@@ -55,6 +57,28 @@ impl SessionInfo {
             ),
             Ok(None) => format!("session {session_id}: no usage recorded yet"),
             Err(e) => format!("could not read usage: {e}"),
+        }
+    }
+
+    /// `/model [WORDS]`: without words prints the model in use; with words switches the
+    /// agent behind `handle` to the resolved model for the following turns, or prints why not.
+    pub async fn model_command(&mut self, words: &str, handle: &hermes_agent::AgentHandle) {
+        if words.trim().is_empty() {
+            println!("{}", self.models.describe());
+            return;
+        }
+        match self.models.switch(words).await {
+            Ok(client) => {
+                self.model = client.model().to_string();
+                self.provider = client.provider().to_string();
+                self.context_window = client.context_window();
+                handle.set_client(client);
+                println!(
+                    "switched to {} for the next turns of this session",
+                    self.models.describe()
+                );
+            }
+            Err(e) => eprintln!("/model: {e:#}"),
         }
     }
 
@@ -381,6 +405,7 @@ pub async fn build_agent(
         home: app.home.clone(),
         timezone: app.config.timezone.clone(),
         learning: crate::memory_cmd::LearningInfo::new(app, args),
+        models: crate::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
         display: app.config.display.clone(),
         context_window: kit.client.context_window(),
         completion: completion_sources(app, &kit),

@@ -23,6 +23,9 @@ pub enum Action {
     Compose(String),
     /// `/skin [name]`: list skins (empty name) or switch to one.
     Skin(String),
+    /// `/model [[PROVIDER] MODEL]`: show the model (empty) or switch the following turns to
+    /// another (`crate::model_switch`).
+    Model(String),
     /// `/statusbar`: toggle the status line.
     Statusbar,
 }
@@ -68,13 +71,7 @@ fn command(inv: Invocation, session_id: &str, info: &SessionInfo) -> Action {
             info.provider,
             info.usage_now(session_id)
         )),
-        CommandId::Model => Action::Print(match inv.text() {
-            None => format!("model: {} (provider {})", info.model, info.provider),
-            Some(name) => format!(
-                "model: {} (provider {}). To use {name}, restart with `hermes -m {name}` or set it with `hermes model`.",
-                info.model, info.provider
-            ),
-        }),
+        CommandId::Model => Action::Model(inv.text().unwrap_or_default().to_string()),
         CommandId::Memory => Action::Print(info.learning.memory_text()),
         CommandId::Skills => Action::Print(info.learning.skills_text()),
         CommandId::Cron => Action::Print(info.cron_jobs()),

@@ -101,7 +101,7 @@ async fn stream_cut_short_is_retried_and_answered() {
     let err = stderr(&out);
     assert!(
         err.lines()
-            .any(|l| l.contains("timeout error") && l.contains("retry 1/1")),
+            .any(|l| l.contains("network error, retrying in") && l.contains("(1/1)")),
         "the retry is shown: {err}"
     );
 }

@@ -174,14 +174,17 @@ impl RecoveryPolicy {
     }
 }
 
-/// The status line for a retry ("rate limited, retrying in 7 s (2/3)").
+/// The status line for a retry, e.g. "rate limited, retrying in 7 s (2/3)": what went wrong in
+/// a few words (from the error class), the wait rounded up to whole seconds, and the retry
+/// number out of `agent.api_max_retries` (issue 3, FEATURES §2). Classes without a phrase of
+/// their own read "request failed (<class>)".
 pub fn retry_status(err: &LlmError, wait: Duration, attempt: u32, max: u32) -> String {
     let what = match err.class {
-        ErrorClass::RateLimit => "rate limited",
-        ErrorClass::Overloaded => "provider overloaded",
-        ErrorClass::Timeout => "connection lost",
-        ErrorClass::ServerError => "provider error",
-        _ => "request failed",
+        ErrorClass::RateLimit => "rate limited".to_string(),
+        ErrorClass::Overloaded => "provider overloaded".to_string(),
+        ErrorClass::Timeout => "network error".to_string(),
+        ErrorClass::ServerError => "provider error".to_string(),
+        other => format!("request failed ({})", other.as_str()),
     };
     format!(
         "{what}, retrying in {} s ({attempt}/{max})",

@@ -18,6 +18,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod pooled;
 pub mod pricing;
+pub mod reachability;
 mod redact;
 pub mod replay;
 pub mod retry;
