@@ -32,5 +32,5 @@ pub use hooks::{
 pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
 pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
-pub use turn::HISTORY_CHANGED_TEXT;
 pub use switch::PRIMARY_COOLDOWN;
+pub use turn::HISTORY_CHANGED_TEXT;
