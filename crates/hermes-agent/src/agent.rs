@@ -164,6 +164,12 @@ pub struct Agent {
     pub(crate) compressor: ContextCompressor,
     /// Messages for the running turn, read after each tool batch (busy mode `steer`).
     pub(crate) steer: Option<crate::SteerQueue>,
+    /// The session's `history_version` as this agent last loaded or wrote it; every commit
+    /// is checked against it (issue 7 item 4).
+    pub(crate) history_version: u64,
+    /// A commit found the history changed elsewhere; the turn stops and the session is
+    /// reloaded ([`Agent::reload_after_conflict`]).
+    pub(crate) history_conflict: bool,
     /// Until when turns skip the primary after a rate-limit or billing fallback.
     pub(crate) primary_cooldown: Option<tokio::time::Instant>,
     /// Learning-loop counters and the running background review (FEATURES §8).
@@ -210,6 +216,8 @@ impl Agent {
             history: Vec::new(),
             unsaved: Vec::new(),
             session_usage: Usage::default(),
+            history_version: 0,
+            history_conflict: false,
         };
         match resume {
             Some(key) => agent.resume(key).await?,
@@ -231,6 +239,13 @@ impl Agent {
     /// The active history (without the system prompt).
     pub fn history(&self) -> Vec<Message> {
         self.history.iter().map(|e| e.message.clone()).collect()
+    }
+
+    /// The session's `history_version` as this agent last loaded or wrote it. Another writer
+    /// (an `/undo`, `/new` or compression elsewhere) moves the stored version on; this agent's
+    /// next commit is then refused and the session reloaded.
+    pub fn history_version(&self) -> u64 {
+        self.history_version
     }
 
     /// Tokens used by this session's model calls since the agent started.
@@ -320,6 +335,8 @@ impl Agent {
         self.history.clear();
         self.unsaved.clear();
         self.session_usage = Usage::default();
+        self.history_version = 0;
+        self.history_conflict = false;
         self.learning.reset_counters();
         self.restore_tool_state();
         self.fire_hook(
@@ -338,6 +355,8 @@ impl Agent {
             .ok_or_else(|| AgentError::SessionNotFound(key.to_string()))?;
         let id = record.id.clone();
         let messages = self.blocking(move |s| s.load_messages(&id)).await?;
+        self.history_version = record.history_version;
+        self.history_conflict = false;
         self.session_id = record.id;
         self.system_prompt = record.system_prompt;
         self.history = messages
@@ -383,8 +402,20 @@ impl Agent {
         self.flush_unsaved().await;
         if let Some(first_id) = self.history[cut..].iter().find_map(|e| e.id) {
             let sid = self.session_id.clone();
-            self.blocking(move |s| s.deactivate_messages_from(&sid, first_id))
-                .await?;
+            let expected = self.history_version;
+            match self
+                .blocking(move |s| s.deactivate_messages_checked(&sid, first_id, expected))
+                .await
+            {
+                Ok(version) => self.history_version = version,
+                Err(e) => {
+                    if is_conflict(&e) {
+                        // Someone else changed the history: show them what is stored now.
+                        self.reload_after_conflict().await;
+                    }
+                    return Err(e);
+                }
+            }
         }
         let text = self.history[cut].message.text();
         self.history.truncate(cut);
@@ -403,11 +434,17 @@ impl Agent {
             message: message.clone(),
         });
         let sid = self.session_id.clone();
+        let expected = self.history_version;
         match self
-            .blocking(move |s| s.append_message(&sid, &message, None))
+            .blocking(move |s| s.append_message_checked(&sid, &message, None, expected))
             .await
         {
             Ok(id) => self.history[index].id = Some(id),
+            Err(e) if is_conflict(&e) => {
+                tracing::warn!(error = %e, "history changed elsewhere; message not saved");
+                self.history.truncate(index);
+                self.history_conflict = true;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not save message; will retry");
                 let _ = events.send(AgentEvent::Status {
@@ -426,13 +463,25 @@ impl Agent {
             };
             let message = entry.message.clone();
             let sid = self.session_id.clone();
+            let expected = self.history_version;
             match self
-                .blocking(move |s| s.append_message(&sid, &message, None))
+                .blocking(move |s| s.append_message_checked(&sid, &message, None, expected))
                 .await
             {
                 Ok(id) => self.history[index].id = Some(id),
+                Err(e) if is_conflict(&e) => self.history_conflict = true,
                 Err(_) => self.unsaved.push(index),
             }
+        }
+    }
+
+    /// After a refused commit: drops what this agent had in memory and loads the session as
+    /// stored (the other writer's change wins; what this agent had not saved is not written).
+    /// A failed reload is logged; the next commit is then refused again.
+    pub(crate) async fn reload_after_conflict(&mut self) {
+        let sid = self.session_id.clone();
+        if let Err(e) = self.resume(&sid).await {
+            tracing::warn!(session = %sid, error = %e, "could not reload the session after a history conflict");
         }
     }
 
@@ -461,4 +510,12 @@ impl Agent {
             .map_err(|e| AgentError::Join(e.to_string()))?
             .map_err(AgentError::from)
     }
+}
+
+/// True when `e` is a refused version-checked write ([`hermes_store::StoreError::HistoryChanged`]).
+pub(crate) fn is_conflict(e: &AgentError) -> bool {
+    matches!(
+        e,
+        AgentError::Store(hermes_store::StoreError::HistoryChanged { .. })
+    )
 }

@@ -226,9 +226,20 @@ impl Agent {
         let from_id = self.history[keep..].iter().find_map(|e| e.id);
         let replacement: Vec<Message> = new[keep..].to_vec();
         let sid = self.session_id.clone();
-        let ids = self
-            .blocking(move |s| s.replace_active_from(&sid, from_id, &replacement))
-            .await?;
+        let expected = self.history_version;
+        let (ids, version) = match self
+            .blocking(move |s| s.replace_active_checked(&sid, from_id, &replacement, expected))
+            .await
+        {
+            Ok(done) => done,
+            Err(e) => {
+                if crate::agent::is_conflict(&e) {
+                    self.history_conflict = true;
+                }
+                return Err(e);
+            }
+        };
+        self.history_version = version;
         self.history.truncate(keep);
         self.history.extend(
             new[keep..]

@@ -33,3 +33,4 @@ pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_too
 pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
 pub use switch::PRIMARY_COOLDOWN;
+pub use turn::HISTORY_CHANGED_TEXT;

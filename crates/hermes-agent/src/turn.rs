@@ -14,6 +14,12 @@ use crate::repair::repair_history;
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
 const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md");
 
+/// The final text of a turn stopped because the session's history changed elsewhere while it
+/// ran (an `/undo`, `/new` or compression in another agent or process; issue 7 item 4).
+pub const HISTORY_CHANGED_TEXT: &str = "This conversation was changed elsewhere while I was \
+working (an undo, a new session or a compression), so I stopped instead of writing over it. \
+The conversation now is what was saved; send your message again if it still applies.";
+
 /// Why a model call produced no message.
 pub(crate) enum CallFailure {
     Cancelled,
@@ -38,6 +44,12 @@ impl Agent {
         });
         self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.persist(Message::user(input), events).await;
+        if self.history_conflict {
+            // The history moved on before this turn wrote anything: the new message goes on
+            // top of what is stored now.
+            self.reload_after_conflict().await;
+            self.persist(Message::user(input), events).await;
+        }
         self.learning_on_user_turn();
         self.maybe_set_title(input).await;
         // Each turn starts on the primary provider (fallback is turn-scoped, FEATURES §2),
@@ -50,6 +62,12 @@ impl Agent {
         let budget = self.opts.max_turns.max(1);
 
         for iteration in 0..budget {
+            if self.history_conflict {
+                final_text = HISTORY_CHANGED_TEXT.to_string();
+                outcome = TurnOutcome::Failed;
+                self.reload_after_conflict().await;
+                break;
+            }
             if self.refresh_tools() {
                 emit(AgentEvent::Status {
                     message: format!("tool list changed: {} tools available", self.specs.len()),
@@ -97,6 +115,9 @@ impl Agent {
                 emit(AgentEvent::Status { message: d.clone() });
             }
             self.persist(reply.to_message(), events).await;
+            if self.history_conflict {
+                continue;
+            }
 
             if reply.tool_calls.is_empty() {
                 final_text = reply.text.clone();
@@ -122,6 +143,11 @@ impl Agent {
             self.take_steering(events).await;
         }
 
+        if outcome == TurnOutcome::BudgetExhausted && self.history_conflict {
+            final_text = HISTORY_CHANGED_TEXT.to_string();
+            outcome = TurnOutcome::Failed;
+            self.reload_after_conflict().await;
+        }
         if outcome == TurnOutcome::BudgetExhausted {
             final_text = self.budget_summary(&mut usage, events, &cancel).await;
         }

@@ -6,8 +6,44 @@ use chrono::Utc;
 use hermes_protocol::Message;
 
 use crate::error::StoreError;
-use crate::messages::{encode, insert_row};
+use crate::messages::{Encoded, encode, insert_row};
 use crate::store::{SessionStore, to_ts};
+
+/// The body of [`SessionStore::replace_active_from`], shared with the version-checked form.
+pub(crate) fn replace_in(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    from_id: Option<i64>,
+    replacement: &[Message],
+    encoded: &[Encoded],
+    now: f64,
+) -> Result<Vec<i64>, StoreError> {
+    let changed = match from_id {
+        Some(id) => tx.execute(
+            "UPDATE messages SET active = 0 WHERE session_id = ?1 AND id >= ?2 \
+             AND active = 1",
+            rusqlite::params![session_id, id],
+        )?,
+        None => 0,
+    };
+    let delta = i64::try_from(replacement.len()).unwrap_or(i64::MAX)
+        - i64::try_from(changed).unwrap_or(i64::MAX);
+    let n = tx.execute(
+        "UPDATE sessions SET message_count = max(message_count + ?2, 0), \
+         history_version = history_version + 1 WHERE id = ?1",
+        rusqlite::params![session_id, delta],
+    )?;
+    if n == 0 {
+        return Err(StoreError::SessionNotFound {
+            id: session_id.to_string(),
+        });
+    }
+    replacement
+        .iter()
+        .zip(encoded)
+        .map(|(m, enc)| insert_row(tx, session_id, m, enc, now, None))
+        .collect()
+}
 
 impl SessionStore {
     /// In ONE transaction: marks message `from_id` and every later message of the session
@@ -30,31 +66,7 @@ impl SessionStore {
             .collect::<Result<Vec<_>, _>>()?;
         let now = to_ts(Utc::now());
         self.write("replace_active_from", |tx| {
-            let changed = match from_id {
-                Some(id) => tx.execute(
-                    "UPDATE messages SET active = 0 WHERE session_id = ?1 AND id >= ?2 \
-                     AND active = 1",
-                    rusqlite::params![session_id, id],
-                )?,
-                None => 0,
-            };
-            let delta = i64::try_from(replacement.len()).unwrap_or(i64::MAX)
-                - i64::try_from(changed).unwrap_or(i64::MAX);
-            let n = tx.execute(
-                "UPDATE sessions SET message_count = max(message_count + ?2, 0), \
-                 history_version = history_version + 1 WHERE id = ?1",
-                rusqlite::params![session_id, delta],
-            )?;
-            if n == 0 {
-                return Err(StoreError::SessionNotFound {
-                    id: session_id.to_string(),
-                });
-            }
-            replacement
-                .iter()
-                .zip(&encoded)
-                .map(|(m, enc)| insert_row(tx, session_id, m, enc, now, None))
-                .collect()
+            replace_in(tx, session_id, from_id, replacement, &encoded, now)
         })
     }
 

@@ -78,6 +78,21 @@ pub enum StoreError {
         /// The id that was looked up.
         id: String,
     },
+    /// A version-checked write found the session's history changed since the writer loaded
+    /// it (`/undo`, `/new`, compression in another agent or process); nothing was written.
+    /// The writer should reload the session (issue 7 item 4).
+    #[error(
+        "session `{id}`: the history changed elsewhere (version {found}, this agent had {expected}); \
+         nothing was written — reload the session"
+    )]
+    HistoryChanged {
+        /// The session id.
+        id: String,
+        /// The `history_version` the writer had loaded.
+        expected: u64,
+        /// The version found in the store.
+        found: u64,
+    },
     /// A stored value could not be decoded (e.g. invalid JSON in `tool_calls`).
     #[error("session store {db}: corrupt {what} in message {message_id}: {detail}")]
     Corrupt {

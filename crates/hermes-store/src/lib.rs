@@ -4,7 +4,8 @@
 //! FEATURES §10): sessions, messages (each committed as soon as it is complete), per-model
 //! usage, the run history of scheduled jobs (`cron_runs`), schema migrations, and full-text
 //! search (FTS5 `unicode61` plus a trigram index for CJK) behind a query sanitizer that turns
-//! any user text into a valid query.
+//! any user text into a valid query, and optimistic concurrency on each session's history
+//! (`history_version`, checked on commit).
 //! It must not call models, run tools or build prompts, and it never depends on a hermes
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
@@ -19,6 +20,7 @@ mod schema;
 mod search;
 mod store;
 mod types;
+mod versioned;
 
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;

@@ -131,6 +131,55 @@ pub(crate) fn insert_row(
     Ok(tx.last_insert_rowid())
 }
 
+/// Appends one message row and updates the session counters (the body of
+/// [`SessionStore::append_message`], shared with the version-checked append).
+pub(crate) fn append_in(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    message: &Message,
+    enc: &Encoded,
+    now: f64,
+    token_count: Option<i64>,
+    calls: i64,
+) -> Result<i64, StoreError> {
+    let n = tx.execute(
+        "UPDATE sessions SET message_count = message_count + 1, \
+         tool_call_count = tool_call_count + ?2 WHERE id = ?1",
+        rusqlite::params![session_id, calls],
+    )?;
+    if n == 0 {
+        return Err(StoreError::SessionNotFound {
+            id: session_id.to_string(),
+        });
+    }
+    insert_row(tx, session_id, message, enc, now, token_count)
+}
+
+/// Marks `message_id` and later messages inactive, fixes `message_count` and bumps
+/// `history_version` when anything changed (the body of
+/// [`SessionStore::deactivate_messages_from`]). Returns how many messages changed.
+pub(crate) fn deactivate_in(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    message_id: i64,
+) -> Result<usize, StoreError> {
+    let changed = tx.execute(
+        "UPDATE messages SET active = 0 WHERE session_id = ?1 AND id >= ?2 AND active = 1",
+        rusqlite::params![session_id, message_id],
+    )?;
+    let n = tx.execute(
+        "UPDATE sessions SET message_count = max(message_count - ?2, 0), \
+         history_version = history_version + (?2 > 0) WHERE id = ?1",
+        rusqlite::params![session_id, i64::try_from(changed).unwrap_or(i64::MAX)],
+    )?;
+    if n == 0 {
+        return Err(StoreError::SessionNotFound {
+            id: session_id.to_string(),
+        });
+    }
+    Ok(changed)
+}
+
 impl SessionStore {
     /// Appends `message` to session `session_id` in its own committed transaction and
     /// returns the new row id. Updates the session's `message_count` and `tool_call_count`.
@@ -149,17 +198,7 @@ impl SessionStore {
         let token_count = token_count.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
         let calls = i64::try_from(message.tool_calls.len()).unwrap_or(i64::MAX);
         self.write("append_message", |tx| {
-            let n = tx.execute(
-                "UPDATE sessions SET message_count = message_count + 1, \
-                 tool_call_count = tool_call_count + ?2 WHERE id = ?1",
-                rusqlite::params![session_id, calls],
-            )?;
-            if n == 0 {
-                return Err(StoreError::SessionNotFound {
-                    id: session_id.to_string(),
-                });
-            }
-            insert_row(tx, session_id, message, &enc, now, token_count)
+            append_in(tx, session_id, message, &enc, now, token_count, calls)
         })
     }
 
@@ -242,21 +281,7 @@ impl SessionStore {
         message_id: i64,
     ) -> Result<usize, StoreError> {
         self.write("deactivate_messages_from", |tx| {
-            let changed = tx.execute(
-                "UPDATE messages SET active = 0 WHERE session_id = ?1 AND id >= ?2 AND active = 1",
-                rusqlite::params![session_id, message_id],
-            )?;
-            let n = tx.execute(
-                "UPDATE sessions SET message_count = max(message_count - ?2, 0), \
-                 history_version = history_version + (?2 > 0) WHERE id = ?1",
-                rusqlite::params![session_id, i64::try_from(changed).unwrap_or(i64::MAX)],
-            )?;
-            if n == 0 {
-                return Err(StoreError::SessionNotFound {
-                    id: session_id.to_string(),
-                });
-            }
-            Ok(changed)
+            deactivate_in(tx, session_id, message_id)
         })
     }
 

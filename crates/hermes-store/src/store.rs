@@ -330,13 +330,16 @@ impl SessionStore {
         )
     }
 
-    /// Records the end time (now) and a free-text reason. Errors with
+    /// Records the end time (now) and a free-text reason, and bumps `history_version` so an
+    /// agent elsewhere still working on the session cannot append to it unawares
+    /// ([`SessionStore::append_message_checked`]). Errors with
     /// [`StoreError::SessionNotFound`] for an unknown id.
     pub fn end_session(&self, id: &str, reason: &str) -> Result<(), StoreError> {
         let now = to_ts(Utc::now());
         self.write("end_session", |tx| {
             let n = tx.execute(
-                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1",
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3, \
+                 history_version = history_version + 1 WHERE id = ?1",
                 rusqlite::params![id, now, reason],
             )?;
             found(n, id)

@@ -11,6 +11,7 @@ pub mod approval;
 pub mod commands;
 pub mod deliver;
 mod events;
+pub mod pending;
 pub mod reset;
 mod worker;
 
@@ -76,6 +77,9 @@ pub(crate) struct Inner {
     pub(crate) stopping: CancellationToken,
     /// Lifecycle hooks the gateway fires (empty unless [`Gateway::set_hooks`]).
     pub(crate) hooks: Mutex<Hooks>,
+    /// Messages still queued when the gateway stopped, saved at the end of
+    /// [`Gateway::shutdown`] ([`pending`]).
+    pub(crate) leftover: Mutex<Vec<InboundMessage>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -126,6 +130,7 @@ impl Gateway {
                 tracker: TaskTracker::new(),
                 stopping: CancellationToken::new(),
                 hooks: Mutex::new(Hooks::default()),
+                leftover: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -170,6 +175,7 @@ impl Gateway {
             platforms = ?self.inner.adapters.keys().collect::<Vec<_>>(),
             "gateway running"
         );
+        self.serve_pending().await;
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
@@ -185,16 +191,15 @@ impl Gateway {
         Ok(())
     }
 
-    /// Interrupts running turns, drops queued work, waits for workers (bounded) and drops
+    /// Interrupts running turns, waits for workers (bounded), saves the messages still
+    /// queued to `HERMES_HOME/gateway/pending.json` for the next start ([`pending`]) and drops
     /// the cached agents. Every completed message is already committed to the store.
     pub async fn shutdown(&self) {
         self.inner.stopping.cancel();
-        let dropped = {
+        {
             let mut sessions = lock(&self.inner.sessions);
-            let mut dropped = 0;
             for state in sessions.values_mut() {
-                dropped += state.queue.len();
-                state.queue.clear();
+                self.inner.keep_queued(state);
                 if let Some(c) = &state.cancel {
                     c.cancel();
                 }
@@ -202,13 +207,6 @@ impl Gateway {
                     slot.answer(Approval::Deny);
                 }
             }
-            dropped
-        };
-        if dropped > 0 {
-            tracing::warn!(
-                dropped,
-                "queued messages not run because the gateway stopped"
-            );
         }
         self.inner.tracker.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tracker.wait())
@@ -216,6 +214,26 @@ impl Gateway {
             .is_err()
         {
             tracing::warn!("some sessions did not stop within the shutdown grace period");
+        }
+        // What a worker still queued while it stopped (interrupt leftovers) is in here too.
+        {
+            let mut sessions = lock(&self.inner.sessions);
+            for state in sessions.values_mut() {
+                self.inner.keep_queued(state);
+            }
+        }
+        let leftover = std::mem::take(&mut *lock(&self.inner.leftover));
+        if !leftover.is_empty() {
+            let home = self.inner.home.clone();
+            let count = leftover.len();
+            let saved = tokio::task::spawn_blocking(move || pending::save(&home, &leftover)).await;
+            match saved {
+                Ok(Ok(())) => {
+                    tracing::info!(count, "queued messages saved; the next start serves them");
+                }
+                Ok(Err(e)) => tracing::error!(count, error = %e, "could not save queued messages"),
+                Err(e) => tracing::error!(count, error = %e, "could not save queued messages"),
+            }
         }
         self.inner.cache.clear();
     }
@@ -280,6 +298,31 @@ impl Gateway {
                     serde_json::json!({ "session_key": key, "command": inv.name, "text": msg.text }),
                 );
                 self.command(key, inv, msg, adapter).await
+            }
+        }
+    }
+
+    /// Serves the messages saved by the last shutdown ([`pending`]), oldest first, through
+    /// [`Gateway::handle`]. A file that cannot be read is reported and left in place.
+    async fn serve_pending(&self) {
+        let home = self.inner.home.clone();
+        match tokio::task::spawn_blocking(move || pending::take(&home)).await {
+            Ok(Ok(messages)) => {
+                if !messages.is_empty() {
+                    tracing::info!(
+                        count = messages.len(),
+                        "serving messages queued before the last stop"
+                    );
+                }
+                for msg in messages {
+                    self.handle(msg).await;
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "could not read the queued messages of the last stop")
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the queued messages of the last stop")
             }
         }
     }

@@ -81,7 +81,9 @@ pub(crate) async fn run(inner: Arc<Inner>, key: String) {
                     Some((job, token, state.steer.clone()))
                 }
                 None => {
-                    sessions.remove(&key);
+                    if let Some(mut state) = sessions.remove(&key) {
+                        inner.keep_queued(&mut state);
+                    }
                     None
                 }
             }

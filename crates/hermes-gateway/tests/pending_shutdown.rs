@@ -1,0 +1,64 @@
+//! Queued messages survive a graceful shutdown (issue 7: nothing acknowledged is lost): the
+//! stopping gateway saves them to `HERMES_HOME/gateway/pending.json`, the next start serves
+//! them in order and removes the file.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use hermes_gateway::config::BusyInputMode;
+use hermes_gateway::runner::pending::pending_path;
+use hermes_testkit::MockResponse;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test]
+async fn queued_messages_are_saved_at_shutdown_and_served_by_the_next_start() {
+    let h = Harness::new().await;
+    h.mock
+        .push(MockResponse::tool_calls(&[("call_1", "wait_gate", "{}")]));
+    h.mock.push(MockResponse::text("tagged"));
+    h.mock.push(MockResponse::text("changelog skipped"));
+    let mut config = open_config("telegram");
+    config.busy_input_mode = BusyInputMode::Queue;
+    config.tool_progress = hermes_gateway::config::ToolProgress::Off;
+
+    let (adapter_a, _ia) = FakeAdapter::new("telegram");
+    let first = h.gateway(config.clone(), adapter_a.clone());
+    first.handle(dm("5", "build the release")).await;
+    h.gate().wait_entered().await;
+    first.handle(dm("5", "and tag it v1.2")).await;
+    first.handle(dm("5", "skip the changelog")).await;
+    first.shutdown().await;
+
+    let file = pending_path(h.home.home());
+    let saved: Vec<hermes_gateway::InboundMessage> =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let texts: Vec<&str> = saved.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, vec!["and tag it v1.2", "skip the changelog"]);
+
+    let (adapter_b, _ib) = FakeAdapter::new("telegram");
+    let second = h.gateway(config, adapter_b.clone());
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let second = second.clone();
+        let cancel = cancel.clone();
+        async move { second.run(cancel).await }
+    });
+    wait_until("both saved messages answered", || {
+        adapter_b.texts().len() == 2
+    })
+    .await;
+    assert_eq!(adapter_b.texts(), vec!["tagged", "changelog skipped"]);
+    assert!(!file.exists(), "the saved messages are taken once");
+    let stored = h.user_texts("agent:main:telegram:dm:5");
+    assert!(
+        stored.contains(&"and tag it v1.2".to_string()),
+        "{stored:?}"
+    );
+    assert!(
+        stored.contains(&"skip the changelog".to_string()),
+        "{stored:?}"
+    );
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+}

@@ -1,0 +1,113 @@
+//! Optimistic concurrency on a session's history (issue 7 item 4): every change that
+//! rewrites the active history (`/undo`, `/retry`, compression, ending the session) bumps
+//! `sessions.history_version`; a writer that loaded the history at version `v` passes `v` to
+//! these checked forms, and the write is refused with [`StoreError::HistoryChanged`] — in the
+//! same transaction that would have written — when someone else changed the history meanwhile.
+//! So an agent never appends to, or compacts over, a history it has not seen.
+
+use chrono::Utc;
+use hermes_protocol::Message;
+
+use crate::compaction::replace_in;
+use crate::error::StoreError;
+use crate::messages::{append_in, deactivate_in, encode};
+use crate::store::{SessionStore, to_ts};
+
+/// The stored `history_version` of `session_id`, or [`StoreError::HistoryChanged`] when it is
+/// not `expected` ([`StoreError::SessionNotFound`] when there is no such session).
+fn check(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    expected: u64,
+) -> Result<u64, StoreError> {
+    let found: Option<i64> = tx
+        .query_row(
+            "SELECT history_version FROM sessions WHERE id = ?1",
+            [session_id],
+            |row| row.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            other => Err(other),
+        })?;
+    let Some(found) = found else {
+        return Err(StoreError::SessionNotFound {
+            id: session_id.to_string(),
+        });
+    };
+    let found = u64::try_from(found).unwrap_or(0);
+    if found != expected {
+        return Err(StoreError::HistoryChanged {
+            id: session_id.to_string(),
+            expected,
+            found,
+        });
+    }
+    Ok(found)
+}
+
+impl SessionStore {
+    /// [`SessionStore::append_message`], refused unless the session's `history_version` is
+    /// still `expected_version` (appending does not change the version).
+    ///
+    /// Errors: [`StoreError::HistoryChanged`] when the history changed since the caller loaded
+    /// it (nothing is written), [`StoreError::SessionNotFound`], [`StoreError::Busy`].
+    pub fn append_message_checked(
+        &self,
+        session_id: &str,
+        message: &Message,
+        token_count: Option<u64>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError> {
+        let enc = encode(message)?;
+        let now = to_ts(Utc::now());
+        let token_count = token_count.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        let calls = i64::try_from(message.tool_calls.len()).unwrap_or(i64::MAX);
+        self.write("append_message_checked", |tx| {
+            check(tx, session_id, expected_version)?;
+            append_in(tx, session_id, message, &enc, now, token_count, calls)
+        })
+    }
+
+    /// [`SessionStore::deactivate_messages_from`], refused unless the session's
+    /// `history_version` is still `expected_version`. Returns the new version (unchanged
+    /// when no message was active from `message_id` on).
+    ///
+    /// Errors: as [`SessionStore::append_message_checked`].
+    pub fn deactivate_messages_checked(
+        &self,
+        session_id: &str,
+        message_id: i64,
+        expected_version: u64,
+    ) -> Result<u64, StoreError> {
+        self.write("deactivate_messages_checked", |tx| {
+            let v = check(tx, session_id, expected_version)?;
+            let changed = deactivate_in(tx, session_id, message_id)?;
+            Ok(v + u64::from(changed > 0))
+        })
+    }
+
+    /// [`SessionStore::replace_active_from`], refused unless the session's `history_version`
+    /// is still `expected_version`. Returns the new row ids and the new version.
+    ///
+    /// Errors: as [`SessionStore::append_message_checked`].
+    pub fn replace_active_checked(
+        &self,
+        session_id: &str,
+        from_id: Option<i64>,
+        replacement: &[Message],
+        expected_version: u64,
+    ) -> Result<(Vec<i64>, u64), StoreError> {
+        let encoded = replacement
+            .iter()
+            .map(encode)
+            .collect::<Result<Vec<_>, _>>()?;
+        let now = to_ts(Utc::now());
+        self.write("replace_active_checked", |tx| {
+            let v = check(tx, session_id, expected_version)?;
+            let ids = replace_in(tx, session_id, from_id, replacement, &encoded, now)?;
+            Ok((ids, v + 1))
+        })
+    }
+}

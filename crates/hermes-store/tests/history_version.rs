@@ -1,0 +1,131 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+//! Optimistic concurrency on a session's history (issue 7 item 4): checked writes are
+//! refused, with nothing written, once `/undo`, `/new` or compression moved the version on —
+//! also when the other writer is a second connection (another process).
+
+use hermes_protocol::Message;
+use hermes_store::{NewSession, SessionStore, StoreError};
+
+fn session(store: &SessionStore, id: &str) {
+    store
+        .create_session(&NewSession {
+            id: id.into(),
+            source: "telegram".into(),
+            session_key: Some("agent:main:telegram:dm:5".into()),
+            title: None,
+            model: "m".into(),
+            provider: "p".into(),
+            system_prompt: "sys".into(),
+            parent_session_id: None,
+            cwd: None,
+        })
+        .unwrap();
+}
+
+fn texts(store: &SessionStore, id: &str) -> Vec<String> {
+    store
+        .load_messages(id)
+        .unwrap()
+        .iter()
+        .map(|m| m.message.text())
+        .collect()
+}
+
+fn version(store: &SessionStore, id: &str) -> u64 {
+    store.get_session(id).unwrap().unwrap().history_version
+}
+
+#[test]
+fn checked_writes_succeed_at_the_current_version_and_report_the_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+    session(&store, "s");
+    let a = store
+        .append_message_checked("s", &Message::user("one"), None, 0)
+        .unwrap();
+    store
+        .append_message_checked("s", &Message::assistant("1"), None, 0)
+        .unwrap();
+    assert_eq!(version(&store, "s"), 0, "appending keeps the version");
+    let (ids, v) = store
+        .replace_active_checked("s", Some(a), &[Message::user("summary")], 0)
+        .unwrap();
+    assert_eq!((ids.len(), v, version(&store, "s")), (1, 1, 1));
+    assert_eq!(
+        store.deactivate_messages_checked("s", ids[0], 1).unwrap(),
+        2
+    );
+    assert_eq!(texts(&store, "s"), Vec::<String>::new());
+    // Nothing active from there on: no change, same version.
+    assert_eq!(
+        store.deactivate_messages_checked("s", ids[0], 2).unwrap(),
+        2
+    );
+}
+
+#[test]
+fn a_change_from_another_connection_refuses_every_checked_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let gateway = SessionStore::open(&path).unwrap();
+    let other = SessionStore::open(&path).unwrap();
+    session(&gateway, "s");
+    gateway
+        .append_message_checked("s", &Message::user("one"), None, 0)
+        .unwrap();
+    let two = gateway
+        .append_message_checked("s", &Message::user("two"), None, 0)
+        .unwrap();
+    // Another process undoes "two" while the gateway's turn still believes in version 0.
+    other.deactivate_messages_from("s", two).unwrap();
+    let refused = gateway
+        .append_message_checked("s", &Message::assistant("answer to two"), None, 0)
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            StoreError::HistoryChanged {
+                ref id,
+                expected: 0,
+                found: 1
+            } if id == "s"
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("changed elsewhere"),
+        "{refused}"
+    );
+    assert!(matches!(
+        gateway.replace_active_checked("s", None, &[Message::user("x")], 0),
+        Err(StoreError::HistoryChanged { .. })
+    ));
+    assert!(matches!(
+        gateway.deactivate_messages_checked("s", two, 0),
+        Err(StoreError::HistoryChanged { .. })
+    ));
+    assert_eq!(texts(&gateway, "s"), vec!["one"], "nothing was written");
+    assert_eq!(gateway.get_session("s").unwrap().unwrap().message_count, 1);
+    // At the version it reloads, the gateway writes again.
+    gateway
+        .append_message_checked("s", &Message::user("three"), None, 1)
+        .unwrap();
+    assert_eq!(texts(&gateway, "s"), vec!["one", "three"]);
+}
+
+#[test]
+fn ending_a_session_moves_its_version_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+    session(&store, "s");
+    store.end_session("s", "user_reset").unwrap();
+    assert_eq!(version(&store, "s"), 1);
+    assert!(matches!(
+        store.append_message_checked("s", &Message::user("late"), None, 0),
+        Err(StoreError::HistoryChanged { .. })
+    ));
+    assert!(matches!(
+        store.append_message_checked("nope", &Message::user("x"), None, 0),
+        Err(StoreError::SessionNotFound { .. })
+    ));
+}
