@@ -25,11 +25,17 @@ pub async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         Arc::new(crate::mcp_elicit::TerminalElicitor::new())
             as Arc<dyn hermes_mcp::elicitation::Elicitor>
     });
+    // `clarify` asks only when someone is at a terminal; otherwise it returns its notice.
+    let clarifier = std::io::IsTerminal::is_terminal(&std::io::stdin()).then(|| {
+        Arc::new(crate::clarify_prompt::TerminalClarifier::new())
+            as Arc<dyn hermes_tools::Clarifier>
+    });
     let (agent, info) = build_agent(
         app,
         args,
         Arc::new(hermes_tools::FixedApprover(hermes_tools::Approval::Deny)),
         elicitor,
+        clarifier,
     )
     .await?;
     let mut handle = AgentHandle::spawn(agent);

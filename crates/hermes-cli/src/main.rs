@@ -9,6 +9,7 @@ mod approver;
 mod args;
 mod auth_cmd;
 mod chat;
+mod clarify_prompt;
 mod complete;
 mod config_cmd;
 mod config_edit;
@@ -145,17 +146,20 @@ async fn run(cli: Cli) -> Result<i32> {
             terminate::exit_cleanly_on_signals();
             let (approver, questions) = approver::ReplApprover::new();
             let (elicitor, elicitations) = mcp_elicit::ReplElicitor::new();
+            let (clarifier, clarifications) = clarify_prompt::ReplClarifier::new();
             let (agent, info) = session::build_agent(
                 &app,
                 &cli.chat,
                 Arc::new(approver),
                 Some(Arc::new(elicitor)),
+                Some(Arc::new(clarifier)),
             )
             .await?;
             let handle = hermes_agent::AgentHandle::spawn(agent);
             let questions = repl::Questions {
                 approvals: questions,
                 elicitations,
+                clarifications,
             };
             repl::run(handle, questions, info, cli.chat.quiet, cli.chat.verbose).await
         }

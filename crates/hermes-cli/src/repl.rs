@@ -21,6 +21,8 @@ pub struct Questions {
     pub approvals: UnboundedReceiver<ApprovalQuestion>,
     /// From the [`crate::mcp_elicit::ReplElicitor`].
     pub elicitations: UnboundedReceiver<crate::mcp_elicit::ElicitQuestion>,
+    /// From the [`crate::clarify_prompt::ReplClarifier`] (the `clarify` tool).
+    pub clarifications: UnboundedReceiver<crate::clarify_prompt::ClarifyQuestion>,
 }
 
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
@@ -187,6 +189,10 @@ async fn wait_for_turn(
             Some((request, answer)) = questions.elicitations.recv() => {
                 renderer.pause_live();
                 let _ = answer.send(crate::mcp_elicit::ask_on_terminal(&request));
+            }
+            Some((request, answer)) = questions.clarifications.recv() => {
+                renderer.pause_live();
+                let _ = answer.send(crate::clarify_prompt::ask_on_terminal(&request));
             }
             Some((request, answer)) = questions.approvals.recv() => {
                 renderer.pause_live();

@@ -377,14 +377,24 @@ impl AgentKit {
 }
 
 /// Builds an agent for the CLI: new session, `-r` resume, or `-c` continue. `elicitor`
-/// answers MCP elicitation requests (`None`: declined, for runs without a terminal).
+/// answers MCP elicitation requests (`None`: declined, for runs without a terminal);
+/// `clarifier` answers the `clarify` tool (`None`: it stays headless and tells the model to
+/// proceed on its own judgement).
 pub async fn build_agent(
     app: &App,
     args: &ChatArgs,
     approver: Arc<dyn Approver>,
     elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
+    clarifier: Option<Arc<dyn hermes_tools::Clarifier>>,
 ) -> Result<(Agent, SessionInfo)> {
-    let kit = AgentKit::prepare_with(app, args, elicitor).await?;
+    let mut kit = AgentKit::prepare_with(app, args, elicitor).await?;
+    if let Some(clarifier) = clarifier {
+        for tool in &mut kit.tools {
+            if tool.spec().name == "clarify" {
+                *tool = Arc::new(hermes_tools::ClarifyTool::new(clarifier.clone()));
+            }
+        }
+    }
     let store = kit.store.clone();
     let resume = match (&args.resume, args.continue_last) {
         (Some(key), _) => Some(key.clone()),

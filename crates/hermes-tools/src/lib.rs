@@ -4,11 +4,13 @@
 //! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
 //! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification,
 //! the write deny-list ([`safety`]), the parallel planner for a batch of calls ([`plan`]) and
-//! the tool-result budget ([`budget`]) and the per-session `todo` list ([`todo`]).
+//! the tool-result budget ([`budget`]), the per-session `todo` list ([`todo`]) and the
+//! `clarify` tool with its [`Clarifier`] trait for front ends ([`clarify`]).
 //! It must not talk to models or the session store; the agent loop decides when tools run
 //! (ARCHITECTURE §1).
 
 pub mod budget;
+pub mod clarify;
 mod coerce;
 pub mod file;
 pub mod plan;
@@ -19,6 +21,7 @@ pub mod todo;
 mod tool;
 mod toolsets;
 
+pub use clarify::{Clarifier, ClarifyRequest, ClarifyTool};
 pub use coerce::coerce_args;
 pub use registry::{Registry, RegistryError, ToolSet, closest_names};
 pub use safety::{CommandSafety, check_write_path, classify_command};

@@ -53,14 +53,18 @@ impl Registry {
     }
 
     /// The built-in tools: [`crate::file::tools`], [`crate::terminal::tools`] (one shared
-    /// [`crate::ProcessRegistry`] for `terminal` and `process`), then `todo` with a fresh
-    /// list ([`crate::TodoTool`]; build one registry per agent so lists are not shared).
+    /// [`crate::ProcessRegistry`] for `terminal` and `process`), then `todo`
+    /// ([`crate::TodoTool`]; each agent takes its own list) and a headless `clarify`
+    /// ([`crate::ClarifyTool::headless`]; the REPL swaps in one that asks the user).
     pub fn builtin() -> Registry {
         let mut r = Registry::new();
         for tool in crate::file::tools()
             .into_iter()
             .chain(crate::terminal::tools())
-            .chain([Arc::new(crate::TodoTool::new()) as Arc<dyn Tool>])
+            .chain([
+                Arc::new(crate::TodoTool::new()) as Arc<dyn Tool>,
+                Arc::new(crate::ClarifyTool::headless()),
+            ])
         {
             // Built-in names are distinct; a duplicate would be a programming error caught
             // by the tests, so it is skipped rather than panicking.

@@ -68,7 +68,8 @@ fn builtin_tools_toolsets_and_parallelism() {
             "search_files",
             "terminal",
             "process",
-            "todo"
+            "todo",
+            "clarify"
         ]
     );
     let expect = [
@@ -100,6 +101,7 @@ fn builtin_tools_toolsets_and_parallelism() {
         ("terminal", "terminal", Parallelism::Never),
         ("process", "terminal", Parallelism::Never),
         ("todo", "todo", Parallelism::Never),
+        ("clarify", "clarify", Parallelism::Never),
     ];
     for (name, toolset, par) in expect {
         let t = r.get(name).unwrap();
@@ -109,7 +111,7 @@ fn builtin_tools_toolsets_and_parallelism() {
         assert_eq!(spec.parameters["type"], "object");
         assert!(!spec.description.is_empty());
     }
-    assert_eq!(r.specs().len(), 7);
+    assert_eq!(r.specs().len(), 8);
     assert!(r.get("nope").is_none());
 }
 
@@ -124,13 +126,17 @@ fn presets_and_parsing() {
         "terminal",
         "process",
         "todo",
+        "clarify",
     ];
     assert_eq!(r.select(&ToolsetSelection::default()).unwrap().names(), all);
     assert_eq!(names(&r, &["safe"], &[]), vec!["read_file", "search_files"]);
     assert_eq!(names(&r, &["terminal"], &[]), vec!["terminal", "process"]);
     // Order is registration order, not the order asked for; duplicates collapse.
-    let sel = ToolsetSelection::parse("terminal, todo file,terminal");
-    assert_eq!(sel.enabled, vec!["terminal", "todo", "file", "terminal"]);
+    let sel = ToolsetSelection::parse("terminal, todo clarify file,terminal");
+    assert_eq!(
+        sel.enabled,
+        vec!["terminal", "todo", "clarify", "file", "terminal"]
+    );
     assert_eq!(r.select(&sel).unwrap().names(), all);
     assert!(ToolsetSelection::parse("").enabled.is_empty());
     assert!(
@@ -194,13 +200,28 @@ fn disabled_toolsets_subtract_last() {
     );
     assert_eq!(
         names(&r, &["hermes-cli"], &["terminal"]),
-        vec!["read_file", "write_file", "patch", "search_files", "todo"]
+        vec![
+            "read_file",
+            "write_file",
+            "patch",
+            "search_files",
+            "todo",
+            "clarify"
+        ]
     );
     assert_eq!(
         names(&r, &["hermes-cli"], &["safe"]),
-        vec!["write_file", "patch", "terminal", "process", "todo"]
+        vec![
+            "write_file",
+            "patch",
+            "terminal",
+            "process",
+            "todo",
+            "clarify"
+        ]
     );
-    let sel = ToolsetSelection::parse("hermes-cli").with_disabled(["file", "terminal", "todo"]);
+    let sel = ToolsetSelection::parse("hermes-cli")
+        .with_disabled(["file", "terminal", "todo", "clarify"]);
     assert!(r.select(&sel).unwrap().names().is_empty());
 }
 
@@ -211,12 +232,12 @@ fn unknown_toolset_lists_known_names() {
     assert_eq!(err.name, "webb");
     assert_eq!(
         err.known,
-        vec!["file", "hermes-cli", "safe", "terminal", "todo"]
+        vec!["clarify", "file", "hermes-cli", "safe", "terminal", "todo"]
     );
     let msg = err.to_string();
     assert!(
         msg.contains("unknown toolset `webb`")
-            && msg.contains("file, hermes-cli, safe, terminal, todo"),
+            && msg.contains("clarify, file, hermes-cli, safe, terminal, todo"),
         "{msg}"
     );
     assert!(

@@ -134,6 +134,7 @@ fn todo_is_in_the_default_toolset() {
         .select(&ToolsetSelection::default())
         .unwrap();
     assert!(set.names().contains(&"todo".to_string()));
+    assert!(set.names().contains(&"clarify".to_string()));
     let only = Registry::builtin()
         .select(&ToolsetSelection::parse("todo"))
         .unwrap();
