@@ -183,6 +183,13 @@ impl Agent {
         opts: AgentOptions,
         resume: Option<&str>,
     ) -> Result<Agent, AgentError> {
+        let mut deps = deps;
+        // Stateful tools (`todo`) get an instance of their own per agent.
+        deps.tools = deps
+            .tools
+            .iter()
+            .map(|t| t.for_session().unwrap_or_else(|| t.clone()))
+            .collect();
         let specs = deps.tools.iter().map(|t| t.spec()).collect();
         let compressor = ContextCompressor::new(opts.compression.clone());
         let recovery = RecoveryPolicy {
@@ -331,6 +338,7 @@ impl Agent {
         self.history_version = 0;
         self.history_conflict = false;
         self.learning.reset_counters();
+        self.restore_tool_state();
         self.fire_hook(
             "session:start",
             serde_json::json!({"model": client.model(), "provider": client.provider()}),
@@ -362,7 +370,18 @@ impl Agent {
         self.unsaved.clear();
         self.session_usage = Usage::default();
         self.learning.reset_counters();
+        self.restore_tool_state();
         Ok(())
+    }
+
+    /// Lets stateful tools (the `todo` list) rebuild their state from the active history
+    /// ([`hermes_tools::Tool::restore`]): empty for a new session, the stored messages on
+    /// resume.
+    fn restore_tool_state(&self) {
+        let messages: Vec<Message> = self.history.iter().map(|e| e.message.clone()).collect();
+        for tool in &self.deps.tools {
+            tool.restore(&messages);
+        }
     }
 
     /// Removes the last `count` user turns from the active history (`/undo`). Returns the

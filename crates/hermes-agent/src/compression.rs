@@ -152,7 +152,7 @@ impl Agent {
             Ok(reply) if !reply.text.trim().is_empty() => {
                 self.record_usage(&reply.usage).await;
                 self.session_usage.add(&reply.usage);
-                (plan.apply(&reply.text), true)
+                (plan.apply(&self.with_carry_over(&reply.text)), true)
             }
             Err(CallFailure::Cancelled) => return None,
             other => {
@@ -199,6 +199,18 @@ impl Agent {
             if summarized { "" } else { " (no summary)" }
         ));
         Some(report)
+    }
+
+    /// The summary text followed by each tool's [`hermes_tools::Tool::carry_over`] state
+    /// (the open `todo` items), so the model still sees it after the summarized messages are
+    /// gone (issue 4 item 8).
+    fn with_carry_over(&self, summary: &str) -> String {
+        let mut text = summary.trim().to_string();
+        for note in self.deps.tools.iter().filter_map(|t| t.carry_over()) {
+            text.push_str("\n\n");
+            text.push_str(note.trim());
+        }
+        text
     }
 
     /// Makes `new` the active history, in memory and in the store: messages equal to the

@@ -52,13 +52,15 @@ impl Registry {
         Registry::default()
     }
 
-    /// The built-in tools: [`crate::file::tools`] then [`crate::terminal::tools`] (one shared
-    /// [`crate::ProcessRegistry`] for `terminal` and `process`).
+    /// The built-in tools: [`crate::file::tools`], [`crate::terminal::tools`] (one shared
+    /// [`crate::ProcessRegistry`] for `terminal` and `process`), then `todo` with a fresh
+    /// list ([`crate::TodoTool`]; build one registry per agent so lists are not shared).
     pub fn builtin() -> Registry {
         let mut r = Registry::new();
         for tool in crate::file::tools()
             .into_iter()
             .chain(crate::terminal::tools())
+            .chain([Arc::new(crate::TodoTool::new()) as Arc<dyn Tool>])
         {
             // Built-in names are distinct; a duplicate would be a programming error caught
             // by the tests, so it is skipped rather than panicking.

@@ -123,6 +123,22 @@ pub trait Tool: Send + Sync {
     }
     /// Runs the call with already-coerced arguments.
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
+    /// Session state the model must still see after context compression (e.g. the `todo`
+    /// list): the agent appends this text to the compression summary. `None` (the default)
+    /// for stateless tools.
+    fn carry_over(&self) -> Option<String> {
+        None
+    }
+    /// A new instance with its own per-session state, for tools that keep some (`todo`):
+    /// every agent calls this once at start, so agents built from one shared tool list (the
+    /// gateway's chats) never share a list. `None` (the default) keeps this instance.
+    fn for_session(&self) -> Option<Arc<dyn Tool>> {
+        None
+    }
+    /// Called when the agent starts a session (`history` empty) or resumes one (`history` is
+    /// the active messages): a stateful tool rebuilds its per-session state from it. The
+    /// default does nothing.
+    fn restore(&self, _history: &[hermes_protocol::Message]) {}
 }
 
 /// An [`Approver`] that always gives the same answer: `FixedApprover(Approval::Deny)` is the

@@ -24,8 +24,16 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files, terminal, memory, skills and session search.",
-        includes: &["file", "terminal", "memory", "skills", "session_search"],
+        description: "Default for the CLI: files, terminal, todo, clarify, memory, skills and session search.",
+        includes: &[
+            "file",
+            "terminal",
+            "todo",
+            "clarify",
+            "memory",
+            "skills",
+            "session_search",
+        ],
         tools: &[],
     },
     ToolsetDef {

@@ -67,7 +67,8 @@ fn builtin_tools_toolsets_and_parallelism() {
             "patch",
             "search_files",
             "terminal",
-            "process"
+            "process",
+            "todo"
         ]
     );
     let expect = [
@@ -98,6 +99,7 @@ fn builtin_tools_toolsets_and_parallelism() {
         ("search_files", "file", Parallelism::Safe),
         ("terminal", "terminal", Parallelism::Never),
         ("process", "terminal", Parallelism::Never),
+        ("todo", "todo", Parallelism::Never),
     ];
     for (name, toolset, par) in expect {
         let t = r.get(name).unwrap();
@@ -107,7 +109,7 @@ fn builtin_tools_toolsets_and_parallelism() {
         assert_eq!(spec.parameters["type"], "object");
         assert!(!spec.description.is_empty());
     }
-    assert_eq!(r.specs().len(), 6);
+    assert_eq!(r.specs().len(), 7);
     assert!(r.get("nope").is_none());
 }
 
@@ -121,13 +123,14 @@ fn presets_and_parsing() {
         "search_files",
         "terminal",
         "process",
+        "todo",
     ];
     assert_eq!(r.select(&ToolsetSelection::default()).unwrap().names(), all);
     assert_eq!(names(&r, &["safe"], &[]), vec!["read_file", "search_files"]);
     assert_eq!(names(&r, &["terminal"], &[]), vec!["terminal", "process"]);
     // Order is registration order, not the order asked for; duplicates collapse.
-    let sel = ToolsetSelection::parse("terminal, file,terminal");
-    assert_eq!(sel.enabled, vec!["terminal", "file", "terminal"]);
+    let sel = ToolsetSelection::parse("terminal, todo file,terminal");
+    assert_eq!(sel.enabled, vec!["terminal", "todo", "file", "terminal"]);
     assert_eq!(r.select(&sel).unwrap().names(), all);
     assert!(ToolsetSelection::parse("").enabled.is_empty());
     assert!(
@@ -191,13 +194,13 @@ fn disabled_toolsets_subtract_last() {
     );
     assert_eq!(
         names(&r, &["hermes-cli"], &["terminal"]),
-        vec!["read_file", "write_file", "patch", "search_files"]
+        vec!["read_file", "write_file", "patch", "search_files", "todo"]
     );
     assert_eq!(
         names(&r, &["hermes-cli"], &["safe"]),
-        vec!["write_file", "patch", "terminal", "process"]
+        vec!["write_file", "patch", "terminal", "process", "todo"]
     );
-    let sel = ToolsetSelection::parse("hermes-cli").with_disabled(["file", "terminal"]);
+    let sel = ToolsetSelection::parse("hermes-cli").with_disabled(["file", "terminal", "todo"]);
     assert!(r.select(&sel).unwrap().names().is_empty());
 }
 
@@ -206,10 +209,14 @@ fn unknown_toolset_lists_known_names() {
     let r = Registry::builtin();
     let err = r.select(&ToolsetSelection::parse("file,webb")).unwrap_err();
     assert_eq!(err.name, "webb");
-    assert_eq!(err.known, vec!["file", "hermes-cli", "safe", "terminal"]);
+    assert_eq!(
+        err.known,
+        vec!["file", "hermes-cli", "safe", "terminal", "todo"]
+    );
     let msg = err.to_string();
     assert!(
-        msg.contains("unknown toolset `webb`") && msg.contains("file, hermes-cli, safe, terminal"),
+        msg.contains("unknown toolset `webb`")
+            && msg.contains("file, hermes-cli, safe, terminal, todo"),
         "{msg}"
     );
     assert!(
