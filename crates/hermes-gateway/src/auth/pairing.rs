@@ -5,7 +5,10 @@
 //! `<platform>-pending.json` (codes waiting for approval), `<platform>-approved.json`
 //! (paired users) and `_limits.json` (per-user request times and failed-approval counters).
 //! Every call re-reads the files, so an approval made by the CLI is seen by a running gateway
-//! at the next message.
+//! at the next message. Every change (code request, approval, revocation) holds an exclusive
+//! lock on `.pairing.lock` in the same directory while it re-reads, changes and atomically
+//! rewrites the files, because the gateway and `hermes pairing approve` are different
+//! processes (issue 7; the same pattern as the memory files of `hermes-context`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -205,6 +208,25 @@ impl PairingStore {
         }
     }
 
+    /// Takes the exclusive cross-process lock on `<dir>/.pairing.lock` (creating the
+    /// directory and the file); released when the returned file is dropped.
+    fn lock(&self) -> Result<std::fs::File, PairingError> {
+        let path = self.dir.join(".pairing.lock");
+        let io = |source| PairingError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(file)
+    }
+
     /// Writes `value` as JSON to `path` through a 0600 temp file and a rename.
     fn write<T: Serialize>(&self, path: &Path, value: &T) -> Result<(), PairingError> {
         let io = |source| PairingError::Io {
@@ -247,6 +269,7 @@ impl PairingStore {
         now: u64,
     ) -> Result<CodeRequest, PairingError> {
         check_platform(platform)?;
+        let _lock = self.lock()?;
         let mut limits: Limits = self.read(&self.limits_path())?;
         let slot = format!("{platform}:{user_id}");
         if let Some(&last) = limits.last_request.get(&slot)
@@ -299,6 +322,7 @@ impl PairingStore {
         now: u64,
     ) -> Result<ApprovedUser, PairingError> {
         check_platform(platform)?;
+        let _lock = self.lock()?;
         let mut limits: Limits = self.read(&self.limits_path())?;
         if let Some(&until) = limits.locked_until.get(platform)
             && now < until
@@ -345,6 +369,7 @@ impl PairingStore {
     /// Removes an approved user; returns whether they were approved.
     pub fn revoke(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
+        let _lock = self.lock()?;
         let mut approved: Vec<ApprovedUser> = self.read(&self.approved_path(platform))?;
         let before = approved.len();
         approved.retain(|a| a.user_id != user_id);
