@@ -216,7 +216,7 @@ impl Default for TerminalConfig {
 pub struct LocalModelConfig {
     /// GGUF path; relative paths are looked up in `HERMES_HOME/models/`.
     pub model_path: Option<PathBuf>,
-    /// Context window in tokens (default: 4096, capped by the model's training context).
+    /// Context window in tokens (default: 8192, capped by the model's training context).
     pub context_length: Option<u32>,
     /// Inference threads (default: the number of cores).
     pub threads: Option<u32>,

@@ -19,8 +19,10 @@ use super::prompt::{ChatTurn, render_chatml};
 use super::worker::{self, Job, Shared, WorkerEvent};
 use crate::error::{ErrorClass, LlmError};
 
-/// Default context window in tokens (capped by the model's training context).
-pub const DEFAULT_N_CTX: u32 = 4096;
+/// Default context window in tokens (capped by the model's training context). 8,192 so the
+/// full built-in tool list plus the compact prompt fits with room for a few turns (4,096 did
+/// not once `todo` and `clarify` joined the default toolset).
+pub const DEFAULT_N_CTX: u32 = 8192;
 /// Default output cap in tokens when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 512;
 
