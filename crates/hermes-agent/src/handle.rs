@@ -187,16 +187,7 @@ async fn close_session<'a>(
     events: &UnboundedSender<AgentEvent>,
     cancel: &CancellationToken,
 ) -> &'a mut Agent {
-    let mut notices = Vec::new();
-    if let Some(report) = agent.wait_for_review().await {
-        notices.extend(report.notice());
-    }
-    if let Some(review) = agent.session_end_review() {
-        let report = review.run(cancel.clone()).await;
-        crate::review::log_report(agent.session_id(), &report);
-        notices.extend(report.notice());
-        agent.mark_reviewed();
-    }
+    let notices = agent.close_for_reset(cancel.clone()).await;
     for message in notices {
         let _ = events.send(AgentEvent::Status { message });
     }

@@ -353,6 +353,26 @@ impl Agent {
         self.fork_review(ReviewKind::SessionEnd)
     }
 
+    /// What must happen before this session is replaced by a new one (FEATURES §8: `/new`,
+    /// `/reset`, the gateway's idle/daily reset): waits for a background review still
+    /// running, then runs the session-end review ([`Agent::session_end_review`]) to its end
+    /// so the next session's prompt shows what it saved. Returns the notices to show the user
+    /// (`memory updated`, …; empty when nothing was saved). Cancelling `cancel` stops the
+    /// review early; nothing of the session is written either way.
+    pub async fn close_for_reset(&mut self, cancel: CancellationToken) -> Vec<String> {
+        let mut notices = Vec::new();
+        if let Some(report) = self.wait_for_review().await {
+            notices.extend(report.notice());
+        }
+        if let Some(review) = self.session_end_review() {
+            let report = review.run(cancel).await;
+            log_report(self.session_id(), &report);
+            notices.extend(report.notice());
+            self.mark_reviewed();
+        }
+        notices
+    }
+
     /// Records that a review covered the conversation so far (the counters start again).
     pub fn mark_reviewed(&mut self) {
         self.learning.reset_counters();

@@ -505,3 +505,32 @@ fn session_keys_match_the_shared_vectors() {
         }
     }
 }
+
+/// FEATURES §8 / issue 7 item 7: `/new` in a chat runs the learning loop's session-end review
+/// before the session is replaced; what it saves is named in the reply.
+#[tokio::test]
+async fn new_in_chat_runs_the_session_end_review_first() {
+    let h = Harness::new().await;
+    h.factory
+        .memory_interval
+        .store(10, std::sync::atomic::Ordering::SeqCst);
+    h.mock.push(MockResponse::text("noted"));
+    h.mock.push(MockResponse::tool_calls(&[(
+        "r1",
+        "memory",
+        r#"{"action":"add","content":"Ada deploys on Fridays"}"#,
+    )]));
+    h.mock.push(MockResponse::text("Saved."));
+    let (adapter, _inject) = FakeAdapter::new("telegram");
+    let gw = h.gateway(open_config("telegram"), adapter.clone());
+    gw.handle(dm("5", "I am Ada and I deploy on Fridays")).await;
+    idle(&gw).await;
+    gw.handle(dm("5", "/new")).await;
+    idle(&gw).await;
+    let texts = adapter.texts();
+    assert_eq!(texts[0], "noted");
+    assert_eq!(texts[1], "Started a new session. (memory updated)");
+    assert_eq!(h.mock.requests().len(), 3);
+    let memory = std::fs::read_to_string(h.home.home().memories_dir().join("MEMORY.md")).unwrap();
+    assert!(memory.contains("Ada deploys on Fridays"), "{memory}");
+}

@@ -304,6 +304,9 @@ async fn apply_reset_policy(
     if !has_messages {
         return None;
     }
+    for notice in cached.agent.close_for_reset(CancellationToken::new()).await {
+        tracing::info!(session = %old, notice, "session-end review before the reset");
+    }
     let store = inner.store.clone();
     let why = reason.as_str();
     let ended = old.clone();
@@ -399,6 +402,7 @@ async fn command(
     match inv.id {
         CommandId::New => {
             let old = agent.session_id().to_string();
+            let notices = agent.close_for_reset(token.clone()).await;
             let store = inner.store.clone();
             let ended = old.clone();
             let _ =
@@ -406,7 +410,11 @@ async fn command(
             Some(match agent.new_session().await {
                 Ok(()) => {
                     inner.fire_reset(platform, key, &old, agent.session_id(), "user_reset");
-                    "Started a new session.".to_string()
+                    let mut reply = "Started a new session.".to_string();
+                    for notice in notices {
+                        reply.push_str(&format!(" ({notice})"));
+                    }
+                    reply
                 }
                 Err(e) => format!("Could not start a new session: {e}"),
             })

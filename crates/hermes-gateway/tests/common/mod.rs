@@ -217,6 +217,8 @@ pub struct TestFactory {
     pub builds: AtomicUsize,
     pub specs: Mutex<Vec<(String, Option<String>, Option<String>)>>,
     pub signature: Mutex<String>,
+    /// Memory review interval of the agents built next (0: learning loop off, no memory tool).
+    pub memory_interval: AtomicU64,
 }
 
 #[async_trait::async_trait]
@@ -239,6 +241,14 @@ impl AgentFactory for TestFactory {
             .tools()
             .to_vec();
         tools.push(Arc::new(self.gate.clone()));
+        let memory_interval = self.memory_interval.load(Ordering::SeqCst) as u32;
+        if memory_interval > 0 {
+            tools.extend(
+                hermes_context::learning_tools(&self.home, Some(self.store.clone()))
+                    .into_iter()
+                    .filter(|t| t.spec().name == "memory"),
+            );
+        }
         let prompt = |_m: &str, _p: &str, _t: &[String]| SYSTEM_PROMPT.to_string();
         let deps = AgentDeps {
             client: Arc::new(client),
@@ -255,6 +265,10 @@ impl AgentFactory for TestFactory {
             source: spec.source,
             ephemeral_prompt: spec.ephemeral_prompt,
             session_key: Some(spec.session_key),
+            learning: hermes_agent::LearningOptions {
+                memory_interval,
+                ..Default::default()
+            },
             ..AgentOptions::default()
         };
         Agent::start(deps, opts, spec.resume.as_deref())
@@ -290,6 +304,7 @@ impl Harness {
             builds: AtomicUsize::new(0),
             specs: Mutex::new(Vec::new()),
             signature: Mutex::new("sig-1".into()),
+            memory_interval: AtomicU64::new(0),
         });
         Harness {
             mock,
