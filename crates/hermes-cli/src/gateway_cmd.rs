@@ -304,7 +304,8 @@ pub(crate) async fn serve(
     let outbox = hermes_gateway::Outbox::new(
         &adapters,
         hermes_gateway::outbox::home_channels_from_env(&app.env),
-    );
+    )
+    .with_sethome(app.home.clone());
     let cron = GatewayCron::prepare(app, args, outbox)?;
     let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()).with_cron(cron.clone()));
     let cron_task = cron.spawn(cancel.clone());

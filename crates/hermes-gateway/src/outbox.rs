@@ -88,6 +88,7 @@ pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String
 pub struct Outbox {
     adapters: BTreeMap<String, Arc<dyn PlatformAdapter>>,
     homes: BTreeMap<String, ChatTarget>,
+    sethome: Option<hermes_protocol::HermesHome>,
 }
 
 impl Outbox {
@@ -103,7 +104,16 @@ impl Outbox {
                 .map(|a| (a.name().to_ascii_lowercase(), a.clone()))
                 .collect(),
             homes,
+            sethome: None,
         }
+    }
+
+    /// Also honours the home channels chosen in chat with `/sethome`
+    /// (`HERMES_HOME/gateway/home_channels.json`, read at each send so a `/sethome` made
+    /// while the gateway runs counts); they win over `<PLATFORM>_HOME_CHANNEL`.
+    pub fn with_sethome(mut self, home: hermes_protocol::HermesHome) -> Outbox {
+        self.sethome = Some(home);
+        self
     }
 
     /// The platforms it can send to, sorted.
@@ -112,8 +122,18 @@ impl Outbox {
     }
 
     /// The home channel of `platform`, if configured.
-    pub fn home_channel(&self, platform: &str) -> Option<&ChatTarget> {
-        self.homes.get(&platform.to_ascii_lowercase())
+    pub fn home_channel(&self, platform: &str) -> Option<ChatTarget> {
+        let key = platform.to_ascii_lowercase();
+        let chosen = self
+            .sethome
+            .as_ref()
+            .and_then(|home| crate::status::home_channels(home).remove(&key))
+            .map(|h| ChatTarget {
+                chat_id: h.chat_id,
+                thread_id: h.thread_id,
+                reply_to: None,
+            });
+        chosen.or_else(|| self.homes.get(&key).cloned())
     }
 
     /// Sends `markdown` to `chat` on `platform` (`None`: the platform's home channel), split
@@ -140,9 +160,7 @@ impl Outbox {
         let target = match chat {
             Some(t) => t,
             None => self
-                .homes
-                .get(&key)
-                .cloned()
+                .home_channel(&key)
                 .ok_or_else(|| OutboxError::NoHomeChannel {
                     var: home_channel_var(&key),
                     platform: key.clone(),
@@ -191,5 +209,29 @@ mod tests {
         assert_eq!(homes["discord"].chat_id, "555");
         assert_eq!(homes["discord"].thread_id.as_deref(), Some("777"));
         assert_eq!(home_channel_var("slack"), "SLACK_HOME_CHANNEL");
+    }
+
+    #[test]
+    fn a_sethome_choice_wins_over_the_env_home_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = hermes_protocol::HermesHome::new(dir.path());
+        let env: BTreeMap<String, String> =
+            [("TELEGRAM_HOME_CHANNEL".to_string(), "1".to_string())]
+                .into_iter()
+                .collect();
+        let outbox = Outbox::new(&[], home_channels_from_env(&env)).with_sethome(home.clone());
+        assert_eq!(outbox.home_channel("telegram").unwrap().chat_id, "1");
+        let chosen = ChatTarget {
+            chat_id: "42".into(),
+            thread_id: Some("7".into()),
+            reply_to: Some("9".into()),
+        };
+        crate::status::set_home_channel(&home, "telegram", &chosen).unwrap();
+        let now = outbox.home_channel("Telegram").unwrap();
+        assert_eq!(
+            (now.chat_id.as_str(), now.thread_id.as_deref()),
+            ("42", Some("7"))
+        );
+        assert_eq!(now.reply_to, None);
     }
 }
