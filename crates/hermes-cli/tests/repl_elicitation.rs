@@ -9,12 +9,10 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use hermes_testkit::MockResponse;
-use rustix::fs::{Mode, OFlags, open};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 
 /// Generous bound that only catches a REPL that never shows what is awaited.
 const BOUND: Duration = Duration::from_secs(60);
@@ -36,37 +34,6 @@ fn read_until(master: &mut std::fs::File, seen: &mut String, want: &str) {
         }
         seen.push_str(&chunk);
     }
-}
-
-/// `hermes args…` with a fresh pty as its terminal; returns the child and the pty master.
-fn spawn_on_pty(env: &common::Env, args: &[&str]) -> (std::process::Child, std::fs::File) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = open(
-        name.as_c_str(),
-        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .unwrap();
-    let slave = std::fs::File::from(slave);
-    let child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .env_clear()
-        .env("HERMES_HOME", env.home.path())
-        .env("HOME", env.home.path())
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .current_dir(env.cwd.path())
-        .args(args)
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .unwrap();
-
-    (child, std::fs::File::from(master))
 }
 
 fn demo_env_config() -> String {
@@ -102,7 +69,7 @@ async fn the_repl_user_answers_an_mcp_elicitation() {
     )]));
     env.mock.push(MockResponse::text("Hello Ada."));
 
-    let (mut child, master) = spawn_on_pty(&env, &[]);
+    let (mut child, master) = common::spawn_on_pty(&env, &[]);
     let mut master = master;
     let talk = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
@@ -151,7 +118,7 @@ async fn chat_q_on_a_terminal_asks_and_no_declines() {
     )]));
     env.mock
         .push(MockResponse::text("You would rather not say."));
-    let (mut child, mut master) = spawn_on_pty(&env, &["chat", "-q", "who am I?"]);
+    let (mut child, mut master) = common::spawn_on_pty(&env, &["chat", "-q", "who am I?"]);
     let talk = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
         read_until(&mut master, &mut seen, "answer? [y]es");

@@ -6,11 +6,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-use rustix::fs::{Mode, OFlags, open};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 
 /// Generous bound that only catches a process that never exits.
 const EXIT_BOUND: Duration = Duration::from_secs(60);
@@ -18,35 +14,11 @@ const EXIT_BOUND: Duration = Duration::from_secs(60);
 #[tokio::test(flavor = "multi_thread")]
 async fn repl_exits_when_its_terminal_hangs_up() {
     let env = common::Env::new().await;
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = open(
-        name.as_c_str(),
-        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .unwrap();
-    let slave = std::fs::File::from(slave);
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-        .env_clear()
-        .env("HERMES_HOME", env.home.path())
-        .env("HOME", env.home.path())
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .current_dir(env.cwd.path())
-        .stdin(Stdio::from(slave.try_clone().unwrap()))
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .unwrap();
+    let (mut child, master) = common::spawn_on_pty(&env, &[]);
 
     // Play the terminal until the prompt is up: answer cursor-position queries, wait for
     // the banner and the prompt.
-    let mut master = std::fs::File::from(master);
+    let mut master = master;
     let master = tokio::task::spawn_blocking(move || {
         let mut seen = String::new();
         let mut buf = [0u8; 4096];

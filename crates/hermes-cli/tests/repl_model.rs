@@ -7,13 +7,11 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use hermes_testkit::MockResponse;
-use rustix::fs::{Mode, OFlags, open};
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 
 /// Generous bound that only catches a REPL that never answers.
 const BOUND: Duration = Duration::from_secs(60);
@@ -29,32 +27,7 @@ struct PtyRepl {
 
 impl PtyRepl {
     fn start(env: &common::Env) -> PtyRepl {
-        let master =
-            openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-        grantpt(&master).unwrap();
-        unlockpt(&master).unwrap();
-        let name = ptsname(&master, Vec::new()).unwrap();
-        let slave = open(
-            name.as_c_str(),
-            OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .unwrap();
-        let slave = std::fs::File::from(slave);
-        let child = Command::new(env!("CARGO_BIN_EXE_hermes"))
-            .env_clear()
-            .env("HERMES_HOME", env.home.path())
-            .env("HOME", env.home.path())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("NO_COLOR", "1")
-            .env("TERM", "xterm")
-            .current_dir(env.cwd.path())
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave))
-            .spawn()
-            .unwrap();
-        let master = std::fs::File::from(master);
+        let (child, master) = common::spawn_on_pty(env, &[]);
         let input = master.try_clone().unwrap();
         let mut reader = master;
         let mut answer = input.try_clone().unwrap();

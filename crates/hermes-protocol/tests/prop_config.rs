@@ -85,7 +85,7 @@ fn config_text() -> impl Strategy<Value = String> {
     proptest::collection::vec(line, 0..14).prop_map(|l| l.join("\n"))
 }
 
-const PATH: &str = "profiles/work/config.yaml";
+const PATH: &str = "profiles/office/config.yaml";
 
 /// Property cases: `n`, or 20 × `n` with `HERMES_LONG_TESTS=1` (README "Two commands").
 fn cases(n: u32) -> u32 {

@@ -97,3 +97,39 @@ impl Env {
     }
 }
 pub mod driver;
+
+/// `hermes args…` with a fresh pseudo-terminal as stdin, stdout and stderr (HERMES_HOME and
+/// HOME from `env`, NO_COLOR, TERM=xterm, nothing else of the machine's environment but
+/// PATH). Returns the child and the pty master the test plays the terminal on.
+pub fn spawn_on_pty(env: &Env, args: &[&str]) -> (std::process::Child, std::fs::File) {
+    use rustix::fs::{Mode, OFlags, open};
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::process::{Command, Stdio};
+
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let slave = open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let slave = std::fs::File::from(slave);
+    let child = Command::new(env!("CARGO_BIN_EXE_hermes"))
+        .env_clear()
+        .env("HERMES_HOME", env.home.path())
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .current_dir(env.cwd.path())
+        .args(args)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    (child, std::fs::File::from(master))
+}
