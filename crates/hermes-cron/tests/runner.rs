@@ -53,6 +53,7 @@ async fn env(inactivity: Duration) -> Env {
         api_max_retries: 0,
         terminal_timeout_s: 30,
         inactivity,
+        extra_tools: Vec::new(),
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
