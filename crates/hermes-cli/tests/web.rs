@@ -160,6 +160,12 @@ async fn tools_list_shows_why_web_search_is_hidden() {
         "{}",
         stdout(&out)
     );
+    let doctor = stdout(&env.run(&["doctor"]).await);
+    assert!(
+        doctor
+            .contains("web: web_search through tavily; web_extract fetches public addresses only"),
+        "{doctor}"
+    );
 
     let exa_missing = Env::with_config("web:\n  backend: exa\n").await;
     let out = exa_missing.run(&["tools", "list"]).await;
@@ -183,6 +189,14 @@ async fn an_unknown_backend_is_an_error_naming_the_key() {
     );
     assert!(err.contains("firecrawl, tavily, exa, searxng"), "{err}");
     assert!(err.contains("config.yaml"), "{err}");
+
+    let doctor = env.run(&["doctor"]).await;
+    assert_eq!(doctor.status.code(), Some(1));
+    let report = stdout(&doctor);
+    assert!(
+        report.contains("config.yaml: web.backend: `altavista`"),
+        "{report}"
+    );
 
     let check = env.run(&["config", "check"]).await;
     assert_eq!(check.status.code(), Some(1));

@@ -65,6 +65,15 @@ async fn pages() -> String {
             "/huge",
             get(|| async { typed("text/plain", "x".repeat(6 * 1024 * 1024)) }),
         )
+        .route(
+            "/latin1",
+            get(|| async {
+                typed(
+                    "text/html; charset=iso-8859-1",
+                    b"<html><body><p>caf\xe9 cr\xe8me</p></body></html>".to_vec(),
+                )
+            }),
+        )
         .route("/missing", get(|| async { StatusCode::NOT_FOUND }))
         .route(
             "/moved",
@@ -337,4 +346,11 @@ async fn cancelled_call_returns_promptly() {
         .expect("cancel stops the call");
     assert!(out.is_error);
     assert_eq!(out.content, "cancelled by user");
+}
+
+#[tokio::test]
+async fn legacy_charsets_are_decoded() {
+    let base = pages().await;
+    let out = extract(&local_tool(), &[format!("{base}/latin1")]).await;
+    assert!(out.content.ends_with("\n\ncafé crème"), "{}", out.content);
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
 use reqwest::redirect::Policy;
 
-use super::readable::{BodyKind, classify, sniff};
+use super::readable::{BodyKind, classify, decode_body, sniff};
 use super::ssrf::{GuardedResolver, check_url, find_refusal};
 
 /// Most bytes of one body that are read; the rest is not downloaded (5 MiB).
@@ -30,7 +30,7 @@ pub(crate) struct Page {
     pub(crate) final_url: reqwest::Url,
     /// How to read it.
     pub(crate) kind: BodyKind,
-    /// The body (lossy UTF-8).
+    /// The body, decoded ([`decode_body`]).
     pub(crate) body: String,
     /// True when the download stopped at [`MAX_DOWNLOAD_BYTES`].
     pub(crate) download_cut: bool,
@@ -167,8 +167,8 @@ impl Fetcher {
         }
         Ok(Page {
             final_url,
+            body: decode_body(&body, content_type.as_deref(), &kind),
             kind,
-            body: String::from_utf8_lossy(&body).into_owned(),
             download_cut,
         })
     }

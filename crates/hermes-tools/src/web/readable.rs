@@ -74,6 +74,41 @@ pub fn sniff(body: &[u8]) -> BodyKind {
     }
 }
 
+static META_CHARSET: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?i)<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)"#).ok());
+
+/// Decodes a body to text: a byte-order mark wins, then the `charset` parameter of the
+/// `Content-Type`, then (for HTML) a `<meta charset>` or `<meta http-equiv>` declaration in the
+/// first 4 KiB, else UTF-8. Labels are WHATWG encoding labels (`iso-8859-1` reads as
+/// windows-1252, as browsers do); an unknown label falls back to the next source. Bytes
+/// that are invalid in the encoding become U+FFFD.
+pub fn decode_body(body: &[u8], content_type: Option<&str>, kind: &BodyKind) -> String {
+    let from_header = content_type.and_then(|ct| {
+        ct.split(';').skip(1).find_map(|param| {
+            let (k, v) = param.split_once('=')?;
+            (k.trim().eq_ignore_ascii_case("charset"))
+                .then(|| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+        })
+    });
+    let from_meta = || {
+        if *kind != BodyKind::Html {
+            return None;
+        }
+        let head = String::from_utf8_lossy(&body[..body.len().min(4096)]).into_owned();
+        META_CHARSET
+            .as_ref()?
+            .captures(&head)
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().to_string())
+    };
+    let encoding = from_header
+        .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+        .or_else(|| from_meta().and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())))
+        .unwrap_or(encoding_rs::UTF_8);
+    let (text, _, _) = encoding.decode(body);
+    text.into_owned()
+}
+
 /// Tags left out with everything inside them.
 const SKIPPED_TAGS: &[&str] = &[
     "head", "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form",
@@ -214,6 +249,50 @@ mod tests {
         let mut long = "a".repeat(8 * 1024 - 1).into_bytes();
         long.extend_from_slice("é".as_bytes());
         assert_eq!(sniff(&long), BodyKind::Text);
+    }
+
+    #[test]
+    fn bodies_are_decoded_by_bom_header_or_meta() {
+        let latin1 = b"caf\xe9";
+        assert_eq!(
+            decode_body(
+                latin1,
+                Some("text/plain; charset=ISO-8859-1"),
+                &BodyKind::Text
+            ),
+            "café"
+        );
+        assert_eq!(
+            decode_body(
+                latin1,
+                Some("text/plain; charset=\"latin1\""),
+                &BodyKind::Text
+            ),
+            "café"
+        );
+        let html = b"<html><head><meta charset=\"windows-1252\"></head><p>caf\xe9</p></html>";
+        assert!(decode_body(html, Some("text/html"), &BodyKind::Html).contains("café"));
+        let legacy = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=koi8-r\"><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>";
+        assert!(decode_body(legacy, None, &BodyKind::Html).contains("Привет"));
+        assert_eq!(decode_body("é".as_bytes(), None, &BodyKind::Text), "é");
+        assert_eq!(
+            decode_body(
+                b"\xef\xbb\xbfhi",
+                Some("text/plain; charset=latin1"),
+                &BodyKind::Text
+            ),
+            "hi"
+        );
+        assert_eq!(decode_body(b"a\xffb", None, &BodyKind::Text), "a\u{fffd}b");
+        // An unknown label falls back to UTF-8.
+        assert_eq!(
+            decode_body(
+                "é".as_bytes(),
+                Some("text/plain; charset=nope"),
+                &BodyKind::Text
+            ),
+            "é"
+        );
     }
 
     #[test]
