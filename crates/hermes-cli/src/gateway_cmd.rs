@@ -342,14 +342,13 @@ pub(crate) async fn serve(
     let cron_task = cron.spawn(cancel.clone());
     #[cfg(feature = "api-server")]
     let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
-    let served = if adapters.is_empty() {
-        cancel.cancelled().await;
-        Ok(())
-    } else {
-        let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
-        gateway.set_hooks(hooks);
-        gateway.run(cancel.clone()).await
-    };
+    // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
+    let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+    gateway.set_hooks(hooks);
+    if api_enabled {
+        gateway.set_front_ends(vec!["api_server".to_string()]);
+    }
+    let served = gateway.run(cancel.clone()).await;
     cancel.cancel();
     if let Err(e) = cron_task.await {
         tracing::error!(error = %e, "cron scheduler task failed");

@@ -82,6 +82,9 @@ pub(crate) struct Inner {
     /// Messages still queued when the gateway stopped, saved at the end of
     /// [`Gateway::shutdown`] ([`pending`]).
     pub(crate) leftover: Mutex<Vec<InboundMessage>>,
+    /// Front ends served beside the chat adapters by the same process
+    /// ([`Gateway::set_front_ends`]).
+    pub(crate) front_ends: Mutex<Vec<String>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -133,6 +136,7 @@ impl Gateway {
                 stopping: CancellationToken::new(),
                 hooks: Mutex::new(Hooks::default()),
                 leftover: Mutex::new(Vec::new()),
+                front_ends: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -145,13 +149,25 @@ impl Gateway {
         *lock(&self.inner.hooks) = hooks;
     }
 
+    /// Names the front ends this process serves beside the chat adapters (the API server:
+    /// `api_server`). They are listed in the `gateway:startup` event, and with at least one
+    /// of them [`Gateway::run`] serves without any chat adapter too, so the startup hook
+    /// fires whenever the gateway starts (FEATURES §12).
+    pub fn set_front_ends(&self, names: Vec<String>) {
+        *lock(&self.inner.front_ends) = names;
+    }
+
     /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
-    /// channel. On cancel, adapters stop, running turns are interrupted (every tool call
-    /// keeps its result), workers end, and the idle agents are dropped.
+    /// channel; `gateway:startup` fires with the names of the adapters and of the other
+    /// front ends ([`Gateway::set_front_ends`]). On cancel, adapters stop, running turns are
+    /// interrupted (every tool call keeps its result), workers end, and the idle agents are
+    /// dropped. Without adapters (only other front ends) it waits for `cancel`.
     ///
-    /// Errors: [`GatewayError::NoPlatforms`] when there is no adapter.
+    /// Errors: [`GatewayError::NoPlatforms`] when there is neither an adapter nor another
+    /// front end.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), GatewayError> {
-        if self.inner.adapters.is_empty() {
+        let front_ends = lock(&self.inner.front_ends).clone();
+        if self.inner.adapters.is_empty() && front_ends.is_empty() {
             return Err(GatewayError::NoPlatforms);
         }
         let (tx, mut rx) = mpsc::channel::<InboundMessage>(256);
@@ -167,17 +183,21 @@ impl Gateway {
             });
         }
         drop(tx);
+        let mut platforms: Vec<String> = self.inner.adapters.keys().cloned().collect();
+        platforms.extend(front_ends);
         self.inner.fire(
             "gateway:startup",
             None,
             None,
-            serde_json::json!({ "platforms": self.inner.adapters.keys().collect::<Vec<_>>() }),
+            serde_json::json!({ "platforms": platforms }),
         );
-        tracing::info!(
-            platforms = ?self.inner.adapters.keys().collect::<Vec<_>>(),
-            "gateway running"
-        );
-        self.serve_pending().await;
+        tracing::info!(?platforms, "gateway running");
+        if self.inner.adapters.is_empty() {
+            // Only other front ends: no chat can receive the saved messages; they stay saved.
+            cancel.cancelled().await;
+        } else {
+            self.serve_pending().await;
+        }
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
