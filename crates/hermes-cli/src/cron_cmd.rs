@@ -327,6 +327,7 @@ pub fn scheduler_with(
         api_max_retries: app.config.agent.api_max_retries,
         terminal_timeout_s: app.config.terminal.timeout,
         inactivity: settings.inactivity_timeout,
+        delegation: Some(crate::delegation::settings(&app, Some(compact))),
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),

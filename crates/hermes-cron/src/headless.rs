@@ -23,8 +23,8 @@ pub const CRON_PREAMBLE: &str = include_str!("../prompts/cron_preamble.md");
 /// The toolset of headless runs: files and terminal only.
 pub const CRON_TOOLSET: ToolsetDef = ToolsetDef {
     name: "hermes-cron",
-    description: "Scheduled jobs: files and terminal; no cronjob, clarify, memory or messaging.",
-    includes: &["file", "terminal"],
+    description: "Scheduled jobs: files, terminal and delegation (when offered); no cronjob, clarify, memory or messaging.",
+    includes: &["file", "terminal", "delegation"],
     tools: &[],
 };
 
@@ -53,6 +53,9 @@ pub struct HeadlessOptions {
     pub terminal_timeout_s: u64,
     /// A run with no agent event (or script output) for this long is stopped (600 s).
     pub inactivity: Duration,
+    /// Settings of `delegate_task` subagents (`config.yaml` `delegation:`); `None` leaves
+    /// the tool out of runs.
+    pub delegation: Option<hermes_agent::DelegationSettings>,
 }
 
 /// Runs jobs with a fresh agent each time.
@@ -160,6 +163,10 @@ impl JobRunner for AgentRunner {
             Err(e) => return failed(RunStatus::Failed, e, None),
         };
         let mut registry = Registry::builtin();
+        if let Some(settings) = &self.opts.delegation {
+            // The name is free in the built-in registry; a clash would leave the tool out.
+            let _ = registry.register(Arc::new(hermes_agent::DelegateTool::new(settings.clone())));
+        }
         if let Err(e) = registry.define_toolset(CRON_TOOLSET) {
             tracing::debug!(error = %e, "hermes-cron toolset already defined");
         }

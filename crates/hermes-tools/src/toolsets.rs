@@ -24,7 +24,7 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files, terminal, todo, clarify, memory, skills and session search.",
+        description: "Default for the CLI: files, terminal, todo, clarify, memory, skills, session search and delegation.",
         includes: &[
             "file",
             "terminal",
@@ -33,6 +33,7 @@ pub const TOOLSET_DEFS: &[ToolsetDef] = &[
             "memory",
             "skills",
             "session_search",
+            "delegation",
         ],
         tools: &[],
     },
