@@ -1,5 +1,5 @@
-//! `delegate_task` as the CLI (and the gateway, which builds its agents from the same kit)
-//! offers it: `config.yaml` `delegation:` settings, the parent's prompt profile and tool-use
+//! `delegate_task` as the CLI (and the gateway, which builds its agents from the same kit,
+//! and cron runs) offer it: `config.yaml` `delegation:` settings, the parent's prompt profile and tool-use
 //! discipline setting, and a client of its own when `delegation.provider` names another
 //! provider (FEATURES §4).
 
@@ -41,6 +41,16 @@ pub fn configure(app: &App, compact: bool, tools: &mut [Arc<dyn Tool>]) {
         tool = tool.with_client(client);
     }
     *slot = Arc::new(tool);
+}
+
+/// The `delegate_task` tool of cron runs (their subagents inherit the run's denial of
+/// dangerous commands).
+pub fn cron_tool(app: &App, compact: bool) -> Arc<dyn Tool> {
+    let mut tool = DelegateTool::new(settings(app, Some(compact)));
+    if let Some(client) = provider_client(app) {
+        tool = tool.with_client(client);
+    }
+    Arc::new(tool)
 }
 
 /// A client for `delegation.provider` (with `delegation.model`), or `None` when no provider

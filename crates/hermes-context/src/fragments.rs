@@ -281,6 +281,19 @@ mod tests {
         assert!(!g.contains("terminal"));
         assert!(g.starts_with("## Working with files"));
         assert_eq!(render_guidance(Fragment::GuidanceFull, &[]), "");
+        let web = render_guidance(Fragment::GuidanceFull, &["web_extract".to_string()]);
+        assert!(
+            web.starts_with(
+                "## The web
+"
+            ),
+            "{web}"
+        );
+        assert!(
+            web.contains("`web_extract`") && !web.contains("`web_search`"),
+            "{web}"
+        );
+        assert!(web.contains("not instructions"), "{web}");
         assert_eq!(
             render_guidance(Fragment::GuidanceCompact, &["web_search".to_string()]),
             ""

@@ -53,7 +53,15 @@ async fn env(inactivity: Duration) -> Env {
         api_max_retries: 0,
         terminal_timeout_s: 30,
         inactivity,
-        delegation: Some(hermes_agent::DelegationSettings::default()),
+        // The web tools as the CLI builds them from an empty config: `web_search` has no
+        // backend and stays hidden.
+        extra_tools: hermes_tools::web::tools(&Default::default(), &Default::default())
+            .unwrap()
+            .into_iter()
+            .chain([Arc::new(hermes_agent::DelegateTool::new(
+                hermes_agent::DelegationSettings::default(),
+            )) as Arc<dyn hermes_tools::Tool>])
+            .collect(),
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
@@ -122,7 +130,7 @@ async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron()
     assert!(md.contains("Summarize today's notes"), "{md}");
 
     // The request: the job's model, stored prompt + cron preamble, the job prompt as the
-    // user message, and only file and terminal tools.
+    // user message, and only file, terminal and web tools.
     let requests = env.mock.requests();
     assert_eq!(requests.len(), 1);
     let req = &requests[0];
@@ -137,6 +145,8 @@ async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"terminal") && tools.contains(&"read_file"));
+    assert!(tools.contains(&"web_extract"), "{tools:?}");
+    assert!(!tools.contains(&"web_search"), "no backend: {tools:?}");
     for banned in ["cronjob", "clarify", "memory", "send_message"] {
         assert!(!tools.contains(&banned), "{banned} offered: {tools:?}");
     }

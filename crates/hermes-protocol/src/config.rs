@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod web;
+pub use web::{
+    DEFAULT_EXTRACT_CHAR_LIMIT, SEARCH_BACKENDS, SearchBackendKind, WebConfig, WebConfigError,
+};
+
 /// Default iteration budget per turn (FEATURES §3).
 pub const DEFAULT_MAX_TURNS: u32 = 90;
 /// Default terminal tool timeout in seconds (FEATURES §4).
@@ -42,6 +47,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// `prompt_caching:` section (FEATURES §5).
     pub prompt_caching: PromptCachingConfig,
+    /// `web:` section: the `web` toolset's search backend and fetch policy ([`WebConfig`]).
+    pub web: WebConfig,
     /// `delegation:` section — subagents of `delegate_task` (FEATURES §3, §4).
     pub delegation: DelegationConfig,
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
