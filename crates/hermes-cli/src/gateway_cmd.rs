@@ -33,11 +33,14 @@ pub struct CliAgentFactory {
     home: HermesHome,
     signature: String,
     cron: Option<GatewayCron>,
+    /// Resolves chats' `/model` choices against the kit's runtime (never switched itself).
+    models: crate::model_switch::ModelSwitcher,
 }
 
 impl CliAgentFactory {
-    /// A factory over `kit`; the signature digests the settings agents are built from.
-    pub fn new(kit: AgentKit, home: HermesHome) -> CliAgentFactory {
+    /// A factory over `kit` (built from `app`); the signature digests the settings agents are
+    /// built from.
+    pub fn new(app: &App, kit: AgentKit) -> CliAgentFactory {
         let mut h = DefaultHasher::new();
         kit.runtime.provider.hash(&mut h);
         kit.runtime.model.hash(&mut h);
@@ -47,8 +50,9 @@ impl CliAgentFactory {
         kit.opts.yolo.hash(&mut h);
         let signature = format!("{:016x}", h.finish());
         CliAgentFactory {
+            models: crate::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
             kit,
-            home,
+            home: app.home.clone(),
             signature,
             cron: None,
         }
@@ -69,17 +73,33 @@ impl AgentFactory for CliAgentFactory {
         opts.source = spec.source;
         opts.ephemeral_prompt = spec.ephemeral_prompt;
         opts.session_key = Some(spec.session_key);
-        let kit = match &self.cron {
-            Some(cron) => {
-                let mut kit = self.kit.clone();
+        // The chat's `/model` choice; one that no longer resolves (a key removed since) falls
+        // back to the configured model rather than locking the chat out.
+        let chosen = match &spec.model {
+            Some(choice) => match self.models.connect(choice).await {
+                Ok((client, _)) => Some(client),
+                Err(e) => {
+                    tracing::warn!(error = %hermes_llm::redact_secrets(&format!("{e:#}")), "the chat's /model choice is unavailable; using the configured model");
+                    None
+                }
+            },
+            None => None,
+        };
+        let kit = if self.cron.is_some() || chosen.is_some() {
+            let mut kit = self.kit.clone();
+            if let Some(cron) = &self.cron {
                 for tool in kit.tools.iter_mut() {
                     if tool.toolset() == hermes_cron::CRONJOB_TOOLSET {
                         *tool = cron.tool_for(spec.origin.as_ref());
                     }
                 }
-                std::borrow::Cow::Owned(kit)
             }
-            None => std::borrow::Cow::Borrowed(&self.kit),
+            if let Some(client) = chosen {
+                kit.client = client;
+            }
+            std::borrow::Cow::Owned(kit)
+        } else {
+            std::borrow::Cow::Borrowed(&self.kit)
         };
         kit.agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
             .await
@@ -88,6 +108,17 @@ impl AgentFactory for CliAgentFactory {
 
     fn config_signature(&self) -> String {
         self.signature.clone()
+    }
+
+    async fn model_client(
+        &self,
+        choice: &hermes_llm::ModelChoice,
+    ) -> Result<Arc<dyn hermes_llm::ModelClient>, String> {
+        self.models
+            .connect(choice)
+            .await
+            .map(|(client, _)| client)
+            .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
     }
 }
 
@@ -307,7 +338,7 @@ pub(crate) async fn serve(
     )
     .with_sethome(app.home.clone());
     let cron = GatewayCron::prepare(app, args, outbox)?;
-    let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()).with_cron(cron.clone()));
+    let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
     let cron_task = cron.spawn(cancel.clone());
     #[cfg(feature = "api-server")]
     let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);

@@ -16,6 +16,7 @@ mod error;
 mod export;
 mod maintenance;
 mod messages;
+mod model_choice;
 mod sanitize;
 mod schema;
 mod search;

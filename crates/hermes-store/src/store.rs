@@ -471,7 +471,7 @@ fn checkpoint(conn: &Connection, mode: &str, db: &str) {
     }
 }
 
-fn found(changed: usize, id: &str) -> Result<(), StoreError> {
+pub(crate) fn found(changed: usize, id: &str) -> Result<(), StoreError> {
     if changed == 0 {
         Err(StoreError::SessionNotFound { id: id.to_string() })
     } else {

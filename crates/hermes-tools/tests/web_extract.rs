@@ -30,6 +30,7 @@ async fn pages() -> String {
             "/article",
             get(|| async { typed("text/html; charset=utf-8", ARTICLE) }),
         )
+        .route("/", get(|| async { typed("text/plain", "the root\n") }))
         .route(
             "/plain",
             get(|| async { typed("text/plain", "just text\n") }),
@@ -353,4 +354,11 @@ async fn legacy_charsets_are_decoded() {
     let base = pages().await;
     let out = extract(&local_tool(), &[format!("{base}/latin1")]).await;
     assert!(out.content.ends_with("\n\ncafé crème"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn a_normalized_url_is_not_reported_as_a_redirect() {
+    let base = pages().await; // no trailing slash; the URL parser adds one
+    let out = extract(&local_tool(), std::slice::from_ref(&base)).await;
+    assert_eq!(out.content, format!("--- [1/1] {base} ---\n\nthe root"));
 }

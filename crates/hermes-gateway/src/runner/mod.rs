@@ -11,6 +11,7 @@ pub mod approval;
 pub mod commands;
 pub mod deliver;
 mod events;
+mod model;
 pub mod pending;
 pub mod reset;
 mod worker;
@@ -42,7 +43,8 @@ use hermes_agent::commands::{CommandId, Invocation};
 pub(crate) enum Job {
     /// A message for the agent.
     Message(InboundMessage),
-    /// A history-changing command (`/new`, `/undo`, `/retry`, `/compress`).
+    /// A command run with the session's agent: history-changing ones (`/new`, `/undo`,
+    /// `/retry`, `/compress`) and `/model WORDS`.
     Command(Invocation, InboundMessage),
 }
 
@@ -367,6 +369,8 @@ impl Gateway {
             (BusyInputMode::Steer, Job::Message(msg)) if running => {
                 state.steer.push(worker::input_text(&msg));
             }
+            // A command that is not urgent (`/model WORDS`) waits for the running turn.
+            (_, job @ Job::Command(..)) => state.queue.push_back(job),
             (BusyInputMode::Interrupt, job) => {
                 state.queue.push_back(job);
                 if let Some(c) = &state.cancel {
@@ -394,7 +398,17 @@ impl Gateway {
             }
             CommandId::Help => help_text(),
             CommandId::Status => self.status_text(&key).await,
-            CommandId::Usage | CommandId::Model => self.session_text(&key, &inv).await,
+            CommandId::Model => match inv.text() {
+                None => model::describe(&self.inner, &key).await,
+                Some(words) => match model::check(words) {
+                    Ok(_) => {
+                        self.enqueue(key, Job::Command(inv, msg), false);
+                        return;
+                    }
+                    Err(reply) => reply,
+                },
+            },
+            CommandId::Usage => self.session_text(&key).await,
             CommandId::Stop => {
                 let mut sessions = lock(&self.inner.sessions);
                 match sessions.get_mut(&key) {
@@ -492,7 +506,7 @@ impl Gateway {
         out
     }
 
-    async fn session_text(&self, key: &str, inv: &Invocation) -> String {
+    async fn session_text(&self, key: &str) -> String {
         let store = self.inner.store.clone();
         let k = key.to_string();
         let record = tokio::task::spawn_blocking(move || store.latest_session_for_key(&k))
@@ -503,21 +517,15 @@ impl Gateway {
         let Some(r) = record else {
             return "No session yet in this chat.".to_string();
         };
-        match inv.id {
-            CommandId::Model => format!(
-                "Model: {} ({}). Change `model:` in config.yaml and restart the gateway to switch.",
-                r.model, r.provider
-            ),
-            _ => format!(
-                "Tokens in this session: {} input, {} output, {} cache read, {} cache write, {} reasoning; {} messages.",
-                r.input_tokens,
-                r.output_tokens,
-                r.cache_read_tokens,
-                r.cache_write_tokens,
-                r.reasoning_tokens,
-                r.message_count
-            ),
-        }
+        format!(
+            "Tokens in this session: {} input, {} output, {} cache read, {} cache write, {} reasoning; {} messages.",
+            r.input_tokens,
+            r.output_tokens,
+            r.cache_read_tokens,
+            r.cache_write_tokens,
+            r.reasoning_tokens,
+            r.message_count
+        )
     }
 }
 

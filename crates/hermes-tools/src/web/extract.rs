@@ -48,7 +48,7 @@ impl WebExtractTool {
     async fn one(&self, fetcher: &Fetcher, url: &str) -> Result<String, String> {
         let page = fetcher.fetch(url).await?;
         let mut out = String::new();
-        if page.final_url.as_str() != url.trim() {
+        if reqwest::Url::parse(url.trim()).ok().as_ref() != Some(&page.final_url) {
             out.push_str(&format!("redirected to: {}\n", page.final_url));
         }
         let text = match page.kind {
@@ -74,7 +74,7 @@ impl WebExtractTool {
             out.push_str("(the page has no readable text)");
         } else {
             out.push('\n');
-            out.push_str(&cap_chars(&text, self.char_limit));
+            out.push_str(&cap_chars(text.trim_end(), self.char_limit));
         }
         Ok(out)
     }

@@ -62,11 +62,7 @@ impl Fetcher {
     pub(crate) fn new(allow_private: bool) -> Result<Fetcher, String> {
         init_tls();
         let policy = Policy::custom(move |attempt| {
-            if attempt.previous().len() > MAX_REDIRECTS {
-                let msg = format!("more than {MAX_REDIRECTS} redirects");
-                return attempt.error(msg);
-            }
-            match check_url(attempt.url(), allow_private) {
+            match redirect_check(attempt.previous().len(), attempt.url(), allow_private) {
                 Ok(()) => attempt.follow(),
                 Err(msg) => attempt.error(msg),
             }
@@ -174,6 +170,21 @@ impl Fetcher {
     }
 }
 
+/// Whether a redirect to `target` may be followed after `requested` URLs were already
+/// requested (the first one included): at most [`MAX_REDIRECTS`] redirects, and the target
+/// must pass [`check_url`] (a literal private IP is refused here; a host name is checked when
+/// it resolves).
+fn redirect_check(
+    requested: usize,
+    target: &reqwest::Url,
+    allow_private: bool,
+) -> Result<(), String> {
+    if requested > MAX_REDIRECTS {
+        return Err(format!("more than {MAX_REDIRECTS} redirects"));
+    }
+    check_url(target, allow_private)
+}
+
 fn binary_refusal(media: &str) -> String {
     format!(
         "refused: `{media}` is not a text page (web_extract reads HTML, plain text, Markdown and JSON)"
@@ -202,5 +213,29 @@ fn describe(err: &reqwest::Error) -> String {
         format!("could not connect: {innermost}")
     } else {
         format!("request failed: {innermost}")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirects_are_bounded_and_checked_like_the_first_url() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert!(redirect_check(1, &u("https://example.com/next"), false).is_ok());
+        assert!(redirect_check(5, &u("https://example.com/next"), false).is_ok());
+        assert_eq!(
+            redirect_check(6, &u("https://example.com/next"), false),
+            Err("more than 5 redirects".to_string())
+        );
+        let e = redirect_check(1, &u("http://10.0.0.8/admin"), false).unwrap_err();
+        assert!(e.contains("10.0.0.8 is a private network address"), "{e}");
+        let e =
+            redirect_check(1, &u("http://169.254.169.254/latest/meta-data/"), false).unwrap_err();
+        assert!(e.contains("cloud metadata"), "{e}");
+        assert!(redirect_check(1, &u("http://10.0.0.8/admin"), true).is_ok());
+        assert!(redirect_check(1, &u("gopher://example.com/"), true).is_err());
     }
 }

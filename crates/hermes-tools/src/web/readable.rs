@@ -51,18 +51,22 @@ pub fn classify(content_type: Option<&str>) -> Option<BodyKind> {
     })
 }
 
-/// Classifies a body that came without a `Content-Type`: NUL bytes or invalid UTF-8 in the
-/// first 8 KiB (checked on a char boundary, so a multi-byte char cut by the window does not
-/// count) → binary; text starting with `<` that mentions `<html` or `<!doctype html` →
-/// HTML; other text → text.
+/// Classifies a body that came without a `Content-Type`, from its first 8 KiB: a NUL byte,
+/// or bytes that are not UTF-8 (a multi-byte char cut by the window's end does not count)
+/// with more than 10% control bytes, → binary; text starting with `<` that mentions `<html`
+/// or `<!doctype html` → HTML; other text (legacy encodings included, decoded later by
+/// [`decode_body`]) → text.
 pub fn sniff(body: &[u8]) -> BodyKind {
     let head = &body[..body.len().min(8 * 1024)];
-    let valid = match std::str::from_utf8(head) {
+    let utf8 = match std::str::from_utf8(head) {
         Ok(_) => true,
-        // A char cut by the window's end is fine; anything else is not UTF-8.
         Err(e) => e.error_len().is_none(),
     };
-    if !valid || head.contains(&0) {
+    let controls = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b))
+        .count();
+    if head.contains(&0) || (!utf8 && controls * 10 > head.len()) {
         return BodyKind::Binary("application/octet-stream".to_string());
     }
     let text = String::from_utf8_lossy(head).to_ascii_lowercase();
@@ -241,6 +245,12 @@ mod tests {
             BodyKind::Html
         );
         assert_eq!(sniff("héllo wörld".as_bytes()), BodyKind::Text);
+        // Latin-1 text is not UTF-8 but is text; random high and control bytes are not.
+        assert_eq!(sniff(b"caf\xe9 cr\xe8me br\xfbl\xe9e"), BodyKind::Text);
+        assert!(matches!(
+            sniff(b"\xff\xd8\xff\xe0\x01\x02\x03\x04\x05\x06"),
+            BodyKind::Binary(_)
+        ));
         assert!(matches!(
             sniff(b"\x89PNG\r\n\x1a\n\0\0"),
             BodyKind::Binary(_)
