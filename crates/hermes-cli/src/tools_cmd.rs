@@ -54,6 +54,11 @@ pub fn build_registry(
     registry
         .register(crate::cron_cmd::session_tool(app, args)?)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    registry
+        .register(std::sync::Arc::new(hermes_agent::DelegateTool::new(
+            crate::delegation::settings(app, None),
+        )))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(registry)
 }
 

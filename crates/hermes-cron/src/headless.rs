@@ -20,12 +20,12 @@ use crate::scheduler::{JobRunner, RunOutput, RunStatus};
 /// The preamble every headless run gets (model-visible; `prompts/cron_preamble.md`).
 pub const CRON_PREAMBLE: &str = include_str!("../prompts/cron_preamble.md");
 
-/// The toolset of headless runs: files, terminal and web (the web tools come from
-/// [`HeadlessOptions::extra_tools`]).
+/// The toolset of headless runs: files, terminal, web and `delegate_task` (the web tools
+/// and `delegate_task` come from [`HeadlessOptions::extra_tools`]).
 pub const CRON_TOOLSET: ToolsetDef = ToolsetDef {
     name: "hermes-cron",
-    description: "Scheduled jobs: files, terminal and web; no cronjob, clarify, memory or messaging.",
-    includes: &["file", "terminal", "web"],
+    description: "Scheduled jobs: files, terminal, web and delegation (when offered); no cronjob, clarify, memory or messaging.",
+    includes: &["file", "terminal", "web", "delegation"],
     tools: &[],
 };
 

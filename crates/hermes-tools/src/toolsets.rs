@@ -24,7 +24,7 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files, terminal, web, todo, clarify, memory, skills and session search.",
+        description: "Default for the CLI: files, terminal, web, todo, clarify, memory, skills, session search and delegation.",
         includes: &[
             "file",
             "terminal",
@@ -34,6 +34,7 @@ pub const TOOLSET_DEFS: &[ToolsetDef] = &[
             "memory",
             "skills",
             "session_search",
+            "delegation",
         ],
         tools: &[],
     },
