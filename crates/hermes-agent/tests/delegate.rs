@@ -562,3 +562,65 @@ async fn outside_a_turn_the_tool_refuses() {
     assert_eq!(spec.parameters["required"], json!(["goal"]));
     assert!(spec.parameters["properties"]["tasks"]["items"]["properties"]["goal"].is_object());
 }
+
+#[tokio::test]
+async fn tasks_waiting_for_a_slot_are_not_started_after_an_interrupt() {
+    let mut h = Harness::new().await;
+    h.deps.tools.push(Arc::new(SlowProbe));
+    h.deps
+        .tools
+        .push(Arc::new(DelegateTool::new(DelegationSettings {
+            max_concurrent_children: 1,
+            ..DelegationSettings::default()
+        })));
+    let args = json!({
+        "goal": "Probe two clusters",
+        "tasks": [
+            {"goal": "Probe cluster one", "toolsets": ["probe"]},
+            {"goal": "Probe cluster two", "toolsets": ["probe"]}
+        ]
+    });
+    h.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        &args.to_string(),
+    )]));
+    h.mock
+        .push(MockResponse::tool_calls(&[("c1", "slow_probe", "{}")]));
+    let mut agent = h.agent().await;
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if matches!(&e, AgentEvent::ToolStarted { name, .. } if name == "slow_probe") {
+                trigger.cancel();
+            }
+        }
+    });
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(60),
+        agent.run_turn("probe both", &tx, cancel),
+    )
+    .await
+    .expect("the interrupted turn hung");
+    drop(tx);
+    watcher.await.unwrap();
+    assert_eq!(outcome, TurnOutcome::Interrupted);
+    assert_eq!(h.mock.requests().len(), 2, "the second task made no call");
+    let parent = stored(&h, agent.session_id());
+    let result_msg = parent
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("d1"))
+        .unwrap();
+    let result: Value = serde_json::from_str(&result_msg.text()).unwrap();
+    let statuses: Vec<&str> = result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["interrupted", "interrupted"]);
+    assert!(result["results"][1]["session_id"].is_null(), "{result}");
+    assert_eq!(h.store.child_sessions(agent.session_id()).unwrap().len(), 1);
+}
