@@ -624,3 +624,47 @@ async fn tasks_waiting_for_a_slot_are_not_started_after_an_interrupt() {
     assert!(result["results"][1]["session_id"].is_null(), "{result}");
     assert_eq!(h.store.child_sessions(agent.session_id()).unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_child_whose_model_fails_is_reported_failed_with_the_reason() {
+    let mut h = harness(50).await;
+    h.opts.api_max_retries = 0;
+    h.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        r#"{"goal": "Ask the broken model"}"#,
+    )]));
+    // The child's call finds no queued response (HTTP 500); the parent's next call is
+    // recognised by the result it carries.
+    h.mock.push_matching(
+        r#""tool_call_id":"d1""#,
+        MockResponse::text("The subagent failed."),
+    );
+    let mut agent = h.agent().await;
+    let (outcome, events) = h.turn(&mut agent, "try it").await;
+    assert_eq!(outcome, TurnOutcome::Completed, "{events:?}");
+    assert_eq!(final_text(&events), "The subagent failed.");
+    let requests = h.mock.requests();
+    let result = delegate_result(&requests, "d1");
+    let entry = &result["results"][0];
+    assert_eq!(entry["status"], "failed", "{result}");
+    assert_eq!(entry["summary"], "");
+    assert!(
+        entry["error"]
+            .as_str()
+            .unwrap()
+            .contains("model call failed"),
+        "{result}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e,
+            AgentEvent::ToolFinished { call_id, ok: false, .. } if call_id == "d1")),
+        "{events:?}"
+    );
+    let child = h
+        .store
+        .get_session(entry["session_id"].as_str().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.end_reason.as_deref(), Some("subagent failed"));
+}
