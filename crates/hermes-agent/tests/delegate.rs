@@ -272,6 +272,7 @@ async fn a_batch_of_three_returns_results_in_task_order() {
     let h = harness(50).await;
     let args = json!({
         "goal": "Survey the three services",
+        "context": "All services log to /var/log/svc.",
         "tasks": [
             {"goal": "Check service A", "context": "needle-alpha"},
             {"goal": "Check service B", "context": "needle-bravo"},
@@ -316,6 +317,10 @@ async fn a_batch_of_three_returns_results_in_task_order() {
     for r in &requests[1..4] {
         let system = system_text(r);
         assert!(system.contains("Survey the three services"), "{system}");
+        assert!(
+            system.contains("All services log to /var/log/svc."),
+            "{system}"
+        );
         if system.contains("needle-charlie") {
             let names = tool_names(r);
             assert!(names.contains(&"read_file".to_string()), "{names:?}");
