@@ -27,6 +27,39 @@ pub(crate) enum CallFailure {
     Failed(LlmError),
 }
 
+/// The attempts of one model call, across retries and an overflow compression: which
+/// attempt runs, and whether a failed one had shown deltas that the front ends must
+/// discard ([`AgentEvent::StreamRestarted`]).
+#[derive(Default)]
+pub(crate) struct Attempts {
+    /// Attempts started so far.
+    started: u32,
+    /// An attempt failed after sending deltas and the caller may resend after compressing:
+    /// the error, announced when (if) the next attempt begins.
+    pending: Option<String>,
+}
+
+impl Attempts {
+    /// Called before each attempt: announces a restart left pending.
+    fn begin(&mut self, events: &UnboundedSender<AgentEvent>) {
+        if let Some(reason) = self.pending.take() {
+            self.announce(events, &reason);
+        }
+        self.started += 1;
+    }
+
+    /// Tells the front ends that the next attempt restarts the stream. Sent as soon as the
+    /// retry is decided, before its status line, so nothing of the failed attempt is drawn
+    /// after the failure.
+    fn announce(&self, events: &UnboundedSender<AgentEvent>, reason: &str) {
+        let reason = reason.split(['\r', '\n']).collect::<Vec<_>>().join(" ");
+        let _ = events.send(AgentEvent::StreamRestarted {
+            attempt: self.started + 1,
+            reason,
+        });
+    }
+}
+
 impl Agent {
     /// Runs one turn for `input`: persists the user message, loops model calls and tool
     /// batches within the iteration budget, and emits events to `events` (a closed channel is
@@ -79,8 +112,12 @@ impl Agent {
                 request = self.request(ToolChoice::Auto, None, &cancel);
             }
             let mut compressed_for_overflow = false;
+            let mut attempts = Attempts::default();
             let result = loop {
-                match self.call_model(&request, events, &cancel).await {
+                match self
+                    .call_model_attempts(&request, events, &cancel, &mut attempts)
+                    .await
+                {
                     Err(CallFailure::Failed(e))
                         if e.class.should_compress() && !compressed_for_overflow =>
                     {
@@ -232,12 +269,29 @@ impl Agent {
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, CallFailure> {
+        self.call_model_attempts(request, events, cancel, &mut Attempts::default())
+            .await
+    }
+
+    /// [`Self::call_model`] counting attempts in `attempts`, which the caller keeps across
+    /// its own resend (after an overflow compression). Before an attempt that follows one
+    /// which failed after streaming deltas, [`AgentEvent::StreamRestarted`] is sent, so front
+    /// ends drop the partial answer instead of showing it twice.
+    pub(crate) async fn call_model_attempts(
+        &mut self,
+        request: &ChatRequest,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+        attempts: &mut Attempts,
+    ) -> Result<AssistantMessage, CallFailure> {
         let status = |message: String| {
             let _ = events.send(AgentEvent::Status { message });
         };
         let mut request = request.clone();
         loop {
-            let error = match self.stream_once(&request, events, cancel).await {
+            attempts.begin(events);
+            let mut shown = false;
+            let error = match self.stream_once(&request, events, cancel, &mut shown).await {
                 Ok(reply) => {
                     self.recovery.on_success();
                     return Ok(reply);
@@ -245,7 +299,17 @@ impl Agent {
                 Err(CallFailure::Cancelled) => return Err(CallFailure::Cancelled),
                 Err(CallFailure::Failed(e)) => e,
             };
-            match self.recovery.decide(&error) {
+            let action = self.recovery.decide(&error);
+            if shown {
+                match action {
+                    // The turn fails: no attempt follows.
+                    RecoveryAction::Stop => {}
+                    // The caller compresses and may resend, or fail.
+                    RecoveryAction::Compress => attempts.pending = Some(error.to_string()),
+                    _ => attempts.announce(events, &error.to_string()),
+                }
+            }
+            match action {
                 // A pooled client put the failed key on cooldown; the next call takes
                 // another key of the pool at once.
                 RecoveryAction::RotateCredential => {
@@ -301,11 +365,14 @@ impl Agent {
         }
     }
 
+    /// One attempt of a model call; `shown` becomes true once a non-empty text or reasoning
+    /// delta of this attempt was sent to `events`.
     async fn stream_once(
         &self,
         request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
+        shown: &mut bool,
     ) -> Result<AssistantMessage, CallFailure> {
         let client = self.active.clone();
         // An interrupt wins over whatever the stream reports at the same moment (a cancelled
@@ -331,9 +398,11 @@ impl Agent {
             };
             match item {
                 Some(Ok(StreamEvent::TextDelta(text))) => {
+                    *shown |= !text.is_empty();
                     let _ = events.send(AgentEvent::TextDelta { text });
                 }
                 Some(Ok(StreamEvent::ReasoningDelta(text))) => {
+                    *shown |= !text.is_empty();
                     let _ = events.send(AgentEvent::ReasoningDelta { text });
                 }
                 Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}

@@ -459,3 +459,108 @@ async fn inbound_files_are_saved_private_unique_and_capped() {
     assert!(matches!(err, SaveError::TooLarge { size: 11, max: 10 }));
     assert_eq!(std::fs::read_dir(&media).unwrap().count(), 2);
 }
+
+fn restarted() -> AgentEvent {
+    AgentEvent::StreamRestarted {
+        attempt: 2,
+        reason: "the model stream ended before the response was complete".into(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_stream_replaces_the_partial_message_instead_of_repeating_it() {
+    let fake = Fake::new(telegram(4096, true));
+    let second = Duration::from_secs(1);
+    let script = vec![
+        (Duration::ZERO, delta("Step one")),
+        (second, delta(" is to")),
+        (second, restarted()),
+        (second, delta("Step one is to measure")),
+        (second, delta(" twice")),
+        (second, finished("Step one is to measure twice")),
+    ];
+    let report = deliver(&fake, streaming(), script).await;
+    assert_eq!(report.outcome, Some(TurnOutcome::Completed));
+    let calls = fake.texts();
+    let notice = hermes_gateway::delivery::RESTART_NOTICE;
+    assert_eq!(
+        calls,
+        vec![
+            Call::Send("Step one".into()),
+            Call::Edit("m1".into(), "Step one is to".into()),
+            Call::Edit("m1".into(), notice.into()),
+            Call::Edit("m1".into(), "Step one is to measure".into()),
+            Call::Edit("m1".into(), "Step one is to measure twice".into()),
+        ],
+        "one message, never the answer twice"
+    );
+    assert_eq!(report.sent, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_after_an_overflow_reuses_the_first_message_and_marks_the_rest() {
+    let fake = Fake::new(telegram(300, true));
+    let long = "word ".repeat(80);
+    let script = vec![
+        (Duration::ZERO, delta(&long)),
+        (Duration::from_secs(1), restarted()),
+        (Duration::from_secs(1), delta("short answer")),
+        (Duration::from_secs(1), finished("short answer")),
+    ];
+    let report = deliver(&fake, streaming(), script).await;
+    let notice = hermes_gateway::delivery::RESTART_NOTICE;
+    let calls = fake.texts();
+    // The fake names a sent message after the number of calls recorded so far.
+    let ids: Vec<String> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| matches!(c, Call::Send(_)))
+        .map(|(i, _)| format!("m{}", i + 1))
+        .collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "the cut attempt filled two messages: {calls:?}"
+    );
+    // The first message ends up holding the retried answer, the second only the notice.
+    let last_text = |id: &str| {
+        calls
+            .iter()
+            .rev()
+            .find_map(|c| match c {
+                Call::Edit(m, t) if m == id => Some(t.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(last_text(&ids[0]), "short answer", "{calls:?}");
+    assert_eq!(last_text(&ids[1]), notice, "{calls:?}");
+    assert_eq!(report.sent, 2, "no new message for the retry");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restart_whose_retry_fails_leaves_the_notice_and_the_error_not_the_partial() {
+    let fake = Fake::new(telegram(4096, true));
+    let script = vec![
+        (Duration::ZERO, delta("Half an ans")),
+        (Duration::from_secs(1), restarted()),
+        (
+            Duration::from_secs(1),
+            AgentEvent::TurnFinished {
+                outcome: TurnOutcome::Failed,
+                final_text: "The model call failed: network error".into(),
+                usage: Usage::default(),
+            },
+        ),
+    ];
+    deliver(&fake, streaming(), script).await;
+    let calls = fake.texts();
+    let notice = hermes_gateway::delivery::RESTART_NOTICE;
+    assert_eq!(calls[0], Call::Send("Half an ans".into()));
+    assert_eq!(calls[1], Call::Edit("m1".into(), notice.into()));
+    assert!(
+        matches!(&calls[2], Call::Send(t) if t.contains("model call failed")),
+        "{calls:?}"
+    );
+    assert_eq!(calls.len(), 3, "{calls:?}");
+}

@@ -106,6 +106,22 @@ pub enum AgentEvent {
         /// Wall time of the call in milliseconds.
         duration_ms: u64,
     },
+    /// The model request is being sent again after its stream failed partway (connection
+    /// dropped, stream cut off, provider error mid-answer) and this call had already sent
+    /// `text_delta` or `reasoning_delta` events: every such delta since the last
+    /// `tool_started` (or since `turn_started`) belongs to the failed attempt and must be
+    /// discarded, because the retried attempt streams its answer again from the start.
+    ///
+    /// Only sent when something was already shown; a failure before the first delta is
+    /// retried silently apart from its `status` line. The stored history never holds the
+    /// failed attempt's text (only a completed reply is stored).
+    StreamRestarted {
+        /// Number of the attempt that starts now (2 for the first retry), counted per
+        /// model call.
+        attempt: u32,
+        /// Why the previous attempt failed (the provider error, one line).
+        reason: String,
+    },
     /// A status line: retries, compression, fallbacks, diagnostics.
     Status {
         /// Human-readable text.
@@ -145,5 +161,20 @@ mod tests {
         let v = serde_json::to_value(&t).unwrap();
         assert_eq!(v["outcome"], "budget_exhausted");
         assert_eq!(v["usage"]["cache_read_tokens"], 0);
+    }
+
+    #[test]
+    fn stream_restarted_serializes_with_attempt_and_reason() {
+        let e = AgentEvent::StreamRestarted {
+            attempt: 2,
+            reason: "stream ended early".into(),
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "stream_restarted", "attempt": 2, "reason": "stream ended early"})
+        );
+        let back: AgentEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
     }
 }

@@ -135,6 +135,8 @@ pub struct Renderer {
     md: MarkdownStream,
     mid_line: bool,
     reasoning_mid_line: bool,
+    /// Text or reasoning of the current model call was drawn (a restart then needs a notice).
+    drawn_this_call: bool,
     tools: HashMap<String, (String, String)>,
     last_tool: Option<String>,
     after_model_output: bool,
@@ -175,6 +177,7 @@ impl Renderer {
             md,
             mid_line: false,
             reasoning_mid_line: false,
+            drawn_this_call: false,
             tools: HashMap::new(),
             last_tool: None,
             after_model_output: true,
@@ -320,9 +323,11 @@ impl Renderer {
         }
         if self.opts.markdown {
             let lines = self.md.push(text);
+            self.drawn_this_call |= !lines.is_empty();
             self.write_out(&encode(&lines, true));
         } else {
             self.write_out(text);
+            self.drawn_this_call = true;
             self.mid_line = !text.ends_with('\n');
         }
     }
@@ -343,7 +348,36 @@ impl Renderer {
             out.push_str(&encode_line(&line, self.opts.markdown));
         }
         self.write_out(&out);
+        self.drawn_this_call = true;
         self.reasoning_mid_line = !text.ends_with('\n');
+    }
+
+    /// The model stream failed after text was shown and is retried: the held-back Markdown
+    /// tail is dropped (never drawn), the partial line is ended and a dim notice separates
+    /// the abandoned text from the retried answer, which is then drawn whole. Shown even
+    /// with `-Q`: without it the repeated text would read as one garbled answer. When
+    /// nothing of the call was drawn yet (all of it held back, or `FinalOnly` mode), the
+    /// restart is silent.
+    fn restart(&mut self) {
+        if self.mode != RenderMode::Stream {
+            return;
+        }
+        self.md.discard();
+        if !std::mem::take(&mut self.drawn_this_call) {
+            return;
+        }
+        self.clear_live();
+        if self.mid_line || self.reasoning_mid_line {
+            self.write_out("\n");
+            self.mid_line = false;
+            self.reasoning_mid_line = false;
+        }
+        let lines = progress::restart_notice(&self.skin, self.opts.width);
+        let text = encode(&lines, self.opts.color);
+        let _ = write!(self.err, "{text}");
+        let _ = self.err.flush();
+        let label = self.thinking_label();
+        self.set_live(label);
     }
 
     /// Shows one event.
@@ -364,6 +398,7 @@ impl Renderer {
                 };
                 self.last_tool = None;
                 self.after_model_output = false;
+                self.drawn_this_call = false;
                 let label = self.thinking_label();
                 self.set_live(label);
             }
@@ -385,6 +420,7 @@ impl Renderer {
                     self.after_model_output = false;
                 }
                 self.end_text_line();
+                self.drawn_this_call = false;
                 self.tools
                     .insert(call_id.clone(), (name.clone(), args_preview.clone()));
                 let emoji = self.skin.tool_emoji(name).to_string();
@@ -436,6 +472,7 @@ impl Renderer {
                     self.set_live(label);
                 }
             }
+            AgentEvent::StreamRestarted { .. } => self.restart(),
             AgentEvent::Status { message } => {
                 for line in progress::status_message(&self.skin, message, width) {
                     self.status_line(line);

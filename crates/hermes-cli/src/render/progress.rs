@@ -153,6 +153,21 @@ pub fn status_message(skin: &Skin, message: &str, width: usize) -> Vec<Line> {
     )
 }
 
+/// The dim line drawn under an answer whose model stream failed partway and is retried
+/// (`AgentEvent::StreamRestarted`): the text above it is abandoned, the whole answer follows.
+pub fn restart_notice(skin: &Skin, width: usize) -> Vec<Line> {
+    let style = Style::fg(skin.colors.ui_dim).dim();
+    wrap(
+        &[Span::new(
+            "the answer above was cut off; it starts again below",
+            style,
+        )],
+        width,
+        &[Span::new("↻ ", style)],
+        &[Span::plain("  ")],
+    )
+}
+
 /// The spinner line: frame `tick` of the skin's frames, a label and the elapsed time in
 /// milliseconds (`⠋ thinking… 3.2s`).
 pub fn spinner_line(skin: &Skin, tick: usize, label: &str, elapsed_ms: u64, width: usize) -> Line {

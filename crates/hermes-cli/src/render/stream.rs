@@ -107,6 +107,14 @@ impl MarkdownStream {
         out
     }
 
+    /// Forgets the held-back tail without drawing it and starts over as a new stream (the
+    /// answer it belonged to was abandoned: its model stream failed and is retried).
+    pub fn discard(&mut self) {
+        self.buf.clear();
+        self.fence = None;
+        self.started = false;
+    }
+
     fn emit_doc(&mut self, src: &str, out: &mut Vec<Line>) {
         let lines = render_doc(src, &self.theme, self.width);
         if lines.is_empty() {

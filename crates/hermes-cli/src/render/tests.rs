@@ -493,3 +493,122 @@ fn spinner_frames_cycle_and_show_elapsed_time() {
     );
     assert!(style::width(&narrow) <= 16, "{narrow:?}");
 }
+
+/// A turn whose first model stream broke after "# Plan\n\nStep one is **to" and was
+/// retried: the retried attempt streams the whole answer again.
+fn restarted_turn() -> Vec<AgentEvent> {
+    vec![
+        AgentEvent::TurnStarted {
+            session_id: "s".into(),
+        },
+        AgentEvent::TextDelta {
+            text: "# Plan\n\nStep one is **to".into(),
+        },
+        AgentEvent::StreamRestarted {
+            attempt: 2,
+            reason: "the model stream ended before the response was complete".into(),
+        },
+        AgentEvent::Status {
+            message: "network error, retrying in 2.0s (1/3)".into(),
+        },
+        AgentEvent::TextDelta {
+            text: "# Plan\n\nStep one is **to measure**.\n".into(),
+        },
+        AgentEvent::TurnFinished {
+            outcome: TurnOutcome::Completed,
+            final_text: "# Plan\n\nStep one is **to measure**.\n".into(),
+            usage: Usage::default(),
+        },
+    ]
+}
+
+#[test]
+fn a_restarted_stream_draws_the_abandoned_part_once_then_the_whole_answer() {
+    let cap = render_events(&restarted_turn(), opts(60, true, ToolProgress::All));
+    let (text, _) = screen(&cap.bytes(), 60);
+    insta::assert_snapshot!("stream_restarted_markdown", text);
+    // The held-back half paragraph of the failed attempt is never drawn.
+    assert_eq!(text.matches("Step one").count(), 1, "{text}");
+    assert!(text.ends_with("Step one is to measure."), "{text}");
+    for chunk in cap.chunks() {
+        assert_whole_escapes(&chunk);
+    }
+}
+
+#[test]
+fn a_restarted_plain_stream_ends_the_partial_line_before_the_notice() {
+    let cap = render_events(&restarted_turn(), opts(60, false, ToolProgress::All));
+    let (text, _) = screen(&cap.bytes(), 60);
+    insta::assert_snapshot!("stream_restarted_plain", text);
+    let lines: Vec<&str> = text.lines().collect();
+    let notice = lines
+        .iter()
+        .position(|l| l.starts_with("↻ the answer above"))
+        .unwrap();
+    assert_eq!(lines[notice - 1], "Step one is **to", "{text}");
+}
+
+#[test]
+fn a_restart_notice_shows_even_when_quiet_but_not_in_final_only_mode() {
+    let mut o = opts(60, false, ToolProgress::All);
+    o.quiet = true;
+    let cap = render_events(&restarted_turn(), o);
+    let (text, _) = screen(&cap.bytes(), 60);
+    assert!(text.contains("↻ the answer above was cut off"), "{text}");
+    assert!(
+        !text.contains("retrying"),
+        "status lines stay hidden: {text}"
+    );
+
+    let cap = Capture::default();
+    let mut r = Renderer::with_writers(
+        RenderMode::FinalOnly,
+        opts(60, false, ToolProgress::All),
+        Skin::builtin_default(),
+        Box::new(cap.clone()),
+        Box::new(std::io::sink()),
+    );
+    for e in restarted_turn() {
+        r.handle(&e);
+    }
+    assert_eq!(
+        String::from_utf8(cap.bytes()).unwrap(),
+        "# Plan\n\nStep one is **to measure**.\n"
+    );
+}
+
+#[test]
+fn json_mode_emits_the_restart_event() {
+    let cap = Capture::default();
+    let mut r = Renderer::with_writers(
+        RenderMode::Json,
+        opts(60, false, ToolProgress::All),
+        Skin::builtin_default(),
+        Box::new(cap.clone()),
+        Box::new(std::io::sink()),
+    );
+    for e in restarted_turn() {
+        r.handle(&e);
+    }
+    let out = String::from_utf8(cap.bytes()).unwrap();
+    let restart: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "stream_restarted")
+        .collect();
+    assert_eq!(restart.len(), 1, "{out}");
+    assert_eq!(restart[0]["attempt"], 2);
+}
+
+#[test]
+fn a_restart_before_anything_was_drawn_is_silent() {
+    let mut events = restarted_turn();
+    // The cut attempt only sent the start of a paragraph, which Markdown holds back.
+    events[1] = AgentEvent::TextDelta {
+        text: "Step one is **to".into(),
+    };
+    let cap = render_events(&events, opts(60, true, ToolProgress::All));
+    let (text, _) = screen(&cap.bytes(), 60);
+    assert!(!text.contains("cut off"), "{text}");
+    assert_eq!(text.matches("Step one").count(), 1, "{text}");
+}

@@ -162,6 +162,27 @@ struct StreamState {
     /// Events queued for output, oldest first.
     pending: std::collections::VecDeque<Event>,
     done: bool,
+    /// Answer text already sent for the current model call (since the last tool start).
+    call_text: String,
+    /// After a `stream_restarted`: bytes of `call_text` the retried attempt has repeated
+    /// so far; those are not sent again.
+    replay: Option<usize>,
+    /// The retried attempt's text differed from what was already sent: nothing more is
+    /// sent, and the stream ends with a `stream_restarted` error.
+    diverged: bool,
+}
+
+/// The error a stream ends with when a retried model call's answer differs from the text
+/// already sent (SSE chunks cannot be taken back): the client must not use the content.
+fn diverged_failure() -> ApiFailure {
+    ApiFailure::server(
+        StatusCode::BAD_GATEWAY,
+        "stream_restarted",
+        "The model stream failed partway and was retried, and the retried answer differs \
+         from the text already streamed, so the streamed content is not a valid answer. \
+         The complete answer is stored in the session named by the X-Hermes-Session-Id \
+         header; send the request again or use \"stream\": false.",
+    )
 }
 
 fn data(v: &serde_json::Value) -> Event {
@@ -176,13 +197,17 @@ fn one_line(s: &str) -> String {
 impl StreamState {
     fn on_event(&mut self, e: AgentEvent) {
         match e {
-            AgentEvent::TextDelta { text } if !text.is_empty() => {
-                let c = chunk_json(&self.id, self.created, ChunkBody::Content(&text));
-                self.pending.push_back(data(&c));
+            AgentEvent::TextDelta { text } if !text.is_empty() => self.text(&text),
+            AgentEvent::StreamRestarted { .. } => {
+                if !self.diverged {
+                    self.replay = Some(0);
+                }
             }
             AgentEvent::ToolStarted {
                 name, args_preview, ..
             } => {
+                self.end_replay();
+                self.call_text.clear();
                 let line = one_line(&format!("tool {name} {args_preview}"));
                 self.pending.push_back(Event::default().comment(line));
             }
@@ -191,14 +216,52 @@ impl StreamState {
                 final_text,
                 usage,
             } => {
+                self.end_replay();
                 self.finish(&outcome, &final_text, &usage);
             }
             _ => {}
         }
     }
 
+    /// Sends answer text, except what a retried attempt repeats of the text already sent
+    /// (`replay`): while the retry matches that prefix nothing is sent, past its end the
+    /// rest is sent as usual; a mismatch marks the stream diverged.
+    fn text(&mut self, text: &str) {
+        if self.diverged {
+            return;
+        }
+        let mut text = text;
+        if let Some(matched) = self.replay {
+            let expected = &self.call_text[matched..];
+            if expected.starts_with(text) {
+                self.replay = Some(matched + text.len());
+                return;
+            }
+            if !text.starts_with(expected) {
+                self.diverged = true;
+                return;
+            }
+            text = &text[expected.len()..];
+            self.replay = None;
+        }
+        self.call_text.push_str(text);
+        let c = chunk_json(&self.id, self.created, ChunkBody::Content(text));
+        self.pending.push_back(data(&c));
+    }
+
+    /// The model call ended (tools start or the turn ends): a retry that repeated less than
+    /// what was already sent diverged too.
+    fn end_replay(&mut self) {
+        if let Some(matched) = self.replay.take()
+            && matched < self.call_text.len()
+        {
+            self.diverged = true;
+        }
+    }
+
     fn finish(&mut self, outcome: &TurnOutcome, text: &str, usage: &Usage) {
         match outcome {
+            _ if self.diverged => self.pending.push_back(data(&diverged_failure().body())),
             TurnOutcome::Completed | TurnOutcome::BudgetExhausted => {
                 let c = chunk_json(
                     &self.id,
@@ -222,6 +285,14 @@ impl StreamState {
 
 /// The SSE body: a role chunk, one chunk per text delta, tool starts as comments, the finish
 /// chunk (or an error object), the optional usage chunk, then `[DONE]`.
+///
+/// A model call retried after its stream failed partway (`stream_restarted`) streams its
+/// answer again from the start, but sent chunks cannot be taken back. So the retried text is
+/// compared with what this call already sent: the repeated part is swallowed and only the
+/// text beyond it is sent, which keeps the client's content exact when the retry repeats
+/// the same words. When it differs, nothing more of the turn is sent (the turn still runs
+/// to its end and is stored) and the stream ends with the error object `stream_restarted`
+/// instead of the finish chunk — never a silently garbled answer.
 fn sse_stream(
     events: UnboundedReceiver<AgentEvent>,
     guard: DropGuard,
@@ -238,6 +309,9 @@ fn sse_stream(
         include_usage,
         pending: std::collections::VecDeque::from([first]),
         done: false,
+        call_text: String::new(),
+        replay: None,
+        diverged: false,
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {

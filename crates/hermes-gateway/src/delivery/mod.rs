@@ -13,6 +13,6 @@ mod stream;
 pub use chunk::{MIN_MESSAGE_LEN, render_chunks};
 pub use media::{SaveError, extract_media, sanitize_file_name, save_inbound};
 pub use stream::{
-    DeliveryOptions, DeliveryReport, MIN_EDIT_INTERVAL, StreamingReply, TYPING_INTERVAL,
-    ToolProgressMode,
+    DeliveryOptions, DeliveryReport, MIN_EDIT_INTERVAL, RESTART_NOTICE, StreamingReply,
+    TYPING_INTERVAL, ToolProgressMode,
 };

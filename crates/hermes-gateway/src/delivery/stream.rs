@@ -19,6 +19,11 @@ use crate::platform::{ChatTarget, Markup, PlatformAdapter, PlatformLimits, SentM
 
 /// Smallest time between two edits of a streamed message (FEATURES §1 Gateway: ≥ 0.8 s).
 pub const MIN_EDIT_INTERVAL: Duration = Duration::from_millis(800);
+/// What a streamed message says while the answer it showed is abandoned: its model stream
+/// failed partway and the retried attempt has not shown text yet
+/// ([`AgentEvent::StreamRestarted`]). Also the final text of extra messages that the failed
+/// attempt had filled.
+pub const RESTART_NOTICE: &str = "↻ The answer was cut off; retrying…";
 /// How often the typing indicator is refreshed while a turn runs (platforms show it for
 /// about 5 s).
 pub const TYPING_INTERVAL: Duration = Duration::from_secs(4);
@@ -111,6 +116,8 @@ pub struct StreamingReply {
     /// Source Markdown of the message being streamed.
     segment: String,
     message: Option<SentMessage>,
+    /// Messages this segment already filled and left (it overflowed the length limit).
+    overflowed: Vec<SentMessage>,
     shown: String,
     last_edit: Option<Instant>,
     dirty: bool,
@@ -136,6 +143,7 @@ impl StreamingReply {
             streaming,
             segment: String::new(),
             message: None,
+            overflowed: Vec::new(),
             shown: String::new(),
             last_edit: None,
             dirty: false,
@@ -203,6 +211,7 @@ impl StreamingReply {
                     self.dirty = true;
                 }
             }
+            AgentEvent::StreamRestarted { .. } if self.streaming => self.restart().await,
             AgentEvent::ToolStarted {
                 name, args_preview, ..
             } => {
@@ -210,6 +219,28 @@ impl StreamingReply {
                 self.tool_line(&name, &args_preview).await;
             }
             _ => {}
+        }
+    }
+
+    /// The model call's stream failed after its text was streamed here and is being retried:
+    /// the segment's text is dropped, the first message it filled shows [`RESTART_NOTICE`]
+    /// until the retried answer's text replaces it (by edits, as usual), and any further
+    /// message it filled keeps the notice. Nothing of the abandoned attempt stays visible,
+    /// and the retried answer is not shown twice.
+    async fn restart(&mut self) {
+        self.segment.clear();
+        self.dirty = false;
+        let mut used = std::mem::take(&mut self.overflowed);
+        used.extend(self.message.take());
+        let notice = escape_line(RESTART_NOTICE, self.limits.markup);
+        let mut used = used.into_iter();
+        if let Some(first) = used.next() {
+            self.message = Some(first);
+            self.shown.clear();
+            self.show(&notice).await;
+        }
+        for m in used {
+            self.edit(&m, &notice).await;
         }
     }
 
@@ -246,7 +277,7 @@ impl StreamingReply {
         while let Some((head, rest)) = split_stream(&self.segment, &self.limits) {
             let text = render_chunks(&head, &self.limits).join("\n");
             self.show(&text).await;
-            self.message = None;
+            self.overflowed.extend(self.message.take());
             self.shown.clear();
             self.segment = rest;
         }
@@ -283,6 +314,7 @@ impl StreamingReply {
         }
         self.segment.clear();
         self.message = None;
+        self.overflowed.clear();
         self.shown.clear();
         self.dirty = false;
     }

@@ -56,6 +56,8 @@ pub struct MockFactory {
     pub home: hermes_protocol::HermesHome,
     pub cwd: std::path::PathBuf,
     pub specs: Mutex<Vec<SpecSeen>>,
+    /// `api_max_retries` of the agents built from now on (0 unless a test raises it).
+    pub max_retries: std::sync::atomic::AtomicU32,
 }
 
 #[async_trait::async_trait]
@@ -83,7 +85,7 @@ impl AgentFactory for MockFactory {
             ephemeral_prompt: spec.ephemeral_prompt,
             retry_base: Duration::from_millis(1),
             retry_max: Duration::from_millis(5),
-            api_max_retries: 0,
+            api_max_retries: self.max_retries.load(std::sync::atomic::Ordering::SeqCst),
             ..AgentOptions::default()
         };
         Agent::start(deps, opts, spec.resume.as_deref())
@@ -126,6 +128,7 @@ impl Server {
             home: home.home().clone(),
             cwd: cwd.path().to_path_buf(),
             specs: Mutex::new(Vec::new()),
+            max_retries: std::sync::atomic::AtomicU32::new(0),
         });
         let settings = ApiSettings {
             key: key.map(str::to_string),
