@@ -272,6 +272,7 @@ async fn a_batch_of_three_returns_results_in_task_order() {
     let h = harness(50).await;
     let args = json!({
         "goal": "Survey the three services",
+        "context": "All services log to /var/log/svc.",
         "tasks": [
             {"goal": "Check service A", "context": "needle-alpha"},
             {"goal": "Check service B", "context": "needle-bravo"},
@@ -316,6 +317,10 @@ async fn a_batch_of_three_returns_results_in_task_order() {
     for r in &requests[1..4] {
         let system = system_text(r);
         assert!(system.contains("Survey the three services"), "{system}");
+        assert!(
+            system.contains("All services log to /var/log/svc."),
+            "{system}"
+        );
         if system.contains("needle-charlie") {
             let names = tool_names(r);
             assert!(names.contains(&"read_file".to_string()), "{names:?}");
@@ -561,4 +566,110 @@ async fn outside_a_turn_the_tool_refuses() {
     let spec = tool.spec();
     assert_eq!(spec.parameters["required"], json!(["goal"]));
     assert!(spec.parameters["properties"]["tasks"]["items"]["properties"]["goal"].is_object());
+}
+
+#[tokio::test]
+async fn tasks_waiting_for_a_slot_are_not_started_after_an_interrupt() {
+    let mut h = Harness::new().await;
+    h.deps.tools.push(Arc::new(SlowProbe));
+    h.deps
+        .tools
+        .push(Arc::new(DelegateTool::new(DelegationSettings {
+            max_concurrent_children: 1,
+            ..DelegationSettings::default()
+        })));
+    let args = json!({
+        "goal": "Probe two clusters",
+        "tasks": [
+            {"goal": "Probe cluster one", "toolsets": ["probe"]},
+            {"goal": "Probe cluster two", "toolsets": ["probe"]}
+        ]
+    });
+    h.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        &args.to_string(),
+    )]));
+    h.mock
+        .push(MockResponse::tool_calls(&[("c1", "slow_probe", "{}")]));
+    let mut agent = h.agent().await;
+    let (tx, mut rx) = unbounded_channel();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if matches!(&e, AgentEvent::ToolStarted { name, .. } if name == "slow_probe") {
+                trigger.cancel();
+            }
+        }
+    });
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(60),
+        agent.run_turn("probe both", &tx, cancel),
+    )
+    .await
+    .expect("the interrupted turn hung");
+    drop(tx);
+    watcher.await.unwrap();
+    assert_eq!(outcome, TurnOutcome::Interrupted);
+    assert_eq!(h.mock.requests().len(), 2, "the second task made no call");
+    let parent = stored(&h, agent.session_id());
+    let result_msg = parent
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("d1"))
+        .unwrap();
+    let result: Value = serde_json::from_str(&result_msg.text()).unwrap();
+    let statuses: Vec<&str> = result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["interrupted", "interrupted"]);
+    assert!(result["results"][1]["session_id"].is_null(), "{result}");
+    assert_eq!(h.store.child_sessions(agent.session_id()).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_child_whose_model_fails_is_reported_failed_with_the_reason() {
+    let mut h = harness(50).await;
+    h.opts.api_max_retries = 0;
+    h.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        r#"{"goal": "Ask the broken model"}"#,
+    )]));
+    // The child's call finds no queued response (HTTP 500); the parent's next call is
+    // recognised by the result it carries.
+    h.mock.push_matching(
+        r#""tool_call_id":"d1""#,
+        MockResponse::text("The subagent failed."),
+    );
+    let mut agent = h.agent().await;
+    let (outcome, events) = h.turn(&mut agent, "try it").await;
+    assert_eq!(outcome, TurnOutcome::Completed, "{events:?}");
+    assert_eq!(final_text(&events), "The subagent failed.");
+    let requests = h.mock.requests();
+    let result = delegate_result(&requests, "d1");
+    let entry = &result["results"][0];
+    assert_eq!(entry["status"], "failed", "{result}");
+    assert_eq!(entry["summary"], "");
+    assert!(
+        entry["error"]
+            .as_str()
+            .unwrap()
+            .contains("model call failed"),
+        "{result}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e,
+            AgentEvent::ToolFinished { call_id, ok: false, .. } if call_id == "d1")),
+        "{events:?}"
+    );
+    let child = h
+        .store
+        .get_session(entry["session_id"].as_str().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(child.end_reason.as_deref(), Some("subagent failed"));
 }

@@ -53,8 +53,8 @@ pub fn cron_tool(app: &App, compact: bool) -> Arc<dyn Tool> {
     Arc::new(tool)
 }
 
-/// A client for `delegation.provider` (with `delegation.model`), or `None` when no provider
-/// is configured or it cannot be resolved (reported on stderr).
+/// A client for `delegation.provider` (with `delegation.model` and `delegation.base_url`),
+/// or `None` when no provider is configured or it cannot be resolved (reported on stderr).
 fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
     let delegation = &app.config.delegation;
     let provider = delegation
@@ -64,12 +64,13 @@ fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
     let section = ModelConfig {
         provider: Some(provider.clone()),
         default: delegation.model.clone(),
+        base_url: delegation.base_url.clone(),
         ..ModelConfig::default()
     };
     let inputs = ResolveInputs {
         provider: Some(provider.clone()),
         model: delegation.model.clone(),
-        base_url: None,
+        base_url: delegation.base_url.clone(),
         config: section.clone(),
         env: app.env.clone(),
         local_model_available: None,

@@ -279,10 +279,9 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             let store = app.open_store()?;
             let routed = store.count_session_keys()?;
             let pairing = pairing_overview(&app.home)?;
-            println!(
-                "{}",
-                GatewayStatus::collect(&config, &app.env, &pairing, routed)
-            );
+            let mut status = GatewayStatus::collect(&config, &app.env, &pairing, routed);
+            status.cron_scheduler = cron_scheduler_enabled(&app)?;
+            println!("{status}");
             Ok(0)
         }
         GatewayCmd::Run => {
@@ -298,7 +297,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
 
 /// Serves `adapters` (and the API server when enabled) with the cron scheduler beside them
 /// until `cancel`: builds the agent kit, loads hooks, starts the scheduler task whose platform
-/// deliveries go through these adapters, runs the gateway, then waits for the scheduler and
+/// deliveries go through these adapters (unless `cron.enabled: false`), runs the gateway, then waits for the scheduler and
 /// the API server to stop.
 ///
 /// Errors: no adapter and no API server ([`hermes_gateway::GatewayError::NoPlatforms`]),
@@ -337,9 +336,17 @@ pub(crate) async fn serve(
         hermes_gateway::outbox::home_channels_from_env(&app.env),
     )
     .with_sethome(app.home.clone());
+    // `cron.enabled: false` keeps the scheduler off; the sessions' `cronjob` tool still
+    // records each job's chat, and `hermes cron tick` runs due jobs.
+    let scheduler_on = cron_scheduler_enabled(app)?;
     let cron = GatewayCron::prepare(app, args, outbox)?;
     let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
-    let cron_task = cron.spawn(cancel.clone());
+    let cron_task = if scheduler_on {
+        Some(cron.spawn(cancel.clone()))
+    } else {
+        eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
+        None
+    };
     #[cfg(feature = "api-server")]
     let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
     // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
@@ -350,7 +357,10 @@ pub(crate) async fn serve(
     }
     let served = gateway.run(cancel.clone()).await;
     cancel.cancel();
-    if let Err(e) = cron_task.await {
+    if let Some(Err(e)) = match cron_task {
+        Some(task) => Some(task.await),
+        None => None,
+    } {
         tracing::error!(error = %e, "cron scheduler task failed");
     }
     #[cfg(feature = "api-server")]
@@ -359,6 +369,14 @@ pub(crate) async fn serve(
     }
     served?;
     Ok(())
+}
+
+/// `cron.enabled` of config.yaml (default true): whether `gateway run` runs its scheduler.
+///
+/// Errors: a value that is not a boolean, naming the key and the file.
+fn cron_scheduler_enabled(app: &App) -> Result<bool> {
+    hermes_cron::CronSettings::scheduler_enabled(app.config.cron.as_ref())
+        .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))
 }
 
 /// Cancels on Ctrl-C (SIGINT) or SIGTERM.

@@ -69,4 +69,55 @@ async fn a_subagent_runs_and_continue_picks_the_parent() {
     assert!(texts.contains("look around"), "{texts}");
     let listed = stdout(&env.run_ok(&["sessions", "list"]).await);
     assert!(!listed.contains("List the files"), "{listed}");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+
+    // `sessions show` links the two; `sessions search` marks the subagent's hits.
+    let parent_id = listed.split_whitespace().next().unwrap().to_string();
+    let child_id = result
+        .split("\"session_id\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    let shown = stdout(&env.run_ok(&["sessions", "show", &parent_id]).await);
+    assert!(shown.contains(&format!("subagent: {child_id}")), "{shown}");
+    let shown = stdout(&env.run_ok(&["sessions", "show", &child_id]).await);
+    assert!(
+        shown.contains(&format!("subagent of: {parent_id}")),
+        "{shown}"
+    );
+    let found = stdout(&env.run_ok(&["sessions", "search", "zzz-not-here"]).await);
+    assert!(
+        found.contains(&format!("{child_id} (subagent of {parent_id})")),
+        "{found}"
+    );
+}
+
+#[tokio::test]
+async fn delegation_provider_sends_subagents_to_another_endpoint() {
+    let other = hermes_testkit::MockProvider::start().await;
+    let env = Env::with_config(&format!(
+        "delegation:\n  provider: custom\n  base_url: {}\n  model: helper-model\n",
+        other.base_url()
+    ))
+    .await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        r#"{"goal": "Say hello"}"#,
+    )]));
+    other.push(MockResponse::text("hello from the helper"));
+    env.mock.push(MockResponse::text("The helper said hello."));
+    let out = env.run_ok(&["chat", "-q", "ask the helper"]).await;
+    assert_eq!(stdout(&out).trim(), "The helper said hello.");
+    let child = other.requests();
+    assert_eq!(child.len(), 1);
+    assert_eq!(child[0]["model"], "helper-model");
+    let parent = env.mock.requests();
+    assert_eq!(parent.len(), 2);
+    assert!(
+        parent[1]["messages"]
+            .to_string()
+            .contains("hello from the helper")
+    );
 }

@@ -120,10 +120,36 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
     for line in stdout(&out)
         .lines()
         .skip(1)
-        .filter(|l| !l.starts_with("routed"))
+        .filter(|l| !l.starts_with("routed") && !l.starts_with("cron"))
     {
         assert_eq!(line.split_whitespace().nth(1), Some("no"), "{line}");
     }
+    assert!(
+        stdout(&out).ends_with("cron scheduler: on\n"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `cron.enabled: false` keeps the gateway's scheduler off, and the status says so; a value
+/// that is not a boolean is an error naming the key.
+#[tokio::test]
+async fn gateway_status_reports_cron_enabled() {
+    let env = Env::with_config("cron:\n  enabled: false\n").await;
+    let out = env.run_ok(&["gateway", "status"]).await;
+    assert!(
+        stdout(&out).ends_with("cron scheduler: off (cron.enabled: false)\n"),
+        "{}",
+        stdout(&out)
+    );
+    let env = Env::with_config("cron:\n  enabled: sometimes\n").await;
+    let out = env.run(&["gateway", "status"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("config.yaml: cron.enabled: expected true or false, got sometimes"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `GET /health` over a plain HTTP/1.1 connection; `None` while nothing answers.

@@ -324,8 +324,11 @@ pub struct DelegationConfig {
     /// Model for subagents; `None` = the parent's model. Without `provider` it is sent to
     /// the parent's provider through the parent's client (same credential pool).
     pub model: Option<String>,
-    /// Provider for subagents (`openrouter`, `anthropic`, …); `None` = the parent's.
+    /// Provider for subagents (`openrouter`, `anthropic`, `custom`, …); `None` = the
+    /// parent's.
     pub provider: Option<String>,
+    /// Base URL of `provider` (for `custom` and local servers).
+    pub base_url: Option<String>,
     /// Other `delegation:` keys, untouched.
     #[serde(flatten)]
     pub other: BTreeMap<String, yaml_serde::Value>,
@@ -338,6 +341,7 @@ impl Default for DelegationConfig {
             max_concurrent_children: DEFAULT_DELEGATION_MAX_CONCURRENT,
             model: None,
             provider: None,
+            base_url: None,
             other: BTreeMap::new(),
         }
     }

@@ -99,6 +99,17 @@ pub(crate) async fn run_child(
 ) -> ChildReport {
     let started = Instant::now();
     let label = format!("[subagent {}]", index + 1);
+    if ctx.cancel.is_cancelled() {
+        // Interrupted while waiting for a free slot: nothing was started, no session made.
+        return ChildReport {
+            status: "interrupted",
+            summary: String::new(),
+            error: None,
+            iterations: 0,
+            duration_ms: 0,
+            session_id: None,
+        };
+    }
     let (client, fallbacks, context_window) = match (override_client, &settings.model) {
         (Some(c), _) => (c.clone(), Vec::new(), None),
         (None, Some(model)) if model != parent.client.model() => (

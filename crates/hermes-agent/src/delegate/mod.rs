@@ -133,8 +133,9 @@ struct RawTask {
 }
 
 /// Reads `args`: the single task (`goal`, `context`, `toolsets`), or the batch of `tasks`
-/// with the top-level `goal` as the aim of the whole job and the top-level `context` and
-/// `toolsets` shared by every task that has none of its own.
+/// with the top-level `goal` as the aim of the whole job (returned beside the tasks), the
+/// top-level `context` appended to every task's, and the top-level `toolsets` used by the
+/// tasks that name none.
 fn parse_tasks(args: &Value) -> Result<(Vec<RawTask>, Option<String>), String> {
     let goal = text_field(args, "goal", "")?;
     let context = text_field(args, "context", "")?;
@@ -233,7 +234,7 @@ impl Tool for DelegateTool {
                 "tasks".to_string(),
                 json!({
                     "type": "array",
-                    "description": "Several independent tasks run by parallel subagents (results in this order); `goal` then names the whole job, and `context`/`toolsets` apply to tasks without their own.",
+                    "description": "Several independent tasks run by parallel subagents (results in this order); `goal` then names the whole job, `context` is added to every task's, and `toolsets` applies to tasks that name none.",
                     "items": {"type": "object", "properties": task_schema(), "required": ["goal"]}
                 }),
             );
