@@ -5,7 +5,7 @@ use hermes_protocol::ToolSpec;
 use serde_json::{Value, json};
 
 use super::fetch::{Fetcher, MAX_DOWNLOAD_BYTES};
-use super::readable::{BodyKind, cap_chars, html_to_readable};
+use super::readable::{BodyKind, Readable, cap_chars, html_to_readable};
 use crate::tool::{Parallelism, Tool, ToolContext, ToolOutput};
 
 /// Most URLs one call may fetch.
@@ -54,9 +54,7 @@ impl WebExtractTool {
         let text = match page.kind {
             BodyKind::Html => {
                 let body = page.body;
-                let readable = tokio::task::spawn_blocking(move || html_to_readable(&body))
-                    .await
-                    .map_err(|e| format!("the HTML converter failed: {e}"))?;
+                let readable = convert_on_big_stack(body).await?;
                 if let Some(title) = readable.title {
                     out.push_str(&format!("title: {title}\n"));
                 }
@@ -78,6 +76,29 @@ impl WebExtractTool {
         }
         Ok(out)
     }
+}
+
+/// Stack of the thread that converts one page: the converter recurses once per element level
+/// (up to [`crate::web::nesting::MAX_NESTING`] after the nesting guard), far more than a
+/// default 2 MiB blocking thread holds in a debug build.
+const CONVERTER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// [`html_to_readable`] on a thread of its own with [`CONVERTER_STACK_BYTES`] of stack.
+///
+/// # Errors
+/// The thread could not start or panicked (message for the model).
+async fn convert_on_big_stack(body: String) -> Result<Readable, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("web-extract-html".to_string())
+        .stack_size(CONVERTER_STACK_BYTES)
+        .spawn(move || {
+            // Err: the call was cancelled and nobody waits for the text.
+            let _ = tx.send(html_to_readable(&body));
+        })
+        .map_err(|e| format!("the HTML converter could not start: {e}"))?;
+    rx.await
+        .map_err(|_| "the HTML converter failed on this page".to_string())
 }
 
 /// The `urls` argument: an array of strings (a bare string is coerced to a one-element

@@ -2,14 +2,16 @@
 //! at most [`MAX_REDIRECTS`] redirects (each checked by [`super::ssrf::check_url`]), the
 //! [`super::ssrf::GuardedResolver`] unless private URLs are allowed, no proxies from the
 //! environment (the address policy must see the real destination), and a byte cap on the
-//! body ([`MAX_DOWNLOAD_BYTES`]); binary media types are refused before the body is read.
+//! body ([`MAX_DOWNLOAD_BYTES`]); binary media types and compressed bodies (none is asked
+//! for) are refused before the body is read, and a body the server calls text but whose bytes
+//! are binary after it.
 
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
+use reqwest::header::{ACCEPT, CONTENT_ENCODING, CONTENT_TYPE, USER_AGENT};
 use reqwest::redirect::Policy;
 
-use super::readable::{BodyKind, classify, decode_body, sniff};
+use super::readable::{BodyKind, classify, declares_utf16, decode_body, sniff};
 use super::ssrf::{GuardedResolver, check_url, find_refusal};
 
 /// Most bytes of one body that are read; the rest is not downloaded (5 MiB).
@@ -138,6 +140,20 @@ impl Fetcher {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        // No Accept-Encoding is sent (reqwest is built without decompression), so a compressed
+        // body is a server ignoring the request; refused by name rather than read as garbage.
+        if let Some(encoding) = resp
+            .headers()
+            .get(CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+        {
+            return Err(format!(
+                "refused: the server sent a `{encoding}`-compressed body though none was asked \
+                 for; web_extract reads uncompressed pages only"
+            ));
+        }
         let declared = classify(content_type.as_deref());
         if let Some(BodyKind::Binary(media)) = &declared {
             return Err(binary_refusal(media));
@@ -155,7 +171,19 @@ impl Fetcher {
             body.extend_from_slice(&chunk);
         }
         let kind = match declared {
-            Some(kind) => kind,
+            // A server that calls an image or archive text is not believed: the bytes decide
+            // (unless the charset is UTF-16, whose text has NUL bytes).
+            Some(kind) if declares_utf16(content_type.as_deref()) => kind,
+            Some(kind) => match sniff(&body) {
+                BodyKind::Binary(_) => {
+                    return Err(format!(
+                        "refused: the server calls it `{}` but the body is binary data \
+                         (web_extract reads HTML, plain text, Markdown and JSON)",
+                        content_type.as_deref().unwrap_or_default().trim()
+                    ));
+                }
+                _ => kind,
+            },
             None => sniff(&body),
         };
         if let BodyKind::Binary(media) = &kind {

@@ -16,6 +16,7 @@
 pub mod backends;
 mod extract;
 mod fetch;
+pub mod nesting;
 pub mod readable;
 mod search;
 pub mod ssrf;

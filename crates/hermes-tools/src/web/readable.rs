@@ -107,10 +107,43 @@ pub fn decode_body(body: &[u8], content_type: Option<&str>, kind: &BodyKind) -> 
     };
     let encoding = from_header
         .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
-        .or_else(|| from_meta().and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())))
+        .or_else(|| {
+            from_meta()
+                .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+                .map(meta_encoding)
+        })
         .unwrap_or(encoding_rs::UTF_8);
     let (text, _, _) = encoding.decode(body);
     text.into_owned()
+}
+
+/// An encoding named by a `<meta>` declaration as the HTML prescan takes it (WHATWG HTML
+/// "prescan a byte stream", step "get an encoding"): UTF-16 becomes UTF-8 — a page that could
+/// be read far enough to find the declaration in ASCII is not UTF-16 — and `x-user-defined`
+/// becomes windows-1252.
+fn meta_encoding(found: &'static encoding_rs::Encoding) -> &'static encoding_rs::Encoding {
+    if found == encoding_rs::UTF_16LE || found == encoding_rs::UTF_16BE {
+        encoding_rs::UTF_8
+    } else if found == encoding_rs::X_USER_DEFINED {
+        encoding_rs::WINDOWS_1252
+    } else {
+        found
+    }
+}
+
+/// True when `content_type`'s `charset` is UTF-16 (whose text is full of NUL bytes).
+pub(crate) fn declares_utf16(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| {
+        ct.split(';').skip(1).any(|param| {
+            param.split_once('=').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("charset")
+                    && encoding_rs::Encoding::for_label(
+                        v.trim().trim_matches(|c| c == '"' || c == '\'').as_bytes(),
+                    )
+                    .is_some_and(|e| e == encoding_rs::UTF_16LE || e == encoding_rs::UTF_16BE)
+            })
+        })
+    })
 }
 
 /// Tags left out with everything inside them.
@@ -136,8 +169,12 @@ pub struct Readable {
 }
 
 /// Converts an HTML document to [`Readable`] text. Never fails: a document the parser
-/// cannot handle yields empty text.
+/// cannot handle yields empty text. Elements nested deeper than
+/// [`super::nesting::MAX_NESTING`] lose their tags first (their text stays), so the work is
+/// bounded whatever the page; the converter still recurses once per level, so call it on a
+/// thread with a few MiB of stack (a debug build needs about 2.5 KiB per level).
 pub fn html_to_readable(html: &str) -> Readable {
+    let html = &*super::nesting::limit_nesting(html, super::nesting::MAX_NESTING);
     let converter = HtmlToMarkdown::builder()
         .options(Options {
             bullet_list_marker: BulletListMarker::Dash,
