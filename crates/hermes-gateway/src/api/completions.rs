@@ -198,11 +198,7 @@ impl StreamState {
     fn on_event(&mut self, e: AgentEvent) {
         match e {
             AgentEvent::TextDelta { text } if !text.is_empty() => self.text(&text),
-            AgentEvent::StreamRestarted { .. } => {
-                if !self.diverged {
-                    self.replay = Some(0);
-                }
-            }
+            AgentEvent::StreamRestarted { .. } if !self.diverged => self.replay = Some(0),
             AgentEvent::ToolStarted {
                 name, args_preview, ..
             } => {
