@@ -87,6 +87,10 @@ pub struct AgentOptions {
     /// The learning loop's intervals (FEATURES §8); off by default, front ends set them
     /// from `memory.nudge_interval` and `skills.creation_nudge_interval`.
     pub learning: crate::review::LearningOptions,
+    /// Parent recorded with every session this agent creates (`parent_session_id`): set for
+    /// `delegate_task` subagents, whose transcript is linked to the session that delegated
+    /// (FEATURES §4). `None` by default.
+    pub parent_session_id: Option<SessionId>,
 }
 
 impl Default for AgentOptions {
@@ -108,6 +112,7 @@ impl Default for AgentOptions {
             session_key: None,
             hooks: Hooks::default(),
             learning: crate::review::LearningOptions::default(),
+            parent_session_id: None,
         }
     }
 }
@@ -326,7 +331,7 @@ impl Agent {
             model: client.model().to_string(),
             provider: client.provider().to_string(),
             system_prompt: prompt.clone(),
-            parent_session_id: None,
+            parent_session_id: self.opts.parent_session_id.clone(),
             cwd: Some(self.opts.cwd.display().to_string()),
         };
         self.blocking(move |s| s.create_session(&record)).await?;

@@ -93,12 +93,16 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// Runs one prepared call, racing it against the context's cancellation token.
+/// Runs one prepared call, racing it against the context's cancellation token — except a
+/// tool that [handles cancellation itself](Tool::handles_cancel), whose own result is awaited.
 pub(crate) async fn run_prepared(
     tool: Arc<dyn Tool>,
     args: Value,
     ctx: &ToolContext,
 ) -> ToolOutput {
+    if tool.handles_cancel() {
+        return tool.call(args, ctx).await;
+    }
     tokio::select! {
         out = tool.call(args, ctx) => out,
         () = ctx.cancel.cancelled() => ToolOutput::error(CANCELLED_TEXT),

@@ -2,7 +2,8 @@
 //!
 //! Owns the turn (ARCHITECTURE §2): the iteration loop, tool dispatch, conversation repair,
 //! retry of failed model calls, persistence of every completed message, the learning loop's
-//! background reviews ([`Review`]), the [`AgentHandle`] queue pair (`submit(Op)` /
+//! background reviews ([`Review`]), `delegate_task` subagents ([`DelegateTool`]), the
+//! [`AgentHandle`] queue pair (`submit(Op)` /
 //! `next_event()`) that every front end uses, and the slash-command registry ([`commands`])
 //! the REPL and the gateway parse with.
 //! It orchestrates; it must not render output, assemble prompt text, parse provider wire
@@ -12,6 +13,7 @@ mod agent;
 mod batch;
 pub mod commands;
 mod compression;
+mod delegate;
 mod dispatch;
 mod handle;
 mod hooks;
@@ -23,6 +25,10 @@ mod turn;
 
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
 pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW};
+pub use delegate::{
+    DELEGATE_TASK, DELEGATION_TOOLSET, DelegateTool, DelegationSettings, SUBAGENT_BLOCKED_TOOLS,
+    SUBAGENT_BLOCKED_TOOLSETS, allowed_for_subagent, child_tools,
+};
 pub use dispatch::{args_preview, result_preview};
 pub use handle::AgentHandle;
 pub use hooks::{

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::compression::CompressTrigger;
+use crate::delegate::{DELEGATE_TASK, with_parent};
 use crate::repair::repair_history;
 
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
@@ -133,10 +134,19 @@ impl Agent {
                 }),
             );
             let truncated = reply.finish_reason == Some(FinishReason::Length);
-            if !self
-                .run_tools(&reply.tool_calls, truncated, events, &cancel)
-                .await
-            {
+            // `delegate_task` calls of the batch see this agent as their parent; the tokens
+            // their subagents used count for this turn.
+            let delegates = reply.tool_calls.iter().any(|c| c.name == DELEGATE_TASK);
+            let parent = delegates.then(|| self.parent_turn(events));
+            let batch = self.run_tools(&reply.tool_calls, truncated, events, &cancel);
+            let finished = match &parent {
+                Some(parent) => with_parent(parent.clone(), batch).await,
+                None => batch.await,
+            };
+            if let Some(parent) = &parent {
+                usage.add(&parent.take_child_usage());
+            }
+            if !finished {
                 outcome = TurnOutcome::Interrupted;
                 break;
             }

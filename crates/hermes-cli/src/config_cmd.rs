@@ -33,6 +33,10 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
                     for w in &loaded.warnings {
                         outln!("warning: {w}");
                     }
+                    if let Err(e) = loaded.config.web.validate() {
+                        eprintln!("error: {}: {e}", path.display());
+                        return Ok(1);
+                    }
                     outln!("{}: ok", path.display());
                     Ok(0)
                 }

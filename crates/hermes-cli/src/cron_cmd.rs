@@ -327,6 +327,10 @@ pub fn scheduler_with(
         api_max_retries: app.config.agent.api_max_retries,
         terminal_timeout_s: app.config.terminal.timeout,
         inactivity: settings.inactivity_timeout,
+        extra_tools: crate::tools_cmd::web_tools(&app)?
+            .into_iter()
+            .chain([crate::delegation::cron_tool(&app, compact)])
+            .collect(),
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),

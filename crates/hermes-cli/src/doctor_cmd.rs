@@ -130,6 +130,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
 
     check_store(&app, fix, &mut report);
     check_mcp(&app, &mut report).await;
+    check_web(&app, &mut report);
 
     let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
     report.add(
@@ -152,6 +153,26 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     );
     report.print();
     Ok(if report.broken() { 1 } else { 0 })
+}
+
+/// The `web` toolset: an invalid `web.*` value is broken (sessions refuse to start); otherwise
+/// which backend `web_search` uses (or why it is off) and what `web_extract` may fetch.
+fn check_web(app: &App, report: &mut Report) {
+    match hermes_tools::WebSettings::resolve(&app.config.web, &app.env) {
+        Err(e) => report.add(Level::Broken, format!("config.yaml: {e}")),
+        Ok(web) => {
+            let fetch = if web.allow_private_urls {
+                "web_extract may fetch loopback and private addresses (web.allow_private_urls)"
+            } else {
+                "web_extract fetches public addresses only"
+            };
+            let search = match &web.search {
+                Ok(backend) => format!("web_search through {}", backend.name()),
+                Err(reason) => format!("web_search is off ({reason})"),
+            };
+            report.add(Level::Ok, format!("web: {search}; {fetch}"));
+        }
+    }
 }
 
 /// One short GET of the provider's models endpoint (hermes-llm `reachability`): unreachable

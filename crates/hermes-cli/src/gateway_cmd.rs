@@ -33,11 +33,14 @@ pub struct CliAgentFactory {
     home: HermesHome,
     signature: String,
     cron: Option<GatewayCron>,
+    /// Resolves chats' `/model` choices against the kit's runtime (never switched itself).
+    models: crate::model_switch::ModelSwitcher,
 }
 
 impl CliAgentFactory {
-    /// A factory over `kit`; the signature digests the settings agents are built from.
-    pub fn new(kit: AgentKit, home: HermesHome) -> CliAgentFactory {
+    /// A factory over `kit` (built from `app`); the signature digests the settings agents are
+    /// built from.
+    pub fn new(app: &App, kit: AgentKit) -> CliAgentFactory {
         let mut h = DefaultHasher::new();
         kit.runtime.provider.hash(&mut h);
         kit.runtime.model.hash(&mut h);
@@ -47,8 +50,9 @@ impl CliAgentFactory {
         kit.opts.yolo.hash(&mut h);
         let signature = format!("{:016x}", h.finish());
         CliAgentFactory {
+            models: crate::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
             kit,
-            home,
+            home: app.home.clone(),
             signature,
             cron: None,
         }
@@ -69,17 +73,33 @@ impl AgentFactory for CliAgentFactory {
         opts.source = spec.source;
         opts.ephemeral_prompt = spec.ephemeral_prompt;
         opts.session_key = Some(spec.session_key);
-        let kit = match &self.cron {
-            Some(cron) => {
-                let mut kit = self.kit.clone();
+        // The chat's `/model` choice; one that no longer resolves (a key removed since) falls
+        // back to the configured model rather than locking the chat out.
+        let chosen = match &spec.model {
+            Some(choice) => match self.models.connect(choice).await {
+                Ok((client, _)) => Some(client),
+                Err(e) => {
+                    tracing::warn!(error = %hermes_llm::redact_secrets(&format!("{e:#}")), "the chat's /model choice is unavailable; using the configured model");
+                    None
+                }
+            },
+            None => None,
+        };
+        let kit = if self.cron.is_some() || chosen.is_some() {
+            let mut kit = self.kit.clone();
+            if let Some(cron) = &self.cron {
                 for tool in kit.tools.iter_mut() {
                     if tool.toolset() == hermes_cron::CRONJOB_TOOLSET {
                         *tool = cron.tool_for(spec.origin.as_ref());
                     }
                 }
-                std::borrow::Cow::Owned(kit)
             }
-            None => std::borrow::Cow::Borrowed(&self.kit),
+            if let Some(client) = chosen {
+                kit.client = client;
+            }
+            std::borrow::Cow::Owned(kit)
+        } else {
+            std::borrow::Cow::Borrowed(&self.kit)
         };
         kit.agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
             .await
@@ -88,6 +108,17 @@ impl AgentFactory for CliAgentFactory {
 
     fn config_signature(&self) -> String {
         self.signature.clone()
+    }
+
+    async fn model_client(
+        &self,
+        choice: &hermes_llm::ModelChoice,
+    ) -> Result<Arc<dyn hermes_llm::ModelClient>, String> {
+        self.models
+            .connect(choice)
+            .await
+            .map(|(client, _)| client)
+            .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
     }
 }
 
@@ -248,10 +279,9 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             let store = app.open_store()?;
             let routed = store.count_session_keys()?;
             let pairing = pairing_overview(&app.home)?;
-            println!(
-                "{}",
-                GatewayStatus::collect(&config, &app.env, &pairing, routed)
-            );
+            let mut status = GatewayStatus::collect(&config, &app.env, &pairing, routed);
+            status.cron_scheduler = cron_scheduler_enabled(&app)?;
+            println!("{status}");
             Ok(0)
         }
         GatewayCmd::Run => {
@@ -267,7 +297,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
 
 /// Serves `adapters` (and the API server when enabled) with the cron scheduler beside them
 /// until `cancel`: builds the agent kit, loads hooks, starts the scheduler task whose platform
-/// deliveries go through these adapters, runs the gateway, then waits for the scheduler and
+/// deliveries go through these adapters (unless `cron.enabled: false`), runs the gateway, then waits for the scheduler and
 /// the API server to stop.
 ///
 /// Errors: no adapter and no API server ([`hermes_gateway::GatewayError::NoPlatforms`]),
@@ -306,21 +336,31 @@ pub(crate) async fn serve(
         hermes_gateway::outbox::home_channels_from_env(&app.env),
     )
     .with_sethome(app.home.clone());
+    // `cron.enabled: false` keeps the scheduler off; the sessions' `cronjob` tool still
+    // records each job's chat, and `hermes cron tick` runs due jobs.
+    let scheduler_on = cron_scheduler_enabled(app)?;
     let cron = GatewayCron::prepare(app, args, outbox)?;
-    let factory = Arc::new(CliAgentFactory::new(kit, app.home.clone()).with_cron(cron.clone()));
-    let cron_task = cron.spawn(cancel.clone());
+    let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
+    let cron_task = if scheduler_on {
+        Some(cron.spawn(cancel.clone()))
+    } else {
+        eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
+        None
+    };
     #[cfg(feature = "api-server")]
     let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
-    let served = if adapters.is_empty() {
-        cancel.cancelled().await;
-        Ok(())
-    } else {
-        let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
-        gateway.set_hooks(hooks);
-        gateway.run(cancel.clone()).await
-    };
+    // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
+    let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+    gateway.set_hooks(hooks);
+    if api_enabled {
+        gateway.set_front_ends(vec!["api_server".to_string()]);
+    }
+    let served = gateway.run(cancel.clone()).await;
     cancel.cancel();
-    if let Err(e) = cron_task.await {
+    if let Some(Err(e)) = match cron_task {
+        Some(task) => Some(task.await),
+        None => None,
+    } {
         tracing::error!(error = %e, "cron scheduler task failed");
     }
     #[cfg(feature = "api-server")]
@@ -329,6 +369,14 @@ pub(crate) async fn serve(
     }
     served?;
     Ok(())
+}
+
+/// `cron.enabled` of config.yaml (default true): whether `gateway run` runs its scheduler.
+///
+/// Errors: a value that is not a boolean, naming the key and the file.
+fn cron_scheduler_enabled(app: &App) -> Result<bool> {
+    hermes_cron::CronSettings::scheduler_enabled(app.config.cron.as_ref())
+        .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))
 }
 
 /// Cancels on Ctrl-C (SIGINT) or SIGTERM.

@@ -146,48 +146,95 @@ fn runs(log: &RunLog) -> Vec<RunRecord> {
     log.list(None, 10).unwrap()
 }
 
+/// `hermes gateway run` in-process: the mock model, a temporary home whose config.yaml
+/// selects it (plus `extra_config`), everyone allowed, and the fake chat as the only adapter.
+struct Served {
+    mock: MockProvider,
+    home: TempHome,
+    _cwd: tempfile::TempDir,
+    chat: Arc<FakeChat>,
+    tx: mpsc::Sender<InboundMessage>,
+    cancel: CancellationToken,
+    served: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    log: RunLog,
+}
+
+impl Served {
+    async fn start(extra_config: &str) -> Served {
+        let mock = MockProvider::start().await;
+        let home = TempHome::new().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.home().config_file(),
+            format!(
+                "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\nterminal:\n  cwd: {}\n{extra_config}",
+                mock.base_url(),
+                cwd.path().display()
+            ),
+        )
+        .unwrap();
+        let env: BTreeMap<String, String> =
+            [("GATEWAY_ALLOW_ALL_USERS".to_string(), "true".to_string())].into();
+        let app = App {
+            home: home.home().clone(),
+            config: Config::load(&home.home().config_file()).unwrap().config,
+            config_warnings: Vec::new(),
+            env,
+        };
+        let (tx, rx) = mpsc::channel(8);
+        let chat = Arc::new(FakeChat {
+            inbound: Mutex::new(Some(rx)),
+            sent: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+        });
+        let (config, _) = GatewayConfig::from_config(&app.config, &app.env, None).unwrap();
+        let cancel = CancellationToken::new();
+        let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![chat.clone()];
+        let served = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                crate::gateway_cmd::serve(
+                    &app,
+                    None,
+                    &ChatArgs::default(),
+                    config,
+                    adapters,
+                    cancel,
+                )
+                .await
+            }
+        });
+        let log = RunLog::new(
+            JobStore::new(home.home()),
+            Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap()),
+        );
+        Served {
+            mock,
+            home,
+            _cwd: cwd,
+            chat,
+            tx,
+            cancel,
+            served: Some(served),
+            log,
+        }
+    }
+
+    async fn stop(&mut self) {
+        self.cancel.cancel();
+        let served = self.served.take().expect("stopped once");
+        tokio::time::timeout(Duration::from_secs(60), served)
+            .await
+            .expect("the gateway stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_recorded() {
-    let mock = MockProvider::start().await;
-    let home = TempHome::new().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.home().config_file(),
-        format!(
-            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\nterminal:\n  cwd: {}\n",
-            mock.base_url(),
-            cwd.path().display()
-        ),
-    )
-    .unwrap();
-    let env: BTreeMap<String, String> =
-        [("GATEWAY_ALLOW_ALL_USERS".to_string(), "true".to_string())].into();
-    let app = App {
-        home: home.home().clone(),
-        config: Config::load(&home.home().config_file()).unwrap().config,
-        config_warnings: Vec::new(),
-        env,
-    };
-    let (tx, rx) = mpsc::channel(8);
-    let chat = Arc::new(FakeChat {
-        inbound: Mutex::new(Some(rx)),
-        sent: Mutex::new(Vec::new()),
-        next_id: AtomicU64::new(1),
-    });
-    let (config, _) = GatewayConfig::from_config(&app.config, &app.env, None).unwrap();
-    let cancel = CancellationToken::new();
-    let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![chat.clone()];
-    let served = tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            crate::gateway_cmd::serve(&app, None, &ChatArgs::default(), config, adapters, cancel)
-                .await
-        }
-    });
-    let log = RunLog::new(
-        JobStore::new(home.home()),
-        Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap()),
-    );
+    let mut s = Served::start("").await;
+    let (mock, home, chat, tx, log) = (&s.mock, &s.home, &s.chat, &s.tx, &s.log);
 
     // 1. "Remind me": the model schedules a job; the scheduled run answers in the same DM.
     mock.push(create_call("call_1", "Greet Ann and name today's date."));
@@ -202,7 +249,7 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
     })
     .await;
     let first = wait_for("the first run in the history", || {
-        runs(&log).into_iter().next()
+        runs(log).into_iter().next()
     })
     .await;
     assert_eq!(first.status, "ok", "{first:?}");
@@ -236,7 +283,7 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
     mock.push_matching(CRON_RUN, MockResponse::text("[SILENT]"));
     tx.send(dm("watch the disk", "m2")).await.unwrap();
     let silent = wait_for("the silent run in the history", || {
-        runs(&log).into_iter().find(|r| r.run_id != first.run_id)
+        runs(log).into_iter().find(|r| r.run_id != first.run_id)
     })
     .await;
     assert_eq!(silent.status, "silent", "{silent:?}");
@@ -256,11 +303,50 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
         "{texts:?}"
     );
     assert_eq!(mock.pending(), 0);
+    s.stop().await;
+}
 
-    cancel.cancel();
-    tokio::time::timeout(Duration::from_secs(60), served)
-        .await
-        .expect("the gateway stops")
-        .unwrap()
-        .unwrap();
+/// `cron.enabled: false`: jobs made in chat are saved with their chat, but the gateway runs
+/// none of them (they are left to `hermes cron tick`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cron_disabled_the_gateway_runs_no_job() {
+    let mut s = Served::start("cron:\n  enabled: false\n").await;
+    s.mock.push(create_call("call_1", "Greet Ann."));
+    s.mock.push(MockResponse::text("Done, I scheduled it."));
+    s.mock
+        .push_matching(CRON_RUN, MockResponse::text("Good morning, Ann!"));
+    s.tx.send(dm("greet me in a moment", "m1")).await.unwrap();
+    wait_for("the turn's reply", || {
+        s.chat
+            .texts_to("4242")
+            .iter()
+            .any(|t| t.contains("Done, I scheduled it."))
+            .then_some(())
+    })
+    .await;
+    let jobs = JobStore::new(s.home.home()).list().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        jobs[0].origin.as_ref().map(|o| o.chat_id.as_str()),
+        Some("4242")
+    );
+    s.stop().await;
+    assert!(runs(&s.log).is_empty(), "no run: {:?}", runs(&s.log));
+    assert_eq!(
+        JobStore::new(s.home.home()).list().unwrap()[0].last_run_at,
+        None
+    );
+    assert!(
+        !s.mock
+            .requests()
+            .iter()
+            .any(|r| r.to_string().contains(CRON_RUN)),
+        "the model was never asked to run the job"
+    );
+    assert!(
+        !s.chat
+            .texts_to("4242")
+            .iter()
+            .any(|t| t.contains("Good morning"))
+    );
 }

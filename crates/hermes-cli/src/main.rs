@@ -14,6 +14,7 @@ mod complete;
 mod config_cmd;
 mod config_edit;
 mod cron_cmd;
+mod delegation;
 mod display;
 mod doctor_cmd;
 mod doctor_fix;

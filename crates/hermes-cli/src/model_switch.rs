@@ -6,114 +6,36 @@
 
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use hermes_llm::runtime::{CanonicalProvider, canonical_provider};
-use hermes_llm::{ModelClient, ResolveInputs, Runtime};
-use hermes_protocol::config::ModelConfig;
+use anyhow::{Context, Result};
+use hermes_llm::model_choice::{ChoiceContext, provider_id, section_for};
+use hermes_llm::{ModelChoice, ModelClient, ResolveInputs, Runtime};
 
 use crate::app::App;
 
-/// The provider names `/model` and `hermes model set` accept, for error messages.
-const KNOWN_PROVIDERS: &str = "openrouter, openai, anthropic, nous, deepseek, gemini, xai, \
-     custom, local, or a server alias (llamacpp, ollama, vllm, lmstudio)";
-
-/// A requested switch: a model, and a provider when it changes too.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelChoice {
-    /// Provider id or alias; `None` keeps the current provider.
-    pub provider: Option<String>,
-    /// Model name as the provider knows it.
-    pub model: String,
-}
-
-/// Parses the words after `/model` (or `hermes model set`): `MODEL`, `PROVIDER MODEL`, or
-/// `PROVIDER:MODEL` when the part before the colon is a provider name (model names such as
-/// `llama3:8b` keep their colon). Errors: no words, more than two, or an unknown provider in
-/// the two-word form.
+/// Parses the words after `/model` or `hermes model set` ([`hermes_llm::parse_choice`]).
 pub fn parse_choice(words: &str) -> Result<ModelChoice> {
-    let parts: Vec<&str> = words.split_whitespace().collect();
-    match parts.as_slice() {
-        [one] => match one.split_once(':') {
-            Some((p, m)) if !m.is_empty() && canonical_provider(p).is_some() => Ok(ModelChoice {
-                provider: Some(p.to_string()),
-                model: m.to_string(),
-            }),
-            _ => Ok(ModelChoice {
-                provider: None,
-                model: one.to_string(),
-            }),
-        },
-        [p, m] => {
-            known_provider(p)?;
-            Ok(ModelChoice {
-                provider: Some(p.to_string()),
-                model: m.to_string(),
-            })
-        }
-        _ => bail!("usage: /model MODEL, /model PROVIDER MODEL or /model PROVIDER:MODEL"),
+    Ok(hermes_llm::parse_choice(words)?)
+}
+
+/// What a choice is resolved with: config.yaml's `model:` section, the environment and the
+/// installed local model of `app`.
+pub fn choice_context(app: &App) -> ChoiceContext {
+    ChoiceContext {
+        configured: app.config.model.to_config(),
+        env: app.env.clone(),
+        local_model_available: crate::session::local_model_path(app),
     }
 }
 
-fn known_provider(name: &str) -> Result<CanonicalProvider> {
-    canonical_provider(name)
-        .with_context(|| format!("unknown provider `{name}`; known providers: {KNOWN_PROVIDERS}"))
-}
-
-/// The provider id a name resolves to (`claude` → `anthropic`; server aliases → `custom`).
-fn provider_id(name: &str) -> Option<String> {
-    Some(match canonical_provider(name)? {
-        CanonicalProvider::Hosted(id) => id.to_string(),
-        CanonicalProvider::Custom { .. } => "custom".to_string(),
-        CanonicalProvider::Local => "local".to_string(),
-    })
-}
-
-/// The `model:` section to resolve `provider` with: config.yaml's when it is about the same
-/// provider, else only its provider-neutral keys (`max_tokens`), so that a key or base URL
-/// meant for one provider is never sent to another.
-fn section_for(app: &App, provider: &str) -> ModelConfig {
-    let section = app.config.model.to_config();
-    let same = section
-        .provider
-        .as_deref()
-        .and_then(provider_id)
-        .is_some_and(|p| Some(p) == provider_id(provider));
-    if same {
-        section
-    } else {
-        ModelConfig {
-            max_tokens: section.max_tokens,
-            ..ModelConfig::default()
-        }
-    }
-}
-
-/// Resolves `choice` against the session's `current` runtime: without a provider the current
-/// one (and its base URL) is kept; with one, that provider's settings and keys are looked up
-/// as at startup (config.yaml when it names the same provider, `.env`, environment).
+/// Resolves `choice` against the session's `current` runtime ([`hermes_llm::resolve_choice`]):
+/// without a provider the current one (and its base URL) is kept; with one, that provider's
+/// settings and keys are looked up as at startup.
 pub fn resolve_choice(app: &App, current: &Runtime, choice: &ModelChoice) -> Result<Runtime> {
-    let inputs = match &choice.provider {
-        None => ResolveInputs {
-            provider: Some(current.provider.clone()),
-            model: Some(choice.model.clone()),
-            base_url: (!current.base_url.is_empty()).then(|| current.base_url.clone()),
-            config: section_for(app, &current.provider),
-            env: app.env.clone(),
-            local_model_available: crate::session::local_model_path(app),
-        },
-        Some(p) => {
-            known_provider(p)?;
-            ResolveInputs {
-                provider: Some(p.clone()),
-                model: Some(choice.model.clone()),
-                base_url: None,
-                config: section_for(app, p),
-                env: app.env.clone(),
-                local_model_available: crate::session::local_model_path(app),
-            }
-        }
-    };
-    Ok(hermes_llm::resolve(&inputs)?)
+    Ok(hermes_llm::resolve_choice(
+        &choice_context(app),
+        current,
+        choice,
+    )?)
 }
 
 /// What the REPL needs to switch models: the settings it started with and the runtime in use.
@@ -156,11 +78,18 @@ impl ModelSwitcher {
     /// the client is returned for [`hermes_agent::AgentHandle::set_client`].
     pub async fn switch(&mut self, words: &str) -> Result<Arc<dyn ModelClient>> {
         let choice = parse_choice(words)?;
-        let mut rt = resolve_choice(&self.app, &self.current, &choice)?;
-        crate::session::resolve_context_window(&self.app, &mut rt).await;
-        let client = crate::session::build_client(&self.app, &rt)?;
+        let (client, rt) = self.connect(&choice).await?;
         self.current = rt;
         Ok(client)
+    }
+
+    /// Resolves `choice` against the current runtime and connects it, changing nothing: the
+    /// client and its runtime. The gateway's factory uses it for a chat's `/model` choice.
+    pub async fn connect(&self, choice: &ModelChoice) -> Result<(Arc<dyn ModelClient>, Runtime)> {
+        let mut rt = resolve_choice(&self.app, &self.current, choice)?;
+        crate::session::resolve_context_window(&self.app, &mut rt).await;
+        let client = crate::session::build_client(&self.app, &rt)?;
+        Ok((client, rt))
     }
 }
 
@@ -179,7 +108,7 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         (None, _) => false,
     };
     let mut check = match &provider {
-        Some(p) => section_for(app, p),
+        Some(p) => section_for(&section, p),
         None => section.clone(),
     };
     if let Some(u) = base_url {
@@ -287,58 +216,17 @@ mod tests {
         "model:\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n  default: first\n";
 
     #[test]
-    fn choices_parse_with_and_without_a_provider() {
-        let c = parse_choice("gpt-4o").unwrap();
-        assert_eq!((c.provider, c.model.as_str()), (None, "gpt-4o"));
-        let c = parse_choice("anthropic claude-sonnet-4").unwrap();
-        assert_eq!(c.provider.as_deref(), Some("anthropic"));
-        let c = parse_choice("claude:claude-opus-4").unwrap();
-        assert_eq!(
-            (c.provider.as_deref(), c.model.as_str()),
-            (Some("claude"), "claude-opus-4")
-        );
-        // A colon that is not after a provider name is part of the model name.
-        let c = parse_choice("llama3:8b").unwrap();
-        assert_eq!((c.provider, c.model.as_str()), (None, "llama3:8b"));
-        let e = parse_choice("frobnicate some-model")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("unknown provider `frobnicate`"), "{e}");
-        assert!(parse_choice("").is_err());
-        assert!(parse_choice("a b c").is_err());
-    }
-
-    #[test]
-    fn a_model_alone_keeps_the_provider_and_its_base_url() {
-        let (app, _d) = app(CUSTOM, &[]);
+    fn a_choice_resolves_with_the_apps_config_and_env() {
+        let (app, _d) = app_with_key(CUSTOM);
         let cur = current(&app);
         let rt = resolve_choice(&app, &cur, &parse_choice("second").unwrap()).unwrap();
-        assert_eq!(rt.provider, "custom");
-        assert_eq!(rt.model, "second");
+        assert_eq!(
+            (rt.provider.as_str(), rt.model.as_str()),
+            ("custom", "second")
+        );
         assert_eq!(rt.base_url, "http://127.0.0.1:9/v1");
-    }
-
-    #[test]
-    fn a_new_provider_needs_its_own_key_and_never_gets_the_old_one() {
-        let config = format!("{CUSTOM}  api_key: sk-custom-secret\n");
-        let (app, _d) = app(&config, &[]);
-        let cur = current(&app);
-        let e = resolve_choice(&app, &cur, &parse_choice("openrouter x/y").unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("OPENROUTER_API_KEY"), "{e}");
-
-        let (app, _d) = app_with_key(&config);
-        let cur = current(&app);
-        let rt = resolve_choice(
-            &app,
-            &cur,
-            &parse_choice("anthropic:claude-sonnet-4").unwrap(),
-        )
-        .unwrap();
-        assert_eq!(rt.provider, "anthropic");
+        let rt = resolve_choice(&app, &cur, &parse_choice("claude x").unwrap()).unwrap();
         assert_eq!(rt.api_key.as_deref(), Some("sk-ant-from-env"));
-        assert_eq!(rt.api_mode.as_str(), "anthropic_messages");
     }
 
     fn app_with_key(config: &str) -> (App, tempfile::TempDir) {

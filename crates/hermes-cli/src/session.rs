@@ -310,6 +310,8 @@ impl AgentKit {
                     as Arc<dyn hermes_tools::ToolSource>
             });
         let compact = prompt_is_compact(app, args, runtime.api_mode);
+        let mut tools = tools;
+        crate::delegation::configure(app, compact, &mut tools);
         let prompt = crate::prompt::CliPrompt::new(
             app.home.clone(),
             cwd.clone(),

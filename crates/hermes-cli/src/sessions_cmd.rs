@@ -53,6 +53,12 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             };
             outln!("{}", session_line(&record));
             outln!("model: {} ({})", record.model, record.provider);
+            if let Some(parent) = store.subagent_parent(&record.id)? {
+                outln!("subagent of: {parent}");
+            }
+            for child in store.child_sessions(&record.id)? {
+                outln!("subagent: {}", session_line(&child));
+            }
             for m in store.load_messages(&record.id)? {
                 let msg = &m.message;
                 let who = match msg.role {
@@ -81,8 +87,12 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 outln!("no matches");
             }
             for h in hits {
+                let subagent = store
+                    .subagent_parent(&h.session_id)?
+                    .map(|p| format!(" (subagent of {p})"))
+                    .unwrap_or_default();
                 outln!(
-                    "{}  {}  [{}] {}",
+                    "{}{subagent}  {}  [{}] {}",
                     h.session_id,
                     h.session_title.unwrap_or_default(),
                     h.role.as_str(),

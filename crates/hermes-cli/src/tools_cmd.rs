@@ -19,17 +19,33 @@ pub enum ToolsCmd {
     List,
 }
 
-/// Every tool a CLI session can have: the built-in tools, then memory, skills and (with a
-/// store) session search, with config `memory:` applied. MCP tools join at session start.
+/// The `web` toolset's tools (`web_extract`, `web_search`) from config `web:` and the
+/// environment/`.env` keys (FEATURES §4; `hermes_tools::web`).
 ///
 /// # Errors
-/// A duplicate tool name (a programming error).
+/// An invalid `web.*` value, named with the config file's path.
+pub fn web_tools(app: &App) -> Result<Vec<Arc<dyn hermes_tools::Tool>>> {
+    hermes_tools::web::tools(&app.config.web, &app.env)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", app.home.config_file().display()))
+}
+
+/// Every tool a CLI session can have: the built-in tools, the web tools, then memory, skills
+/// and (with a store) session search, with config `memory:` applied. MCP tools join at
+/// session start.
+///
+/// # Errors
+/// A duplicate tool name (a programming error) or an invalid `web.*` value.
 pub fn build_registry(
     app: &App,
     args: &ChatArgs,
     store: Option<Arc<SessionStore>>,
 ) -> Result<Registry> {
     let mut registry = Registry::builtin();
+    for tool in web_tools(app)? {
+        registry
+            .register(tool)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     for tool in hermes_context::learning_tools_with(&app.home, store, &app.config.memory) {
         registry
             .register(tool)
@@ -37,6 +53,11 @@ pub fn build_registry(
     }
     registry
         .register(crate::cron_cmd::session_tool(app, args)?)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    registry
+        .register(std::sync::Arc::new(hermes_agent::DelegateTool::new(
+            crate::delegation::settings(app, None),
+        )))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(registry)
 }

@@ -120,10 +120,36 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
     for line in stdout(&out)
         .lines()
         .skip(1)
-        .filter(|l| !l.starts_with("routed"))
+        .filter(|l| !l.starts_with("routed") && !l.starts_with("cron"))
     {
         assert_eq!(line.split_whitespace().nth(1), Some("no"), "{line}");
     }
+    assert!(
+        stdout(&out).ends_with("cron scheduler: on\n"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `cron.enabled: false` keeps the gateway's scheduler off, and the status says so; a value
+/// that is not a boolean is an error naming the key.
+#[tokio::test]
+async fn gateway_status_reports_cron_enabled() {
+    let env = Env::with_config("cron:\n  enabled: false\n").await;
+    let out = env.run_ok(&["gateway", "status"]).await;
+    assert!(
+        stdout(&out).ends_with("cron scheduler: off (cron.enabled: false)\n"),
+        "{}",
+        stdout(&out)
+    );
+    let env = Env::with_config("cron:\n  enabled: sometimes\n").await;
+    let out = env.run(&["gateway", "status"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("config.yaml: cron.enabled: expected true or false, got sometimes"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// `GET /health` over a plain HTTP/1.1 connection; `None` while nothing answers.
@@ -148,6 +174,15 @@ fn http(port: u16, request: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_run_serves_the_api_server_and_stops_on_sigterm() {
     let env = Env::new().await;
+    // FEATURES §12: `gateway:startup` fires also with only the API server; the hook writes
+    // the event it gets on stdin into its own directory.
+    let hook = env.home.path().join("hooks").join("startup");
+    std::fs::create_dir_all(&hook).unwrap();
+    std::fs::write(
+        hook.join("HOOK.yaml"),
+        "events: [\"gateway:startup\"]\ncommand: cat > event.tmp && mv event.tmp event.json\n",
+    )
+    .unwrap();
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -172,6 +207,21 @@ async fn gateway_run_serves_the_api_server_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let event = loop {
+        if let Ok(text) = std::fs::read_to_string(hook.join("event.json")) {
+            break serde_json::from_str::<serde_json::Value>(&text).unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the gateway:startup hook never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(event["event"], "gateway:startup");
+    assert_eq!(
+        event["data"]["platforms"],
+        serde_json::json!(["api_server"])
+    );
     let term = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()

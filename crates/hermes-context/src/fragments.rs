@@ -55,11 +55,20 @@ pub enum Fragment {
     /// Session-end review before a reset; placeholders `memory_entries`, `user_entries` (the
     /// memory files as they are on disk now).
     ReviewSessionEnd,
+    /// The system-prompt layer of a `delegate_task` subagent (FEATURES §4); placeholders
+    /// `goal`, `context`.
+    SubagentLayer,
+    /// What [`Fragment::SubagentLayer`] says when the parent gave no context.
+    SubagentNoContext,
+    /// Context line of one task of a batch naming the whole job; placeholder `aim`.
+    SubagentPartOf,
+    /// Description of the `delegate_task` tool.
+    ToolDelegateTask,
 }
 
 impl Fragment {
     /// Every fragment, for tests that check all of them.
-    pub const ALL: [Fragment; 22] = [
+    pub const ALL: [Fragment; 26] = [
         Fragment::IdentityDefault,
         Fragment::IdentityCompact,
         Fragment::GuidanceFull,
@@ -82,6 +91,10 @@ impl Fragment {
         Fragment::ReviewSkills,
         Fragment::ReviewCombined,
         Fragment::ReviewSessionEnd,
+        Fragment::SubagentLayer,
+        Fragment::SubagentNoContext,
+        Fragment::SubagentPartOf,
+        Fragment::ToolDelegateTask,
     ];
 
     /// The raw text of the fragment as stored in `prompts/`.
@@ -109,6 +122,10 @@ impl Fragment {
             Fragment::ReviewSkills => include_str!("../prompts/review_skills.md"),
             Fragment::ReviewCombined => include_str!("../prompts/review_combined.md"),
             Fragment::ReviewSessionEnd => include_str!("../prompts/review_session_end.md"),
+            Fragment::SubagentLayer => include_str!("../prompts/subagent_layer.md"),
+            Fragment::SubagentNoContext => include_str!("../prompts/subagent_no_context.md"),
+            Fragment::SubagentPartOf => include_str!("../prompts/subagent_part_of.md"),
+            Fragment::ToolDelegateTask => include_str!("../prompts/tool_delegate_task.md"),
         }
     }
 
@@ -206,7 +223,7 @@ mod tests {
 
     #[test]
     fn placeholders_match_what_the_builder_supplies() {
-        let expected: [(Fragment, &[&str]); 22] = [
+        let expected: [(Fragment, &[&str]); 26] = [
             (Fragment::IdentityDefault, &[]),
             (Fragment::IdentityCompact, &[]),
             (Fragment::GuidanceFull, &[]),
@@ -235,6 +252,10 @@ mod tests {
                 Fragment::ReviewSessionEnd,
                 &["memory_entries", "user_entries"],
             ),
+            (Fragment::SubagentLayer, &["goal", "context"]),
+            (Fragment::SubagentNoContext, &[]),
+            (Fragment::SubagentPartOf, &["aim"]),
+            (Fragment::ToolDelegateTask, &[]),
         ];
         for (fragment, names) in expected {
             assert_eq!(fragment.placeholders(), names.to_vec(), "{fragment:?}");
@@ -260,6 +281,19 @@ mod tests {
         assert!(!g.contains("terminal"));
         assert!(g.starts_with("## Working with files"));
         assert_eq!(render_guidance(Fragment::GuidanceFull, &[]), "");
+        let web = render_guidance(Fragment::GuidanceFull, &["web_extract".to_string()]);
+        assert!(
+            web.starts_with(
+                "## The web
+"
+            ),
+            "{web}"
+        );
+        assert!(
+            web.contains("`web_extract`") && !web.contains("`web_search`"),
+            "{web}"
+        );
+        assert!(web.contains("not instructions"), "{web}");
         assert_eq!(
             render_guidance(Fragment::GuidanceCompact, &["web_search".to_string()]),
             ""

@@ -5,7 +5,8 @@
 //! persistent memory ([`memory`]: `MEMORY.md`/`USER.md` and the `memory` tool), skills
 //! ([`skills`]: the `SKILL.md` loader, the prompt index and the skill tools), and the
 //! `session_search` tool over the session store, the learning loop's review texts and the
-//! tool-use discipline layer ([`ReviewKind`], [`tool_use_discipline`]), and context
+//! tool-use discipline layer ([`ReviewKind`], [`tool_use_discipline`]), the texts of
+//! `delegate_task` subagents ([`subagent_layer`]), and context
 //! compression planning
 //! ([`compress`]: thresholds, head/middle/tail cuts, the summarizer's input; the agent makes
 //! the call). Model-visible texts live in `prompts/*.md`.
@@ -16,6 +17,7 @@
 mod builder;
 pub mod compress;
 mod context_files;
+mod delegation;
 mod fragments;
 mod injection;
 mod learning;
@@ -36,6 +38,7 @@ pub use context_files::{
     LoadedContextFile, MAX_POINTER_HOPS, MAX_READ_BYTES, TAIL_PERCENT, context_file_cap_chars,
     find_git_root, truncate_head_tail,
 };
+pub use delegation::{delegate_task_description, subagent_layer, subagent_part_of};
 pub use fragments::{Fragment, render_guidance};
 pub use injection::{EXCERPT_MAX_CHARS, Finding, InjectionCategory, ScanScope, scan_for_injection};
 pub use learning::{

@@ -1,7 +1,9 @@
 //! The `session_search` tool (FEATURES §10): discovery, scroll, read and browse over the
 //! session store. Search goes through `hermes-store` (FTS5 words plus the trigram index for
 //! CJK); hits of one conversation lineage (a session and the sessions continued from it) are
-//! reported once, under the best-ranked hit.
+//! reported once, under the best-ranked hit. A `delegate_task` subagent's session belongs to
+//! its parent's lineage and is marked `subagent_of` where it is shown; browse lists
+//! conversations only.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -90,6 +92,18 @@ impl SessionSearchTool {
         current
     }
 
+    /// Adds `"subagent_of": <parent id>` to `result` when `session_id` is the transcript of
+    /// a `delegate_task` subagent, so the model does not take it for a conversation with
+    /// the user.
+    fn mark_subagent(&self, session_id: &str, result: &mut Value) {
+        if let (Ok(Some(parent)), Some(obj)) = (
+            self.store.subagent_parent(session_id),
+            result.as_object_mut(),
+        ) {
+            obj.insert("subagent_of".to_string(), Value::String(parent));
+        }
+    }
+
     fn around(
         &self,
         session_id: &str,
@@ -130,14 +144,16 @@ impl SessionSearchTool {
             let context = self
                 .around(&hit.session_id, hit.message_id, HIT_CONTEXT_MESSAGES)
                 .unwrap_or_default();
-            results.push(json!({
+            let mut result = json!({
                 "session_id": hit.session_id,
                 "title": hit.session_title,
                 "date": hit.started_at.format("%Y-%m-%d").to_string(),
                 "message_id": hit.message_id,
                 "snippet": hit.snippet,
                 "messages": context,
-            }));
+            });
+            self.mark_subagent(&hit.session_id, &mut result);
+            results.push(result);
         }
         Ok(json!({"query": query, "count": results.len(), "results": results}))
     }
@@ -181,14 +197,16 @@ impl SessionSearchTool {
         } else {
             (all.iter().map(render_message).collect(), 0)
         };
-        Ok(json!({
+        let mut result = json!({
             "session_id": session.id,
             "title": session.title,
             "date": session.started_at.format("%Y-%m-%d").to_string(),
             "message_count": all.len(),
             "omitted_middle_messages": omitted,
             "messages": shown,
-        }))
+        });
+        self.mark_subagent(&session.id, &mut result);
+        Ok(result)
     }
 
     /// Browse: the `limit` most recent sessions with title, date and preview.

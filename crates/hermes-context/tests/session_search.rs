@@ -137,3 +137,46 @@ async fn tool_call_modes_and_errors() {
     let out = t.call(json!({"mode": "dance"}), &ctx).await;
     assert!(out.is_error);
 }
+
+#[test]
+fn subagent_sessions_are_marked_and_not_browsed() {
+    let store = Arc::new(SessionStore::open_in_memory().unwrap());
+    session(
+        &store,
+        "20260102_000000_aaaaaa",
+        None,
+        "Fix the build",
+        &["please fix the build", "on it"],
+    );
+    store
+        .create_session(&NewSession {
+            id: "20260102_000001_bbbbbb".into(),
+            source: hermes_store::SUBAGENT_SOURCE.into(),
+            title: Some("look for zanzibar".into()),
+            parent_session_id: Some("20260102_000000_aaaaaa".into()),
+            ..NewSession::default()
+        })
+        .unwrap();
+    store
+        .append_message(
+            "20260102_000001_bbbbbb",
+            &Message::user("look for zanzibar in the logs"),
+            None,
+        )
+        .unwrap();
+    let tool = SessionSearchTool::new(store);
+    let found = tool.search("zanzibar", 5).unwrap();
+    assert_eq!(found["count"], 1);
+    assert_eq!(found["results"][0]["session_id"], "20260102_000001_bbbbbb");
+    assert_eq!(found["results"][0]["subagent_of"], "20260102_000000_aaaaaa");
+    let read = tool.read("20260102_000001_bbbbbb").unwrap();
+    assert_eq!(read["subagent_of"], "20260102_000000_aaaaaa");
+    let parent = tool.read("20260102_000000_aaaaaa").unwrap();
+    assert!(parent.get("subagent_of").is_none());
+    let browsed = tool.browse(10).unwrap();
+    assert_eq!(browsed["count"], 1);
+    assert_eq!(
+        browsed["sessions"][0]["session_id"],
+        "20260102_000000_aaaaaa"
+    );
+}

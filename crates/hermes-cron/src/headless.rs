@@ -20,11 +20,12 @@ use crate::scheduler::{JobRunner, RunOutput, RunStatus};
 /// The preamble every headless run gets (model-visible; `prompts/cron_preamble.md`).
 pub const CRON_PREAMBLE: &str = include_str!("../prompts/cron_preamble.md");
 
-/// The toolset of headless runs: files and terminal only.
+/// The toolset of headless runs: files, terminal, web and `delegate_task` (the web tools
+/// and `delegate_task` come from [`HeadlessOptions::extra_tools`]).
 pub const CRON_TOOLSET: ToolsetDef = ToolsetDef {
     name: "hermes-cron",
-    description: "Scheduled jobs: files and terminal; no cronjob, clarify, memory or messaging.",
-    includes: &["file", "terminal"],
+    description: "Scheduled jobs: files, terminal, web and delegation (when offered); no cronjob, clarify, memory or messaging.",
+    includes: &["file", "terminal", "web", "delegation"],
     tools: &[],
 };
 
@@ -53,6 +54,10 @@ pub struct HeadlessOptions {
     pub terminal_timeout_s: u64,
     /// A run with no agent event (or script output) for this long is stopped (600 s).
     pub inactivity: Duration,
+    /// Tools registered after the built-ins, built by the front end from its config (the
+    /// `web` toolset's `web_extract` and `web_search`); only those in [`CRON_TOOLSET`] are
+    /// offered. A name that is already registered is skipped.
+    pub extra_tools: Vec<Arc<dyn hermes_tools::Tool>>,
 }
 
 /// Runs jobs with a fresh agent each time.
@@ -160,6 +165,11 @@ impl JobRunner for AgentRunner {
             Err(e) => return failed(RunStatus::Failed, e, None),
         };
         let mut registry = Registry::builtin();
+        for tool in &self.opts.extra_tools {
+            if let Err(e) = registry.register(tool.clone()) {
+                tracing::debug!(error = %e, "extra cron tool skipped");
+            }
+        }
         if let Err(e) = registry.define_toolset(CRON_TOOLSET) {
             tracing::debug!(error = %e, "hermes-cron toolset already defined");
         }

@@ -48,7 +48,7 @@ pub(crate) fn new_id() -> String {
     format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff)
 }
 
-/// `cron.max_parallel_jobs`, `cron.inactivity_timeout` from `config.yaml`'s free-form `cron:` section.
+/// `cron.max_parallel_jobs`, `cron.inactivity_timeout` (and [`CronSettings::scheduler_enabled`]) from `config.yaml`'s free-form `cron:` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronSettings {
     /// Most runs at once (default 1).
@@ -75,6 +75,34 @@ impl CronSettings {
         CronSettings {
             max_parallel_jobs: n,
             inactivity_timeout,
+        }
+    }
+
+    /// `cron.enabled` (default true): whether `hermes gateway run` runs its own scheduler.
+    /// `false` leaves due jobs to `hermes cron tick` (for example from the system's crontab).
+    /// Accepts a YAML boolean or one of `true/false/yes/no/on/off/1/0` as text.
+    ///
+    /// Errors: any other value, as `cron.enabled: …` naming what was found.
+    pub fn scheduler_enabled(section: Option<&yaml_serde::Value>) -> Result<bool, String> {
+        let Some(value) = section.and_then(|v| v.get("enabled")) else {
+            return Ok(true);
+        };
+        if let Some(b) = value.as_bool() {
+            return Ok(b);
+        }
+        let text = value
+            .as_str()
+            .map(|s| s.trim().to_ascii_lowercase())
+            .or_else(|| value.as_u64().map(|n| n.to_string()));
+        match text.as_deref() {
+            Some("true" | "yes" | "on" | "1") => Ok(true),
+            Some("false" | "no" | "off" | "0") => Ok(false),
+            _ => Err(format!(
+                "cron.enabled: expected true or false, got {}",
+                yaml_serde::to_string(value)
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "a value that is not a boolean".to_string())
+            )),
         }
     }
 }

@@ -53,6 +53,15 @@ async fn env(inactivity: Duration) -> Env {
         api_max_retries: 0,
         terminal_timeout_s: 30,
         inactivity,
+        // The web tools as the CLI builds them from an empty config: `web_search` has no
+        // backend and stays hidden.
+        extra_tools: hermes_tools::web::tools(&Default::default(), &Default::default())
+            .unwrap()
+            .into_iter()
+            .chain([Arc::new(hermes_agent::DelegateTool::new(
+                hermes_agent::DelegationSettings::default(),
+            )) as Arc<dyn hermes_tools::Tool>])
+            .collect(),
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
@@ -121,7 +130,7 @@ async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron()
     assert!(md.contains("Summarize today's notes"), "{md}");
 
     // The request: the job's model, stored prompt + cron preamble, the job prompt as the
-    // user message, and only file and terminal tools.
+    // user message, and only file, terminal and web tools.
     let requests = env.mock.requests();
     assert_eq!(requests.len(), 1);
     let req = &requests[0];
@@ -136,6 +145,8 @@ async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"terminal") && tools.contains(&"read_file"));
+    assert!(tools.contains(&"web_extract"), "{tools:?}");
+    assert!(!tools.contains(&"web_search"), "no backend: {tools:?}");
     for banned in ["cronjob", "clarify", "memory", "send_message"] {
         assert!(!tools.contains(&banned), "{banned} offered: {tools:?}");
     }
@@ -220,4 +231,31 @@ async fn a_script_only_job_needs_no_model() {
     assert!(env.mock.requests().is_empty());
     let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
     assert!(md.contains("disk at 42%"), "{md}");
+}
+
+#[tokio::test]
+async fn a_run_can_delegate_to_a_subagent_linked_to_the_run_session() {
+    let env = env(Duration::from_secs(600)).await;
+    env.due_job("Check the disk", None);
+    env.mock.push(MockResponse::tool_calls(&[(
+        "d1",
+        "delegate_task",
+        r#"{"goal": "Measure the free disk space"}"#,
+    )]));
+    env.mock.push(MockResponse::text("42 GB free."));
+    env.mock.push(MockResponse::text("Disk: 42 GB free."));
+
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "ok", "{rec:?}");
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 3);
+    let child_tools = requests[1]["tools"].to_string();
+    assert!(child_tools.contains("terminal"), "{child_tools}");
+    assert!(!child_tools.contains("delegate_task"), "{child_tools}");
+    let run = env.store.latest_session(Some("cron")).unwrap().unwrap();
+    let children = env.store.child_sessions(&run.id).unwrap();
+    assert_eq!(children.len(), 1);
+    let result = requests[2]["messages"].to_string();
+    assert!(result.contains("42 GB free."), "{result}");
+    assert!(result.contains(&children[0].id), "{result}");
 }

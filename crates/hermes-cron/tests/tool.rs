@@ -192,3 +192,20 @@ fn cron_settings_read_parallelism_and_inactivity_timeout() {
     assert_eq!(d.max_parallel_jobs, 1);
     assert_eq!(d.inactivity_timeout, hermes_cron::INACTIVITY_TIMEOUT);
 }
+
+#[test]
+fn cron_enabled_defaults_to_true_and_reads_booleans_and_words() {
+    let read = |text: &str| {
+        let yaml: yaml_serde::Value = yaml_serde::from_str(text).unwrap();
+        CronSettings::scheduler_enabled(Some(&yaml))
+    };
+    assert_eq!(CronSettings::scheduler_enabled(None), Ok(true));
+    assert_eq!(read("max_parallel_jobs: 2\n"), Ok(true));
+    assert_eq!(read("enabled: false\n"), Ok(false));
+    assert_eq!(read("enabled: true\n"), Ok(true));
+    assert_eq!(read("enabled: off\n"), Ok(false));
+    assert_eq!(read("enabled: 'yes'\n"), Ok(true));
+    assert_eq!(read("enabled: 0\n"), Ok(false));
+    let e = read("enabled: sometimes\n").unwrap_err();
+    assert_eq!(e, "cron.enabled: expected true or false, got sometimes");
+}

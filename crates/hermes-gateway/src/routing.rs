@@ -40,6 +40,8 @@ pub struct CachedAgent {
     pub last_active: DateTime<Utc>,
     /// Where this agent's approval questions are answered.
     pub approval: Arc<ApprovalSlot>,
+    /// The chat's `/model` choice the agent runs on (`None`: the configured model).
+    pub model_choice: Option<hermes_llm::ModelChoice>,
 }
 
 /// Bounded LRU of idle agents, keyed by session key (ARCHITECTURE §6).

@@ -46,6 +46,9 @@ pub struct GatewayStatus {
     pub platforms: Vec<PlatformStatus>,
     /// Conversations with a stored session (distinct session keys in `state.db`).
     pub routed_sessions: u64,
+    /// Whether `gateway run` runs its cron scheduler (`cron.enabled`, default true; the
+    /// front end reads it, [`GatewayStatus::collect`] starts from true).
+    pub cron_scheduler: bool,
 }
 
 impl GatewayStatus {
@@ -86,6 +89,7 @@ impl GatewayStatus {
         GatewayStatus {
             platforms,
             routed_sessions,
+            cron_scheduler: true,
         }
     }
 }
@@ -121,7 +125,12 @@ impl fmt::Display for GatewayStatus {
                 p.pending_codes
             )?;
         }
-        write!(f, "routed sessions: {}", self.routed_sessions)
+        writeln!(f, "routed sessions: {}", self.routed_sessions)?;
+        if self.cron_scheduler {
+            write!(f, "cron scheduler: on")
+        } else {
+            write!(f, "cron scheduler: off (cron.enabled: false)")
+        }
     }
 }
 
@@ -214,10 +223,16 @@ mod tests {
             )],
             approved: vec![],
         };
-        let status = GatewayStatus::collect(&config, &env, &pairing, 7);
+        let mut status = GatewayStatus::collect(&config, &env, &pairing, 7);
         assert!(status.platforms[0].credentials);
         assert!(!status.platforms[2].credentials, "slack needs both tokens");
         insta::assert_snapshot!(status.to_string());
+        status.cron_scheduler = false;
+        assert!(
+            status
+                .to_string()
+                .ends_with("\ncron scheduler: off (cron.enabled: false)")
+        );
     }
 
     #[test]

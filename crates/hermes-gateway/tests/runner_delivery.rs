@@ -208,3 +208,54 @@ async fn gateway_fires_startup_command_and_session_reset_hooks() {
         .unwrap()
         .unwrap();
 }
+
+/// FEATURES §12: `gateway:startup` fires also when the process serves only the API server
+/// (no chat adapter); without any front end `run` refuses to start.
+#[tokio::test]
+async fn startup_hook_fires_with_only_the_api_server() {
+    let h = Harness::new().await;
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().to_path_buf();
+    let hooks_dir = hook_dir(&log);
+    let (hooks, _) = Hooks::discover_in(hooks_dir.path());
+    let gateway = |hooks: Hooks| {
+        let gw = hermes_gateway::Gateway::new(
+            open_config("telegram"),
+            Vec::new(),
+            h.factory.clone(),
+            h.store.clone(),
+            h.home.home().clone(),
+        );
+        gw.set_hooks(hooks);
+        gw
+    };
+    let none = gateway(hooks.clone());
+    assert!(matches!(
+        none.run(CancellationToken::new()).await,
+        Err(hermes_gateway::GatewayError::NoPlatforms)
+    ));
+
+    let gw = gateway(hooks);
+    gw.set_front_ends(vec!["api_server".to_string()]);
+    let cancel = CancellationToken::new();
+    let runner = tokio::spawn({
+        let gw = gw.clone();
+        let cancel = cancel.clone();
+        async move { gw.run(cancel).await }
+    });
+    wait_until("the startup hook", || !logged(&log).is_empty()).await;
+    let events = logged(&log);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "gateway:startup");
+    assert_eq!(
+        events[0]["data"]["platforms"],
+        serde_json::json!(["api_server"])
+    );
+    assert!(!runner.is_finished(), "it serves until cancelled");
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(30), runner)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

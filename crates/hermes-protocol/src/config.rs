@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod web;
+pub use web::{
+    DEFAULT_EXTRACT_CHAR_LIMIT, SEARCH_BACKENDS, SearchBackendKind, WebConfig, WebConfigError,
+};
+
 /// Default iteration budget per turn (FEATURES §3).
 pub const DEFAULT_MAX_TURNS: u32 = 90;
 /// Default terminal tool timeout in seconds (FEATURES §4).
@@ -42,6 +47,10 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// `prompt_caching:` section (FEATURES §5).
     pub prompt_caching: PromptCachingConfig,
+    /// `web:` section: the `web` toolset's search backend and fetch policy ([`WebConfig`]).
+    pub web: WebConfig,
+    /// `delegation:` section — subagents of `delegate_task` (FEATURES §3, §4).
+    pub delegation: DelegationConfig,
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
     /// that they are not reported as unknown keys.
     pub mcp_servers: Option<yaml_serde::Value>,
@@ -296,6 +305,48 @@ pub struct PromptCachingConfig {
     pub cache_ttl: Option<String>,
 }
 
+/// Default iteration budget of one `delegate_task` subagent (FEATURES §3: 50).
+pub const DEFAULT_DELEGATION_MAX_ITERATIONS: u32 = 50;
+/// Default number of subagents one `delegate_task` call runs at the same time (3).
+pub const DEFAULT_DELEGATION_MAX_CONCURRENT: usize = 3;
+
+/// `delegation:` section: how `delegate_task` subagents run (key names as in the Python
+/// system, plus `max_concurrent_children`). Other keys of the Python system are kept as
+/// written and not reported as unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DelegationConfig {
+    /// Iteration budget of each subagent (default [`DEFAULT_DELEGATION_MAX_ITERATIONS`]).
+    pub max_iterations: u32,
+    /// Subagents of one call running at the same time (default
+    /// [`DEFAULT_DELEGATION_MAX_CONCURRENT`]); further tasks wait for a free slot.
+    pub max_concurrent_children: usize,
+    /// Model for subagents; `None` = the parent's model. Without `provider` it is sent to
+    /// the parent's provider through the parent's client (same credential pool).
+    pub model: Option<String>,
+    /// Provider for subagents (`openrouter`, `anthropic`, `custom`, …); `None` = the
+    /// parent's.
+    pub provider: Option<String>,
+    /// Base URL of `provider` (for `custom` and local servers).
+    pub base_url: Option<String>,
+    /// Other `delegation:` keys, untouched.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, yaml_serde::Value>,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        DelegationConfig {
+            max_iterations: DEFAULT_DELEGATION_MAX_ITERATIONS,
+            max_concurrent_children: DEFAULT_DELEGATION_MAX_CONCURRENT,
+            model: None,
+            provider: None,
+            base_url: None,
+            other: BTreeMap::new(),
+        }
+    }
+}
+
 /// `display:` section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -489,6 +540,25 @@ mod tests {
             c.warnings
         );
         assert_eq!(Config::default().memory.memory_char_limit, 2_200);
+    }
+
+    #[test]
+    fn delegation_section_has_defaults_and_overrides() {
+        let d = Config::default().delegation;
+        assert_eq!(d.max_iterations, 50);
+        assert_eq!(d.max_concurrent_children, 3);
+        let c = Config::parse(
+            "delegation:\n  max_iterations: 7\n  model: small-model\n  default_toolsets: [file]\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert_eq!(c.config.delegation.max_iterations, 7);
+        assert_eq!(c.config.delegation.max_concurrent_children, 3);
+        assert_eq!(c.config.delegation.model.as_deref(), Some("small-model"));
+        assert!(
+            Config::parse("delegation:\n  max_iterations: many\n", Path::new("c.yaml")).is_err()
+        );
     }
 
     #[test]

@@ -75,9 +75,11 @@ impl SessionStore {
             sessions: n(one("SELECT count(*) FROM sessions").map_err(&err)?),
             messages: n(one("SELECT count(*) FROM messages").map_err(&err)?),
             active_messages: n(one("SELECT count(*) FROM messages WHERE active = 1").map_err(&err)?),
-            total_tokens: n(one(
-                "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM sessions",
-            )
+            total_tokens: n(one(&format!(
+                "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM sessions \
+                     WHERE source != '{}'",
+                crate::SUBAGENT_SOURCE
+            ))
             .map_err(&err)?),
             db_bytes: n(one(
                 "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",

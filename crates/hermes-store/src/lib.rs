@@ -5,7 +5,8 @@
 //! usage, the run history of scheduled jobs (`cron_runs`), schema migrations, and full-text
 //! search (FTS5 `unicode61` plus a trigram index for CJK) behind a query sanitizer that turns
 //! any user text into a valid query, and optimistic concurrency on each session's history
-//! (`history_version`, checked on commit).
+//! (`history_version`, checked on commit), and the link of `delegate_task` subagent sessions
+//! to their parent ([`SUBAGENT_SOURCE`]).
 //! It must not call models, run tools or build prompts, and it never depends on a hermes
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
@@ -15,10 +16,12 @@ mod error;
 mod export;
 mod maintenance;
 mod messages;
+mod model_choice;
 mod sanitize;
 mod schema;
 mod search;
 mod store;
+mod subagents;
 mod types;
 mod versioned;
 
@@ -29,6 +32,7 @@ pub use maintenance::SearchIndexReport;
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
 pub use schema::SCHEMA_VERSION;
 pub use store::{SessionStore, WRITE_RETRY_BUDGET};
+pub use subagents::SUBAGENT_SOURCE;
 pub use types::{
     ModelUsage, NewSession, SearchHit, SearchQuery, SessionRecord, StoreStats, StoredMessage,
 };

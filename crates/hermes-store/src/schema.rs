@@ -200,6 +200,12 @@ CREATE INDEX cron_runs_job ON cron_runs(job_id, started_at);
 CREATE INDEX cron_runs_started ON cron_runs(started_at);
 ";
 
+/// V4: a session's model choice (`/model` in a gateway chat, issue 7 item 6): the provider and
+/// model the user picked, as the front end's JSON text, so that an agent rebuilt after an
+/// eviction or a restart uses it again. `NULL` = the configured model. Additive (one nullable
+/// column; SQLite adds it without rewriting the table).
+const V4: &str = "ALTER TABLE sessions ADD COLUMN model_choice TEXT;";
+
 /// Refills both search indexes from `messages` (for `hermes doctor --fix`): the same text the
 /// insert triggers write, the trigram rows only for text with a CJK character (as since V2).
 pub(crate) const REBUILD_SEARCH: &str = concat!(
@@ -218,7 +224,7 @@ INSERT INTO messages_trgm(rowid, body) SELECT id, b FROM (SELECT m.id AS id, tri
 );
 
 /// The migration steps, oldest first.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes (`PRAGMA user_version` after migrating).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -11,6 +11,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, Trans
 
 use crate::error::StoreError;
 use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
+use crate::subagents::SUBAGENT_SOURCE;
 use crate::types::{NewSession, SessionRecord};
 
 /// Default total time a write keeps retrying while another connection holds the lock (case C21: it
@@ -256,7 +257,7 @@ impl SessionStore {
     }
 
     /// Resolves what a user typed after `--resume`/`/resume`: an exact id, else the newest
-    /// session with exactly this title, else the one session whose id starts with `key`
+    /// session with exactly this title (subagent sessions are found by id only), else the one session whose id starts with `key`
     /// (`None` when no session or several sessions match the prefix).
     pub fn find_session(&self, key: &str) -> Result<Option<SessionRecord>, StoreError> {
         let conn = self.lock();
@@ -264,7 +265,8 @@ impl SessionStore {
         if let Some(s) = query_session(&conn, "s.id = ?1", key).map_err(&err)? {
             return Ok(Some(s));
         }
-        if let Some(s) = query_session(&conn, "s.title = ?1", key).map_err(&err)? {
+        let by_title = format!("s.title = ?1 AND s.source != '{SUBAGENT_SOURCE}'");
+        if let Some(s) = query_session(&conn, &by_title, key).map_err(&err)? {
             return Ok(Some(s));
         }
         if key.is_empty() {
@@ -284,13 +286,16 @@ impl SessionStore {
     }
 
     /// The most recently started session, optionally only from `source` (e.g. `cli`).
+    /// Subagent sessions ([`crate::SUBAGENT_SOURCE`]) are never "the latest" unless asked
+    /// for by that source: `hermes -c` continues the conversation, not a child of it.
     pub fn latest_session(
         &self,
         source: Option<&str>,
     ) -> Result<Option<SessionRecord>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE (?1 IS NULL OR s.source = ?1) \
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE \
+             (?1 IS NULL AND s.source != '{SUBAGENT_SOURCE}' OR s.source = ?1) \
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
         );
         conn.query_row(&sql, [source], session_from_row)
@@ -299,7 +304,8 @@ impl SessionStore {
     }
 
     /// Sessions newest first, `limit` rows after skipping `offset`, each with its message
-    /// count and first-user-message preview.
+    /// count and first-user-message preview. Subagent sessions ([`crate::SUBAGENT_SOURCE`])
+    /// are left out: they belong to their parent ([`SessionStore::child_sessions`]).
     pub fn list_sessions(
         &self,
         limit: usize,
@@ -307,7 +313,7 @@ impl SessionStore {
     ) -> Result<Vec<SessionRecord>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s \
+            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.source != '{SUBAGENT_SOURCE}' \
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1 OFFSET ?2"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -465,7 +471,7 @@ fn checkpoint(conn: &Connection, mode: &str, db: &str) {
     }
 }
 
-fn found(changed: usize, id: &str) -> Result<(), StoreError> {
+pub(crate) fn found(changed: usize, id: &str) -> Result<(), StoreError> {
     if changed == 0 {
         Err(StoreError::SessionNotFound { id: id.to_string() })
     } else {

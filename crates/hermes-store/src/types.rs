@@ -145,7 +145,8 @@ pub struct StoreStats {
     pub messages: u64,
     /// Number of active messages.
     pub active_messages: u64,
-    /// Sum of input + output tokens over all sessions.
+    /// Sum of input + output tokens over all sessions (subagent sessions left out: their
+    /// tokens are part of their parent's totals).
     pub total_tokens: u64,
     /// Database size in bytes (`page_count × page_size`, WAL not included).
     pub db_bytes: u64,

@@ -5,7 +5,9 @@
 //! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification,
 //! the write deny-list ([`safety`]), the parallel planner for a batch of calls ([`plan`]) and
 //! the tool-result budget ([`budget`]), the per-session `todo` list ([`todo`]) and the
-//! `clarify` tool with its [`Clarifier`] trait for front ends ([`clarify`]).
+//! `clarify` tool with its [`Clarifier`] trait for front ends ([`clarify`]), and the `web`
+//! toolset ([`web`]: `web_extract`, `web_search` behind a configured search backend, and
+//! the address policy that keeps fetches off loopback and private networks).
 //! It must not talk to models or the session store; the agent loop decides when tools run
 //! (ARCHITECTURE §1).
 
@@ -20,6 +22,7 @@ pub mod terminal;
 pub mod todo;
 mod tool;
 mod toolsets;
+pub mod web;
 
 pub use clarify::{Clarifier, ClarifyRequest, ClarifyTool};
 pub use coerce::coerce_args;
@@ -32,3 +35,4 @@ pub use tool::{
     ToolOutput, ToolSource,
 };
 pub use toolsets::{DEFAULT_TOOLSET, TOOLSET_DEFS, ToolsetDef, ToolsetSelection, UnknownToolset};
+pub use web::{WebExtractTool, WebSearchTool, WebSettings};

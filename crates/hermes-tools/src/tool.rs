@@ -123,6 +123,14 @@ pub trait Tool: Send + Sync {
     }
     /// Runs the call with already-coerced arguments.
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
+    /// True when the tool watches [`ToolContext::cancel`] itself and, once it fires, ends
+    /// promptly with a result of its own (`delegate_task`: its subagents stop, their
+    /// sessions stay consistent, and the result says `interrupted`). The agent then waits
+    /// for that result instead of dropping the call and answering "cancelled by user".
+    /// `false` (the default) for every other tool.
+    fn handles_cancel(&self) -> bool {
+        false
+    }
     /// Session state the model must still see after context compression (e.g. the `todo`
     /// list): the agent appends this text to the compression summary. `None` (the default)
     /// for stateless tools.

@@ -24,22 +24,24 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files, terminal, todo, clarify, memory, skills and session search.",
+        description: "Default for the CLI: files, terminal, web, todo, clarify, memory, skills, session search and delegation.",
         includes: &[
             "file",
             "terminal",
+            "web",
             "todo",
             "clarify",
             "memory",
             "skills",
             "session_search",
+            "delegation",
         ],
         tools: &[],
     },
     ToolsetDef {
         name: "safe",
-        description: "Read-only: no terminal, no writes.",
-        includes: &[],
+        description: "Read-only: reads files and the web; no terminal, no writes.",
+        includes: &["web"],
         tools: &["read_file", "search_files"],
     },
 ];

@@ -111,6 +111,7 @@ async fn create_inner(state: ApiState, body: Bytes) -> Result<Response, ApiFailu
         ephemeral_prompt: None,
         approver: state.approver.clone(),
         origin: None,
+        model: None,
     };
     let agent = state.inner.factory.build(spec).await.map_err(|e| {
         ApiFailure::server(

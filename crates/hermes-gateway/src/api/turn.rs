@@ -98,6 +98,7 @@ pub(crate) async fn prepare(
         ephemeral_prompt: ephemeral.clone(),
         approver: state.approver.clone(),
         origin: None,
+        model: None,
     };
     let agent = match &session {
         Some(id) => {

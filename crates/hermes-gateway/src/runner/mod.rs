@@ -11,6 +11,7 @@ pub mod approval;
 pub mod commands;
 pub mod deliver;
 mod events;
+mod model;
 pub mod pending;
 pub mod reset;
 mod worker;
@@ -42,7 +43,8 @@ use hermes_agent::commands::{CommandId, Invocation};
 pub(crate) enum Job {
     /// A message for the agent.
     Message(InboundMessage),
-    /// A history-changing command (`/new`, `/undo`, `/retry`, `/compress`).
+    /// A command run with the session's agent: history-changing ones (`/new`, `/undo`,
+    /// `/retry`, `/compress`) and `/model WORDS`.
     Command(Invocation, InboundMessage),
 }
 
@@ -80,6 +82,9 @@ pub(crate) struct Inner {
     /// Messages still queued when the gateway stopped, saved at the end of
     /// [`Gateway::shutdown`] ([`pending`]).
     pub(crate) leftover: Mutex<Vec<InboundMessage>>,
+    /// Front ends served beside the chat adapters by the same process
+    /// ([`Gateway::set_front_ends`]).
+    pub(crate) front_ends: Mutex<Vec<String>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -131,6 +136,7 @@ impl Gateway {
                 stopping: CancellationToken::new(),
                 hooks: Mutex::new(Hooks::default()),
                 leftover: Mutex::new(Vec::new()),
+                front_ends: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -143,13 +149,25 @@ impl Gateway {
         *lock(&self.inner.hooks) = hooks;
     }
 
+    /// Names the front ends this process serves beside the chat adapters (the API server:
+    /// `api_server`). They are listed in the `gateway:startup` event, and with at least one
+    /// of them [`Gateway::run`] serves without any chat adapter too, so the startup hook
+    /// fires whenever the gateway starts (FEATURES §12).
+    pub fn set_front_ends(&self, names: Vec<String>) {
+        *lock(&self.inner.front_ends) = names;
+    }
+
     /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
-    /// channel. On cancel, adapters stop, running turns are interrupted (every tool call
-    /// keeps its result), workers end, and the idle agents are dropped.
+    /// channel; `gateway:startup` fires with the names of the adapters and of the other
+    /// front ends ([`Gateway::set_front_ends`]). On cancel, adapters stop, running turns are
+    /// interrupted (every tool call keeps its result), workers end, and the idle agents are
+    /// dropped. Without adapters (only other front ends) it waits for `cancel`.
     ///
-    /// Errors: [`GatewayError::NoPlatforms`] when there is no adapter.
+    /// Errors: [`GatewayError::NoPlatforms`] when there is neither an adapter nor another
+    /// front end.
     pub async fn run(&self, cancel: CancellationToken) -> Result<(), GatewayError> {
-        if self.inner.adapters.is_empty() {
+        let front_ends = lock(&self.inner.front_ends).clone();
+        if self.inner.adapters.is_empty() && front_ends.is_empty() {
             return Err(GatewayError::NoPlatforms);
         }
         let (tx, mut rx) = mpsc::channel::<InboundMessage>(256);
@@ -165,17 +183,21 @@ impl Gateway {
             });
         }
         drop(tx);
+        let mut platforms: Vec<String> = self.inner.adapters.keys().cloned().collect();
+        platforms.extend(front_ends);
         self.inner.fire(
             "gateway:startup",
             None,
             None,
-            serde_json::json!({ "platforms": self.inner.adapters.keys().collect::<Vec<_>>() }),
+            serde_json::json!({ "platforms": platforms }),
         );
-        tracing::info!(
-            platforms = ?self.inner.adapters.keys().collect::<Vec<_>>(),
-            "gateway running"
-        );
-        self.serve_pending().await;
+        tracing::info!(?platforms, "gateway running");
+        if self.inner.adapters.is_empty() {
+            // Only other front ends: no chat can receive the saved messages; they stay saved.
+            cancel.cancelled().await;
+        } else {
+            self.serve_pending().await;
+        }
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
@@ -367,6 +389,8 @@ impl Gateway {
             (BusyInputMode::Steer, Job::Message(msg)) if running => {
                 state.steer.push(worker::input_text(&msg));
             }
+            // A command that is not urgent (`/model WORDS`) waits for the running turn.
+            (_, job @ Job::Command(..)) => state.queue.push_back(job),
             (BusyInputMode::Interrupt, job) => {
                 state.queue.push_back(job);
                 if let Some(c) = &state.cancel {
@@ -394,7 +418,17 @@ impl Gateway {
             }
             CommandId::Help => help_text(),
             CommandId::Status => self.status_text(&key).await,
-            CommandId::Usage | CommandId::Model => self.session_text(&key, &inv).await,
+            CommandId::Model => match inv.text() {
+                None => model::describe(&self.inner, &key).await,
+                Some(words) => match model::check(words) {
+                    Ok(_) => {
+                        self.enqueue(key, Job::Command(inv, msg), false);
+                        return;
+                    }
+                    Err(reply) => reply,
+                },
+            },
+            CommandId::Usage => self.session_text(&key).await,
             CommandId::Stop => {
                 let mut sessions = lock(&self.inner.sessions);
                 match sessions.get_mut(&key) {
@@ -492,7 +526,7 @@ impl Gateway {
         out
     }
 
-    async fn session_text(&self, key: &str, inv: &Invocation) -> String {
+    async fn session_text(&self, key: &str) -> String {
         let store = self.inner.store.clone();
         let k = key.to_string();
         let record = tokio::task::spawn_blocking(move || store.latest_session_for_key(&k))
@@ -503,21 +537,15 @@ impl Gateway {
         let Some(r) = record else {
             return "No session yet in this chat.".to_string();
         };
-        match inv.id {
-            CommandId::Model => format!(
-                "Model: {} ({}). Change `model:` in config.yaml and restart the gateway to switch.",
-                r.model, r.provider
-            ),
-            _ => format!(
-                "Tokens in this session: {} input, {} output, {} cache read, {} cache write, {} reasoning; {} messages.",
-                r.input_tokens,
-                r.output_tokens,
-                r.cache_read_tokens,
-                r.cache_write_tokens,
-                r.reasoning_tokens,
-                r.message_count
-            ),
-        }
+        format!(
+            "Tokens in this session: {} input, {} output, {} cache read, {} cache write, {} reasoning; {} messages.",
+            r.input_tokens,
+            r.output_tokens,
+            r.cache_read_tokens,
+            r.cache_write_tokens,
+            r.reasoning_tokens,
+            r.message_count
+        )
     }
 }
 

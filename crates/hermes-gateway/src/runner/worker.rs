@@ -162,6 +162,7 @@ async fn run_job(
     };
     cached.approval.set_target(target.clone());
     cached.agent.set_steer_queue(steer);
+    let session_before = cached.agent.session_id().to_string();
     if let Some(state) = lock(&inner.sessions).get_mut(key) {
         state.approval = Some(cached.approval.clone());
     }
@@ -206,6 +207,10 @@ async fn run_job(
     if let (Some(text), Some(t)) = (notice, &target) {
         reply(adapter.as_ref(), t, &text).await;
     }
+    if cached.agent.session_id() != session_before {
+        // `/new` or a reset started a fresh session: the chat's `/model` choice goes with it.
+        super::model::carry(inner, &cached).await;
+    }
     cached.approval.set_target(None);
     cached.history_version = stored_version(inner, cached.agent.session_id()).await;
     cached.last_active = Utc::now();
@@ -237,6 +242,10 @@ async fn checkout(
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
+    let model_choice = match &resume {
+        Some(sid) => super::model::stored_choice(inner, sid).await,
+        None => None,
+    };
     let approval = Arc::new(ApprovalSlot::default());
     let approver = ChatApprover::new(
         approval.clone(),
@@ -250,6 +259,7 @@ async fn checkout(
         ephemeral_prompt: Some(platform_context(msg)),
         approver: Arc::new(approver),
         origin: Some(msg.source.clone()),
+        model: model_choice.clone(),
     };
     let agent = inner.factory.build(spec).await?;
     let sid = agent.session_id().to_string();
@@ -266,6 +276,7 @@ async fn checkout(
         signature,
         last_active: last.unwrap_or_else(Utc::now),
         approval,
+        model_choice,
     })
 }
 
@@ -388,7 +399,8 @@ async fn turn(
     outcome
 }
 
-/// Runs a history-changing command; returns the text to send.
+/// Runs a command with the session's agent (history-changing ones, `/model WORDS`); returns the
+/// text to send.
 async fn command(
     inner: &Inner,
     (platform, key): (&str, &str),
@@ -398,6 +410,9 @@ async fn command(
     inv: Invocation,
     token: CancellationToken,
 ) -> Option<String> {
+    if inv.id == CommandId::Model {
+        return Some(super::model::switch(inner, cached, inv.text().unwrap_or_default()).await);
+    }
     let agent = &mut cached.agent;
     match inv.id {
         CommandId::New => {

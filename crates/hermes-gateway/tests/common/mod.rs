@@ -230,8 +230,13 @@ impl AgentFactory for TestFactory {
             spec.resume.clone(),
             spec.ephemeral_prompt.clone(),
         ));
-        let client = OpenAiChatClient::new(OpenAiChatConfig::new(&self.base_url, "mock-model"))
-            .map_err(|e| e.to_string())?;
+        let client = match &spec.model {
+            Some(choice) => self.model_client(choice).await?,
+            None => Arc::new(
+                OpenAiChatClient::new(OpenAiChatConfig::new(&self.base_url, "mock-model"))
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
         let mut tools: Vec<Arc<dyn Tool>> = hermes_tools::Registry::builtin()
             .select(&hermes_tools::ToolsetSelection::new(
                 ["terminal"],
@@ -251,7 +256,7 @@ impl AgentFactory for TestFactory {
         }
         let prompt = |_m: &str, _p: &str, _t: &[String]| SYSTEM_PROMPT.to_string();
         let deps = AgentDeps {
-            client: Arc::new(client),
+            client,
             tools,
             store: self.store.clone(),
             approver: spec.approver,
@@ -278,6 +283,34 @@ impl AgentFactory for TestFactory {
 
     fn config_signature(&self) -> String {
         self.signature.lock().unwrap().clone()
+    }
+
+    /// Resolves like the CLI's factory: `custom` at the mock is configured, other providers
+    /// need their keys (none are set).
+    async fn model_client(
+        &self,
+        choice: &hermes_llm::ModelChoice,
+    ) -> Result<Arc<dyn hermes_llm::ModelClient>, String> {
+        let ctx = hermes_llm::ChoiceContext {
+            configured: hermes_protocol::config::ModelConfig {
+                provider: Some("custom".into()),
+                base_url: Some(self.base_url.clone()),
+                default: Some("mock-model".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let current = hermes_llm::resolve(&hermes_llm::ResolveInputs {
+            config: ctx.configured.clone(),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+        let rt = hermes_llm::resolve_choice(&ctx, &current, choice).map_err(|e| e.to_string())?;
+        let mut config = OpenAiChatConfig::new(&rt.base_url, &rt.model);
+        config.provider_id = rt.provider.clone();
+        Ok(Arc::new(
+            OpenAiChatClient::new(config).map_err(|e| e.to_string())?,
+        ))
     }
 }
 

@@ -1,0 +1,250 @@
+//! Choosing another provider or model while a session runs (`/model` in the REPL and in gateway
+//! chats, `hermes model set`): parsing the words the user typed ([`parse_choice`]) and resolving
+//! them against the runtime in use ([`resolve_choice`]) by the same runtime resolution as at
+//! startup (ARCHITECTURE §5). Nothing is changed here; a front end applies the resolved
+//! [`Runtime`] only when resolution succeeded (FEATURES §1 CLI `model`, `/model`; issue 3
+//! item 4; issue 7 item 6).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use hermes_protocol::config::ModelConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::{CanonicalProvider, ResolveError, ResolveInputs, Runtime, canonical_provider};
+
+/// The provider names a choice accepts, for error messages.
+pub const KNOWN_PROVIDERS: &str = "openrouter, openai, anthropic, nous, deepseek, gemini, xai, \
+     custom, local, or a server alias (llamacpp, ollama, vllm, lmstudio)";
+
+/// A requested switch: a model, and a provider when it changes too. Serialized as
+/// `{"provider": "anthropic", "model": "claude-sonnet-4"}` (`provider` omitted when `None`)
+/// where a front end persists a chat's choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    /// Provider id or alias as typed; `None` keeps the current provider (and its base URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Model name as the provider knows it.
+    pub model: String,
+}
+
+/// Why a choice was refused. Every message says what was wrong and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// No words, or more than two.
+    #[error("usage: /model MODEL, /model PROVIDER MODEL or /model PROVIDER:MODEL")]
+    Usage,
+    /// The provider word names no known provider.
+    #[error("unknown provider `{0}`; known providers: {KNOWN_PROVIDERS}")]
+    UnknownProvider(String),
+    /// Runtime resolution refused the choice (a missing key, a missing base URL, …).
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+}
+
+/// Parses the words after `/model` (or `hermes model set`): `MODEL`, `PROVIDER MODEL`, or
+/// `PROVIDER:MODEL` when the part before the colon is a provider name (model names such as
+/// `llama3:8b` keep their colon).
+///
+/// Errors: [`ChoiceError::Usage`] for no words or more than two,
+/// [`ChoiceError::UnknownProvider`] for an unknown provider in the two-word form.
+pub fn parse_choice(words: &str) -> Result<ModelChoice, ChoiceError> {
+    let parts: Vec<&str> = words.split_whitespace().collect();
+    match parts.as_slice() {
+        [one] => match one.split_once(':') {
+            Some((p, m)) if !m.is_empty() && canonical_provider(p).is_some() => Ok(ModelChoice {
+                provider: Some(p.to_string()),
+                model: m.to_string(),
+            }),
+            _ => Ok(ModelChoice {
+                provider: None,
+                model: one.to_string(),
+            }),
+        },
+        [p, m] => {
+            known_provider(p)?;
+            Ok(ModelChoice {
+                provider: Some(p.to_string()),
+                model: m.to_string(),
+            })
+        }
+        _ => Err(ChoiceError::Usage),
+    }
+}
+
+fn known_provider(name: &str) -> Result<CanonicalProvider, ChoiceError> {
+    canonical_provider(name).ok_or_else(|| ChoiceError::UnknownProvider(name.to_string()))
+}
+
+/// The provider id a name resolves to (`claude` → `anthropic`; server aliases → `custom`;
+/// `local`), `None` for an unknown name.
+pub fn provider_id(name: &str) -> Option<String> {
+    Some(match canonical_provider(name)? {
+        CanonicalProvider::Hosted(id) => id.to_string(),
+        CanonicalProvider::Custom { .. } => "custom".to_string(),
+        CanonicalProvider::Local => "local".to_string(),
+    })
+}
+
+/// The `model:` section to resolve `provider` with: `configured` (config.yaml's) when it is
+/// about the same provider, else only its provider-neutral keys (`max_tokens`), so that a key
+/// or base URL meant for one provider is never sent to another.
+pub fn section_for(configured: &ModelConfig, provider: &str) -> ModelConfig {
+    let same = configured
+        .provider
+        .as_deref()
+        .and_then(provider_id)
+        .is_some_and(|p| Some(p) == provider_id(provider));
+    if same {
+        configured.clone()
+    } else {
+        ModelConfig {
+            max_tokens: configured.max_tokens,
+            ..ModelConfig::default()
+        }
+    }
+}
+
+/// What [`resolve_choice`] resolves against besides the choice: config.yaml's `model:`
+/// section, the environment (process env merged with `.env`) and the installed local model.
+#[derive(Debug, Clone, Default)]
+pub struct ChoiceContext {
+    /// `config.yaml` `model:` section.
+    pub configured: ModelConfig,
+    /// Environment (provider keys).
+    pub env: BTreeMap<String, String>,
+    /// Path of the installed embedded model, if any.
+    pub local_model_available: Option<PathBuf>,
+}
+
+/// Resolves `choice` against the session's `current` runtime: without a provider the current
+/// one (and its base URL) is kept; with one, that provider's settings and keys are looked up
+/// as at startup (config.yaml when it names the same provider, `.env`, environment).
+///
+/// Errors: [`ChoiceError::UnknownProvider`], or [`ChoiceError::Resolve`] naming the missing
+/// key or base URL.
+pub fn resolve_choice(
+    ctx: &ChoiceContext,
+    current: &Runtime,
+    choice: &ModelChoice,
+) -> Result<Runtime, ChoiceError> {
+    let inputs = match &choice.provider {
+        None => ResolveInputs {
+            provider: Some(current.provider.clone()),
+            model: Some(choice.model.clone()),
+            base_url: (!current.base_url.is_empty()).then(|| current.base_url.clone()),
+            config: section_for(&ctx.configured, &current.provider),
+            env: ctx.env.clone(),
+            local_model_available: ctx.local_model_available.clone(),
+        },
+        Some(p) => {
+            known_provider(p)?;
+            ResolveInputs {
+                provider: Some(p.clone()),
+                model: Some(choice.model.clone()),
+                base_url: None,
+                config: section_for(&ctx.configured, p),
+                env: ctx.env.clone(),
+                local_model_available: ctx.local_model_available.clone(),
+            }
+        }
+    };
+    Ok(crate::runtime::resolve(&inputs)?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn custom() -> ChoiceContext {
+        ChoiceContext {
+            configured: ModelConfig {
+                provider: Some("custom".into()),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                default: Some("first".into()),
+                api_key: Some("sk-custom-secret".into()),
+                ..ModelConfig::default()
+            },
+            ..ChoiceContext::default()
+        }
+    }
+
+    fn current(ctx: &ChoiceContext) -> Runtime {
+        crate::runtime::resolve(&ResolveInputs {
+            config: ctx.configured.clone(),
+            env: ctx.env.clone(),
+            ..ResolveInputs::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn choices_parse_with_and_without_a_provider() {
+        let c = parse_choice("gpt-4o").unwrap();
+        assert_eq!((c.provider, c.model.as_str()), (None, "gpt-4o"));
+        let c = parse_choice("anthropic claude-sonnet-4").unwrap();
+        assert_eq!(c.provider.as_deref(), Some("anthropic"));
+        let c = parse_choice("claude:claude-opus-4").unwrap();
+        assert_eq!(
+            (c.provider.as_deref(), c.model.as_str()),
+            (Some("claude"), "claude-opus-4")
+        );
+        // A colon that is not after a provider name is part of the model name.
+        let c = parse_choice("llama3:8b").unwrap();
+        assert_eq!((c.provider, c.model.as_str()), (None, "llama3:8b"));
+        let e = parse_choice("frobnicate some-model")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("unknown provider `frobnicate`"), "{e}");
+        assert_eq!(parse_choice(""), Err(ChoiceError::Usage));
+        assert_eq!(parse_choice("a b c"), Err(ChoiceError::Usage));
+    }
+
+    #[test]
+    fn a_choice_serializes_without_an_absent_provider() {
+        let c = parse_choice("gpt-4o").unwrap();
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"model":"gpt-4o"}"#);
+        let c = parse_choice("ollama llama3:8b").unwrap();
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(text, r#"{"provider":"ollama","model":"llama3:8b"}"#);
+        assert_eq!(serde_json::from_str::<ModelChoice>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn a_model_alone_keeps_the_provider_and_its_base_url() {
+        let ctx = custom();
+        let rt = resolve_choice(&ctx, &current(&ctx), &parse_choice("second").unwrap()).unwrap();
+        assert_eq!(rt.provider, "custom");
+        assert_eq!(rt.model, "second");
+        assert_eq!(rt.base_url, "http://127.0.0.1:9/v1");
+    }
+
+    #[test]
+    fn a_new_provider_needs_its_own_key_and_never_gets_the_old_one() {
+        let mut ctx = custom();
+        let cur = current(&ctx);
+        let e = resolve_choice(&ctx, &cur, &parse_choice("openrouter x/y").unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("OPENROUTER_API_KEY"), "{e}");
+
+        ctx.env
+            .insert("ANTHROPIC_API_KEY".into(), "sk-ant-from-env".into());
+        let rt =
+            resolve_choice(&ctx, &cur, &parse_choice("claude:claude-sonnet-4").unwrap()).unwrap();
+        assert_eq!(rt.provider, "anthropic");
+        assert_eq!(rt.api_key.as_deref(), Some("sk-ant-from-env"));
+        assert_eq!(rt.api_mode.as_str(), "anthropic_messages");
+    }
+
+    #[test]
+    fn section_for_keeps_only_neutral_keys_for_another_provider() {
+        let ctx = custom();
+        assert_eq!(section_for(&ctx.configured, "llamacpp"), ctx.configured);
+        let other = section_for(&ctx.configured, "openai");
+        assert_eq!(other.api_key, None);
+        assert_eq!(other.base_url, None);
+    }
+}
