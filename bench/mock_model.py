@@ -15,8 +15,9 @@ conversations can run against it:
 
 Streaming (`"stream": true`, SSE with a usage chunk) and plain JSON responses are both served.
 `GET /stats` returns {"requests": n, "busy_ms": t}: the number of completion requests and the
-total time spent inside their handlers (from the parsed request to the last byte written),
-which the harness subtracts as "mock time". `POST /reset` zeroes both.
+total time the server spent on them, from the moment a request's first line was read (header
+parsing, which is slow in Python's http.server, included) to the last byte written, which the
+harness subtracts as "mock time". `POST /reset` zeroes both.
 """
 
 import argparse
@@ -130,6 +131,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *_args):
         pass
 
+    def parse_request(self):
+        # Called right after the request line arrived: the mock's time starts here, so
+        # parsing the headers counts as the mock's, not as the client's.
+        self.arrived_ns = time.perf_counter_ns()
+        return super().parse_request()
+
     def setup(self):
         super().setup()
         # Without this, the header and body writes meet Nagle's algorithm and the client's
@@ -168,7 +175,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
-        start = time.perf_counter_ns()
+        start = getattr(self, "arrived_ns", None) or time.perf_counter_ns()
         request = json.loads(raw or b"{}")
         model = request.get("model", "bench-tool")
         ident = f"chatcmpl-{start:x}"

@@ -73,9 +73,9 @@ class Contestant:
 
 
 def ours(binary, base_url, root):
-    # The REPL's prompt (reedline's default prompt with the segment "hermes").
+    # The REPL's prompt: the default skin's prompt symbol (`branding.prompt_symbol`).
     return Contestant("ours", "hermes (Rust)", str(binary),
-                      OURS_CONFIG.format(base_url=base_url), root, prompt="hermes> ")
+                      OURS_CONFIG.format(base_url=base_url), root, prompt="❯ ")
 
 
 def peer(venv, base_url, root):

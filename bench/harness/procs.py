@@ -90,6 +90,22 @@ def rss_kb(pid):
     return 0
 
 
+def rss_split_kb(pid):
+    """(anonymous RSS, file-backed RSS) of one process in KB (`RssAnon`, `RssFile`;
+    shared memory is left out): heap and stacks versus mapped pages of the binary and
+    its libraries, which other processes running the same binary share."""
+    found = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key = line.split(":", 1)[0]
+                if key in ("RssAnon", "RssFile"):
+                    found[key] = int(line.split()[1])
+    except OSError:
+        pass
+    return found.get("RssAnon", 0), found.get("RssFile", 0)
+
+
 def tree_rss_kb(pid):
     """(RSS of `pid`, RSS summed over `pid` and all its descendants), in KB."""
     kids = _children()

@@ -42,7 +42,24 @@ def rows(doc):
         "turn_overhead", "per_turn_ms", "ms", 2)
     add("CPU time of the REPL process per turn (same runs)", "turn_overhead", "cpu_ms_per_turn", "ms", 2)
     add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
+    add("CPU time per turn, in-process (same runs)", "turn_overhead_inprocess", "cpu_ms_per_turn", "ms", 2)
     add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
+    gw = doc["results"].get("gateway", {}).get("ours")
+    if gw and gw.get("sessions"):
+        def split(d, prefix=""):
+            rss = d.get(f"{prefix}rss_mb")
+            if rss is None:
+                return "—"
+            return (f"{_fmt(rss, 'MB')} (heap {d.get(f'{prefix}anon_mb', 0):.1f} + "
+                    f"binary pages {d.get(f'{prefix}file_mb', 0):.1f})")
+        routed = f"{gw['sessions']:,} chats × {gw['messages_per_session']} messages"
+        out.append(("gateway RSS at start (webhook adapter, no chats)", split(gw, "fresh_"), "—", ""))
+        out.append((f"gateway RSS idle after {routed} ({gw['settle_s']} s settled, ≤ 1 cached agent)",
+                    split(gw, "idle_"), "—", ""))
+        for live in gw.get("live", []):
+            out.append((f"gateway RSS with {live['agents']} live agents (same chats, one more message each)",
+                        split(live), "—", ""))
+        add("gateway routing throughput (16 chats in flight)", "gateway", "turns_per_s", "turns/s", 0, ratio=False)
     small = doc["results"].get("store_same_size", {})
     if small.get("ours", {}).get("messages"):
         n = f"{small['ours']['messages']:,}"
@@ -70,6 +87,10 @@ def rows(doc):
             "rss_mb_after_new_session_turns", "MB", 1, ratio=False)
     add("local model prefill (SmolLM2-135M Q4_1)", "local_model", "prefill_tok_s", "tok/s", 0, ratio=False)
     add("local model decode", "local_model", "decode_tok_s", "tok/s", 0, ratio=False)
+    lm = doc["results"].get("local_model", {}).get("ours") or {}
+    if lm.get("rss_mb") is not None:
+        out.append((f"local model RSS, context {lm.get('context_tokens') or '?'} tokens (peak)",
+                    f"{lm['rss_mb']:.1f} MB ({lm['peak_rss_mb']:.1f} MB)", "—", ""))
     return out
 
 
@@ -101,11 +122,15 @@ def targets(doc):
         ("agent overhead per turn (in-process)", "≤ 1 ms",
          _get(doc, "turn_overhead_inprocess", "ours", "per_turn_ms"), "ms", 1),
         (f"FTS p99 {fts_note}".strip(), "≤ 20 ms at 1M messages", fts_value, "ms", 20),
+        ("gateway idle RSS after 1,000 routed sessions", "≤ 15 MB",
+         _get(doc, "gateway", "ours", "idle_rss_mb"), "MB", 15),
     ]
     out = []
     for what, target, value, unit, limit in checks:
         met = None if value is None else value <= limit
         if what.startswith("FTS") and store and store.get("messages", 0) < 1_000_000 and met:
             met = None  # a smaller store cannot show the 1M target
+        if what.startswith("gateway") and _get(doc, "gateway", "ours", "sessions") != 1000 and met:
+            met = None  # fewer chats cannot show the 1,000-session target
         out.append({"what": what, "target": target, "value": value, "unit": unit, "met": met})
     return out

@@ -99,13 +99,6 @@ def idle_repl(c, seconds):
     return {"rss_mb": main / 1024, "tree_rss_mb": tree / 1024, "idle_s": seconds}
 
 
-def idle_gateway(c, seconds):
-    """Hook for the gateway's idle memory (issue 6 part 1). The gateway has no runnable
-    front end yet; when `hermes gateway run` exists, start it here like `idle_repl` does
-    (no platform tokens: it should idle with zero adapters) and sample after `seconds`."""
-    return {"skipped": "the gateway has no runnable command yet"}
-
-
 def soak(c, turns, every, mock_base):
     """One REPL session of `turns` turns; RSS and state.db size sampled every `every` turns.
     Growth per turn = least-squares slope over the samples from turn `every` on (the first
@@ -176,6 +169,8 @@ def parse_local(text):
     grab = lambda key: re.search(rf"^{key}:\s+([0-9.]+)", text, re.M)  # noqa: E731
     load, prefill, decode = grab("load"), grab("prefill"), grab("decode")
     threads = re.search(r"^threads:\s+(\d+)", text, re.M)
+    context = re.search(r"^context:\s+(\d+)", text, re.M)
+    rss = re.search(r"^rss:\s+([0-9.]+) MB \(peak ([0-9.]+) MB\)", text, re.M)
     if not (prefill and decode):
         return {"skipped": f"unexpected output: {text[-300:]!r}"}
     return {
@@ -183,6 +178,9 @@ def parse_local(text):
         "prefill_tok_s": float(prefill.group(1)),
         "decode_tok_s": float(decode.group(1)),
         "threads": int(threads.group(1)) if threads else None,
+        "context_tokens": int(context.group(1)) if context else None,
+        "rss_mb": float(rss.group(1)) if rss else None,
+        "peak_rss_mb": float(rss.group(2)) if rss else None,
     }
 
 
@@ -190,5 +188,7 @@ def parse_inprocess(text):
     m = re.search(r"median ([0-9.]+) µs, min ([0-9.]+) µs, max ([0-9.]+) µs", text)
     if not m:
         return {"skipped": f"unexpected output: {text[-300:]!r}"}
+    cpu = re.search(r"process CPU time per turn [^:]*: ([0-9.]+) µs", text)
     return {"per_turn_ms": float(m.group(1)) / 1000, "min_ms": float(m.group(2)) / 1000,
-            "max_ms": float(m.group(3)) / 1000}
+            "max_ms": float(m.group(3)) / 1000,
+            "cpu_ms_per_turn": float(cpu.group(1)) / 1000 if cpu else None}

@@ -3,8 +3,11 @@
 //! Each turn: the user message, one model call answering with a tool call, the tool
 //! (`skills_list`-like, returns at once), a second model call with the final text — four
 //! messages committed to a real `state.db` in WAL mode. Reported: wall time per turn minus
-//! the time spent inside the model, median of 5 runs of `HERMES_BENCH_TURNS` turns (100).
-//! Run: `cargo bench -p hermes-agent --bench turn_overhead` (release profile).
+//! the time spent inside the model, median of 5 runs of `HERMES_BENCH_TURNS` turns (100);
+//! and the CPU time of the whole process per turn over the turns of the same runs (user +
+//! system, all threads, from `/proc/self/stat`; Linux only), which other load on the machine disturbs far
+//! less than wall time. Run: `cargo bench -p hermes-agent --bench turn_overhead` (release
+//! profile).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -98,7 +101,8 @@ impl Tool for QuickTool {
     }
 }
 
-async fn run_once(turns: usize) -> (Duration, Duration) {
+/// One run: (wall time of the turns, time inside the model, process CPU time of the turns).
+async fn run_once(turns: usize) -> (Duration, Duration, Option<Duration>) {
     let dir = tempfile::tempdir().unwrap();
     let home = hermes_protocol::HermesHome::new(dir.path());
     let store = Arc::new(SessionStore::open(home.state_db()).unwrap());
@@ -127,6 +131,7 @@ async fn run_once(turns: usize) -> (Duration, Duration) {
     let mut agent = Agent::start(deps, opts, None).await.unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let cpu_start = process_cpu();
     let start = Instant::now();
     for i in 0..turns {
         agent
@@ -134,12 +139,26 @@ async fn run_once(turns: usize) -> (Duration, Duration) {
             .await;
     }
     let wall = start.elapsed();
+    let cpu = process_cpu().zip(cpu_start).map(|(end, start)| end - start);
     drop(tx);
     drain.await.unwrap();
     (
         wall,
         Duration::from_nanos(model.spent_ns.load(Ordering::Relaxed)),
+        cpu,
     )
+}
+
+/// User + system CPU time of this process so far (all threads, finished ones included), from
+/// `/proc/self/stat` fields 14 and 15 in clock ticks of 1/100 s (`USER_HZ`, 100 on Linux);
+/// `None` elsewhere.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after it follow its `)`.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 fn main() {
@@ -151,9 +170,11 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let mut cpu = Some(Duration::ZERO);
     let mut per_turn_us: Vec<f64> = (0..5)
         .map(|_| {
-            let (wall, model) = rt.block_on(run_once(turns));
+            let (wall, model, run_cpu) = rt.block_on(run_once(turns));
+            cpu = cpu.zip(run_cpu).map(|(a, b)| a + b);
             (wall - model).as_secs_f64() * 1e6 / turns as f64
         })
         .collect();
@@ -162,4 +183,11 @@ fn main() {
         "agent overhead per turn (1 tool call, 4 messages committed): median {:.0} µs, min {:.0} µs, max {:.0} µs over 5 runs of {turns} turns",
         per_turn_us[2], per_turn_us[0], per_turn_us[4]
     );
+    if let Some(cpu) = cpu {
+        // The model's own time is in here too; it is a few µs per call (see `spent_ns`).
+        println!(
+            "process CPU time per turn (user + system, all threads, same runs): {:.0} µs",
+            cpu.as_secs_f64() * 1e6 / (5 * turns) as f64
+        );
+    }
 }

@@ -1,20 +1,19 @@
 //! End to end (issue 8, "How it is checked"): the gateway as `hermes gateway run` serves it
-//! ([`crate::gateway_cmd::serve`]), with the mock model and a fake platform adapter. A job
+//! ([`crate::gateway_cmd::serve`]), with the mock model and the fake platform adapter of
+//! `hermes_gateway::testing`. A job
 //! created through the `cronjob` tool in a DM fires on the gateway's own scheduler and its
 //! reply arrives in that chat; a `[SILENT]` reply delivers nothing but is in the run history.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_cron::{JobStore, RunLog, RunRecord};
 use hermes_gateway::config::GatewayConfig;
+use hermes_gateway::testing::FakeAdapter;
 use hermes_gateway::{
-    ChatTarget, ChatType, InboundMessage, LengthUnit, Markup, MessageSource, PlatformAdapter,
-    PlatformError, PlatformLimits, SentMessage,
+    ChatType, InboundMessage, LengthUnit, Markup, PlatformAdapter, PlatformLimits,
 };
 use hermes_protocol::config::Config;
 use hermes_testkit::{MockProvider, MockResponse, TempHome};
@@ -27,99 +26,22 @@ use crate::args::ChatArgs;
 /// A phrase of the cron preamble: only scheduled runs send it to the model.
 const CRON_RUN: &str = "You are running as a scheduled job";
 
-/// A platform that records what is sent and forwards what the test injects.
-struct FakeChat {
-    inbound: Mutex<Option<mpsc::Receiver<InboundMessage>>>,
-    sent: Mutex<Vec<(ChatTarget, String)>>,
-    next_id: AtomicU64,
-}
-
-impl FakeChat {
-    fn texts_to(&self, chat: &str) -> Vec<String> {
-        self.sent
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(t, _)| t.chat_id == chat)
-            .map(|(_, text)| text.clone())
-            .collect()
-    }
-}
-
-#[async_trait::async_trait]
-impl PlatformAdapter for FakeChat {
-    fn name(&self) -> &str {
-        "telegram"
-    }
-    fn limits(&self) -> PlatformLimits {
+/// The fake chat platform: named `telegram`, plain text, no edits.
+fn fake_chat() -> (Arc<FakeAdapter>, mpsc::Sender<InboundMessage>) {
+    FakeAdapter::with_limits(
+        "telegram",
         PlatformLimits {
             max_message_len: 4096,
             length_unit: LengthUnit::Utf16,
             markup: Markup::Plain,
             supports_edit: false,
-        }
-    }
-    async fn run(
-        &self,
-        inbound: mpsc::Sender<InboundMessage>,
-        cancel: CancellationToken,
-    ) -> Result<(), PlatformError> {
-        let Some(mut rx) = self.inbound.lock().unwrap().take() else {
-            return Ok(());
-        };
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return Ok(()),
-                m = rx.recv() => match m {
-                    Some(m) => { let _ = inbound.send(m).await; }
-                    None => { cancel.cancelled().await; return Ok(()); }
-                },
-            }
-        }
-    }
-    async fn send(&self, target: &ChatTarget, text: &str) -> Result<SentMessage, PlatformError> {
-        self.sent
-            .lock()
-            .unwrap()
-            .push((target.clone(), text.to_string()));
-        Ok(SentMessage {
-            message_id: self.next_id.fetch_add(1, Ordering::SeqCst).to_string(),
-        })
-    }
-    async fn edit(&self, _: &ChatTarget, _: &SentMessage, _: &str) -> Result<(), PlatformError> {
-        Ok(())
-    }
-    async fn send_file(
-        &self,
-        _: &ChatTarget,
-        _: &Path,
-        _: Option<&str>,
-    ) -> Result<SentMessage, PlatformError> {
-        Ok(SentMessage {
-            message_id: "file".into(),
-        })
-    }
-    async fn typing(&self, _: &ChatTarget) -> Result<(), PlatformError> {
-        Ok(())
-    }
+        },
+    )
 }
 
-fn dm(text: &str, id: &str) -> InboundMessage {
-    InboundMessage {
-        source: MessageSource {
-            platform: "telegram".into(),
-            chat_type: ChatType::Dm,
-            chat_id: Some("4242".into()),
-            thread_id: None,
-            user_id: Some("77".into()),
-            user_name: Some("Ann".into()),
-        },
-        message_id: Some(id.into()),
-        text: text.into(),
-        reply_to: None,
-        reply_to_text: None,
-        attachments: Vec::new(),
-    }
+/// A DM from Ann (user 77) in chat 4242.
+fn dm(text: &str) -> InboundMessage {
+    hermes_gateway::testing::message("telegram", ChatType::Dm, "4242", "77", text)
 }
 
 /// The model's call creating a one-shot job that is due at once (an ISO time 5 s ago, inside
@@ -152,7 +74,7 @@ struct Served {
     mock: MockProvider,
     home: TempHome,
     _cwd: tempfile::TempDir,
-    chat: Arc<FakeChat>,
+    chat: Arc<FakeAdapter>,
     tx: mpsc::Sender<InboundMessage>,
     cancel: CancellationToken,
     served: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -181,12 +103,7 @@ impl Served {
             config_warnings: Vec::new(),
             env,
         };
-        let (tx, rx) = mpsc::channel(8);
-        let chat = Arc::new(FakeChat {
-            inbound: Mutex::new(Some(rx)),
-            sent: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(1),
-        });
+        let (chat, tx) = fake_chat();
         let (config, _) = GatewayConfig::from_config(&app.config, &app.env, None).unwrap();
         let cancel = CancellationToken::new();
         let adapters: Vec<Arc<dyn PlatformAdapter>> = vec![chat.clone()];
@@ -240,7 +157,7 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
     mock.push(create_call("call_1", "Greet Ann and name today's date."));
     mock.push(MockResponse::text("Done, I scheduled it."));
     mock.push_matching(CRON_RUN, MockResponse::text("Good morning, Ann!"));
-    tx.send(dm("greet me in a moment", "m1")).await.unwrap();
+    tx.send(dm("greet me in a moment")).await.unwrap();
     wait_for("the scheduled reply in chat 4242", || {
         chat.texts_to("4242")
             .iter()
@@ -281,7 +198,7 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
     ));
     mock.push(MockResponse::text("Noted."));
     mock.push_matching(CRON_RUN, MockResponse::text("[SILENT]"));
-    tx.send(dm("watch the disk", "m2")).await.unwrap();
+    tx.send(dm("watch the disk")).await.unwrap();
     let silent = wait_for("the silent run in the history", || {
         runs(log).into_iter().find(|r| r.run_id != first.run_id)
     })
@@ -315,7 +232,7 @@ async fn with_cron_disabled_the_gateway_runs_no_job() {
     s.mock.push(MockResponse::text("Done, I scheduled it."));
     s.mock
         .push_matching(CRON_RUN, MockResponse::text("Good morning, Ann!"));
-    s.tx.send(dm("greet me in a moment", "m1")).await.unwrap();
+    s.tx.send(dm("greet me in a moment")).await.unwrap();
     wait_for("the turn's reply", || {
         s.chat
             .texts_to("4242")

@@ -13,6 +13,7 @@ mod clarify_prompt;
 mod complete;
 mod config_cmd;
 mod config_edit;
+mod config_edit_keys;
 mod cron_cmd;
 mod delegation;
 mod display;

@@ -93,11 +93,22 @@ impl ModelSwitcher {
     }
 }
 
+/// The `model:` keys that belong to one provider and go when `hermes model set` changes it.
+const PREVIOUS_PROVIDER_KEYS: [&str; 5] = [
+    "base_url",
+    "api_mode",
+    "api_key",
+    "api_keys",
+    "credential_strategy",
+];
+
 /// `hermes model set [PROVIDER] MODEL [--base-url URL]`: checks the choice by resolution,
 /// then writes `model:` in config.yaml (`provider`, `default`, `base_url`). When the provider
 /// changes, the keys that belonged to the old one (`base_url`, `api_mode`, `api_key`,
-/// `api_keys`, `credential_strategy`) are removed and named. Comments in config.yaml are not
-/// kept. Returns the lines to print.
+/// `api_keys`, `credential_strategy`) are removed and named. Only the lines of those keys
+/// change (comments and layout kept, [`crate::config_edit_keys`]); a `model:` section this
+/// cannot edit line by line makes it rewrite the file without comments, and say so. Returns
+/// the lines to print.
 pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec<String>> {
     let choice = parse_choice(words)?;
     let section = app.config.model.to_config();
@@ -144,13 +155,7 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         .context("`model` in config.yaml is not a mapping")?;
     let mut lines = Vec::new();
     if provider_changes {
-        for key in [
-            "base_url",
-            "api_mode",
-            "api_key",
-            "api_keys",
-            "credential_strategy",
-        ] {
+        for key in PREVIOUS_PROVIDER_KEYS {
             if table.remove(key).is_some() {
                 lines.push(format!(
                     "removed model.{key} (it belonged to the previous provider)"
@@ -166,7 +171,29 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
     if let Some(u) = base_url {
         table.insert("base_url".into(), serde_json::json!(u));
     }
-    let out = yaml_serde::to_string(&doc)?;
+    // Only the changed keys' lines when the file allows it (comments and layout kept); else
+    // the whole file is rewritten from the parsed settings.
+    let mut set: Vec<(&str, &str)> = Vec::new();
+    if let Some(p) = &choice.provider {
+        set.push(("provider", p));
+    }
+    set.push(("default", &choice.model));
+    if let Some(u) = base_url {
+        set.push(("base_url", u));
+    }
+    let mut remove = vec!["model"];
+    if provider_changes {
+        remove.extend(PREVIOUS_PROVIDER_KEYS);
+    }
+    let out = match crate::config_edit_keys::edit_section(&text, "model", &set, &remove) {
+        Ok(edited) => edited,
+        Err(e) => {
+            lines.push(format!(
+                "{e}; config.yaml was rewritten without its comments"
+            ));
+            yaml_serde::to_string(&doc)?
+        }
+    };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -251,6 +278,30 @@ mod tests {
         assert_eq!(m.api_key, None);
         assert_eq!(loaded.agent.max_turns, 7, "other sections are kept");
         assert!(!written.contains("sk-custom-secret"));
+    }
+
+    /// `hermes model set` changes only the lines of the keys it writes or removes: comments,
+    /// blank lines and the other sections stay byte for byte.
+    #[test]
+    fn set_default_keeps_comments_and_layout() {
+        let config = format!(
+            "# my settings\nmodel:\n  provider: custom   # the box under the desk\n  base_url: {}\n  default: first\n\n# short loops\nagent:\n  max_turns: 7  # enough\n",
+            "http://127.0.0.1:9/v1"
+        );
+        let (app, _d) = app_with_key(&config);
+        let lines = set_default(&app, "anthropic claude-sonnet-4", None).unwrap();
+        assert!(
+            lines.iter().any(|l| l.contains("removed model.base_url")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.iter().any(|l| l.contains("without its comments")),
+            "{lines:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(app.home.config_file()).unwrap(),
+            "# my settings\nmodel:\n  provider: anthropic   # the box under the desk\n  default: claude-sonnet-4\n\n# short loops\nagent:\n  max_turns: 7  # enough\n"
+        );
     }
 
     #[test]

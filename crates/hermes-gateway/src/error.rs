@@ -56,6 +56,23 @@ pub enum PlatformError {
 }
 
 impl PlatformError {
+    /// [`PlatformError::Transport`] of `platform` (network failure, timeout, 5xx, a dropped
+    /// websocket) with `detail`.
+    pub fn transport(platform: &str, detail: impl std::fmt::Display) -> PlatformError {
+        PlatformError::Transport {
+            platform: platform.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    /// [`PlatformError::Protocol`] of `platform` (an answer we cannot read) with `detail`.
+    pub fn protocol(platform: &str, detail: impl std::fmt::Display) -> PlatformError {
+        PlatformError::Protocol {
+            platform: platform.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
     /// True for errors a caller may retry after a delay (transport problems, rate limits).
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -25,6 +25,8 @@ pub mod platforms;
 pub mod routing;
 pub mod runner;
 pub mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use delivery::{
     DeliveryOptions, DeliveryReport, StreamingReply, ToolProgressMode, extract_media,

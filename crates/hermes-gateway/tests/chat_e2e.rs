@@ -17,22 +17,10 @@ use hermes_gateway::{
 };
 use hermes_testkit::MockResponse;
 use serde_json::{Value, json};
-use support::{HttpFake, Reaction, Recorded, WsServer, ok_json, status_json};
+use support::{
+    HttpFake, Reaction, Recorded, WsServer, discord_heartbeat_ack, ok_json, status_json,
+};
 use tokio_util::sync::CancellationToken;
-
-fn discord_react(v: &Value) -> Reaction {
-    if v["op"] == 1 {
-        Reaction {
-            reply: Some(json!({"op": 11})),
-            forward: false,
-        }
-    } else {
-        Reaction {
-            reply: None,
-            forward: true,
-        }
-    }
-}
 
 fn discord_rest(ws_url: String) -> impl Fn(&Recorded) -> support::Answer + Send + Sync {
     let n = std::sync::atomic::AtomicU64::new(1);
@@ -71,7 +59,7 @@ struct Discord {
 }
 
 async fn discord() -> Discord {
-    let ws = WsServer::start(discord_react).await;
+    let ws = WsServer::start(discord_heartbeat_ack).await;
     let rest = HttpFake::start(discord_rest(ws.url.clone())).await;
     let media = tempfile::tempdir().unwrap();
     let mut settings = DiscordSettings::new("tok", media.path());

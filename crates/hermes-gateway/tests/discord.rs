@@ -13,26 +13,14 @@ use hermes_gateway::{
     PlatformError, SentMessage,
 };
 use serde_json::{Value, json};
-use support::{HttpFake, Reaction, Recorded, WsServer, ok_json, status_json, within};
+use support::{
+    HttpFake, Reaction, Recorded, WsServer, discord_heartbeat_ack, ok_json, status_json, within,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "good-token";
-
-fn acking(v: &Value) -> Reaction {
-    if v["op"] == 1 {
-        Reaction {
-            reply: Some(json!({"op": 11})),
-            forward: false,
-        }
-    } else {
-        Reaction {
-            reply: None,
-            forward: true,
-        }
-    }
-}
 
 fn silent(v: &Value) -> Reaction {
     Reaction {
@@ -168,7 +156,7 @@ impl Harness {
 
 #[tokio::test]
 async fn dm_group_and_thread_messages_arrive_with_stable_ids_and_own_messages_are_ignored() {
-    let mut h = start(acking, TOKEN, None).await;
+    let mut h = start(discord_heartbeat_ack, TOKEN, None).await;
     let conn = h.identify().await;
     // Malformed and unknown input is skipped without dropping the connection.
     conn.send_raw("this is not json");
@@ -232,7 +220,7 @@ async fn dm_group_and_thread_messages_arrive_with_stable_ids_and_own_messages_ar
 
 #[tokio::test]
 async fn a_dropped_connection_resumes_the_session_and_messages_keep_arriving() {
-    let mut h = start(acking, TOKEN, None).await;
+    let mut h = start(discord_heartbeat_ack, TOKEN, None).await;
     let conn = h.identify().await;
     conn.send(dispatch(
         "MESSAGE_CREATE",
@@ -310,7 +298,7 @@ async fn a_missing_heartbeat_ack_drops_the_connection_and_resumes() {
 
 #[tokio::test]
 async fn a_bad_token_ends_run_with_an_auth_error() {
-    let h = start(acking, "wrong-token", None).await;
+    let h = start(discord_heartbeat_ack, "wrong-token", None).await;
     let err = within("run to fail", h.run)
         .await
         .expect("join")
@@ -323,7 +311,7 @@ async fn a_bad_token_ends_run_with_an_auth_error() {
 
 #[tokio::test]
 async fn close_code_4004_ends_run_with_an_auth_error() {
-    let mut h = start(acking, TOKEN, None).await;
+    let mut h = start(discord_heartbeat_ack, TOKEN, None).await;
     let mut conn = h.ws.next_conn().await;
     conn.send(hello(45_000));
     assert_eq!(conn.recv().await["op"], 2);
@@ -337,7 +325,7 @@ async fn close_code_4004_ends_run_with_an_auth_error() {
 
 #[tokio::test]
 async fn send_edit_file_and_typing_requests_are_well_formed() {
-    let h = start(acking, TOKEN, None).await;
+    let h = start(discord_heartbeat_ack, TOKEN, None).await;
     let dm = ChatTarget {
         chat_id: "dm-chan".into(),
         thread_id: None,
@@ -410,7 +398,7 @@ async fn send_edit_file_and_typing_requests_are_well_formed() {
 
 #[tokio::test]
 async fn rest_errors_map_to_rate_limit_rejection_and_auth() {
-    let h = start(acking, TOKEN, None).await;
+    let h = start(discord_heartbeat_ack, TOKEN, None).await;
     let t = |c: &str| ChatTarget {
         chat_id: c.into(),
         thread_id: None,
@@ -428,7 +416,7 @@ async fn rest_errors_map_to_rate_limit_rejection_and_auth() {
     ));
     h.cancel.cancel();
 
-    let bad = start(acking, "wrong-token", None).await;
+    let bad = start(discord_heartbeat_ack, "wrong-token", None).await;
     assert!(matches!(
         bad.adapter.send(&t("any"), "x").await,
         Err(PlatformError::Auth { .. })
@@ -437,7 +425,7 @@ async fn rest_errors_map_to_rate_limit_rejection_and_auth() {
 
 #[tokio::test]
 async fn attachments_are_saved_and_oversized_ones_noted() {
-    let mut h = start(acking, TOKEN, Some(b"PNGDATA".to_vec())).await;
+    let mut h = start(discord_heartbeat_ack, TOKEN, Some(b"PNGDATA".to_vec())).await;
     let conn = h.identify().await;
     let mut d = message("m1", "dm", "42", None, "see this");
     d["attachments"] = json!([
@@ -465,7 +453,7 @@ async fn attachments_are_saved_and_oversized_ones_noted() {
 
 #[tokio::test]
 async fn run_stops_when_the_receiver_is_dropped() {
-    let mut h = start(acking, TOKEN, None).await;
+    let mut h = start(discord_heartbeat_ack, TOKEN, None).await;
     let conn = h.identify().await;
     drop(h.inbound);
     conn.send(dispatch(

@@ -95,6 +95,25 @@ fn main() {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     println!("model:   {}", model.name());
     println!("threads: {threads}");
+    println!("context: {} tokens", model.n_ctx());
+    // Memory of this process with the model loaded and its context allocated (Linux only):
+    // VmRSS now and VmHWM, the peak, in MB.
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let kb = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        if let (Some(rss), Some(hwm)) = (kb("VmRSS:"), kb("VmHWM:")) {
+            println!(
+                "rss:     {:.1} MB (peak {:.1} MB)",
+                rss / 1024.0,
+                hwm / 1024.0
+            );
+        }
+    }
     println!("load:    {:.3} s", load.as_secs_f64());
     println!(
         "prefill: {:.1} tok/s (prompt {prompt_tokens} tokens, median of 3)",

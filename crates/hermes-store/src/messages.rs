@@ -110,24 +110,24 @@ pub(crate) fn insert_row(
     now: f64,
     token_count: Option<i64>,
 ) -> Result<i64, StoreError> {
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO messages (session_id, role, content, content_json, tool_calls, \
          tool_call_id, tool_name, reasoning, finish_reason, timestamp, token_count) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        rusqlite::params![
-            session_id,
-            message.role.as_str(),
-            enc.content,
-            enc.content_json,
-            enc.tool_calls,
-            message.tool_call_id,
-            message.tool_name,
-            enc.reasoning,
-            message.finish_reason.as_ref().map(FinishReason::as_str),
-            now,
-            token_count
-        ],
-    )?;
+    )?
+    .execute(rusqlite::params![
+        session_id,
+        message.role.as_str(),
+        enc.content,
+        enc.content_json,
+        enc.tool_calls,
+        message.tool_call_id,
+        message.tool_name,
+        enc.reasoning,
+        message.finish_reason.as_ref().map(FinishReason::as_str),
+        now,
+        token_count
+    ])?;
     Ok(tx.last_insert_rowid())
 }
 
@@ -142,11 +142,12 @@ pub(crate) fn append_in(
     token_count: Option<i64>,
     calls: i64,
 ) -> Result<i64, StoreError> {
-    let n = tx.execute(
-        "UPDATE sessions SET message_count = message_count + 1, \
-         tool_call_count = tool_call_count + ?2 WHERE id = ?1",
-        rusqlite::params![session_id, calls],
-    )?;
+    let n = tx
+        .prepare_cached(
+            "UPDATE sessions SET message_count = message_count + 1, \
+             tool_call_count = tool_call_count + ?2 WHERE id = ?1",
+        )?
+        .execute(rusqlite::params![session_id, calls])?;
     if n == 0 {
         return Err(StoreError::SessionNotFound {
             id: session_id.to_string(),
@@ -306,23 +307,24 @@ impl SessionStore {
             t(usage.reasoning_tokens),
         ];
         self.write("add_usage", |tx| {
-            let n = tx.execute(
-                "UPDATE sessions SET input_tokens = input_tokens + ?2, \
+            let n = tx
+                .prepare_cached(
+                    "UPDATE sessions SET input_tokens = input_tokens + ?2, \
                  output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
                  cache_write_tokens = cache_write_tokens + ?5, \
                  reasoning_tokens = reasoning_tokens + ?6, \
                  cost_usd = CASE WHEN ?7 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?7 END \
                  WHERE id = ?1",
-                rusqlite::params![
+                )?
+                .execute(rusqlite::params![
                     session_id, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
-                ],
-            )?;
+                ])?;
             if n == 0 {
                 return Err(StoreError::SessionNotFound {
                     id: session_id.to_string(),
                 });
             }
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO session_usage (session_id, model, provider, calls, input_tokens, \
                  output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd) \
                  VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9) \
@@ -334,11 +336,10 @@ impl SessionStore {
                  reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, \
                  cost_usd = CASE WHEN excluded.cost_usd IS NULL THEN cost_usd \
                  ELSE coalesce(cost_usd, 0) + excluded.cost_usd END",
-                rusqlite::params![
-                    session_id, model, provider, vals[0], vals[1], vals[2], vals[3], vals[4],
-                    cost_usd
-                ],
-            )?;
+            )?
+            .execute(rusqlite::params![
+                session_id, model, provider, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
+            ])?;
             Ok(())
         })
     }

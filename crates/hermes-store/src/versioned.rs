@@ -21,11 +21,8 @@ fn check(
     expected: u64,
 ) -> Result<u64, StoreError> {
     let found: Option<i64> = tx
-        .query_row(
-            "SELECT history_version FROM sessions WHERE id = ?1",
-            [session_id],
-            |row| row.get(0),
-        )
+        .prepare_cached("SELECT history_version FROM sessions WHERE id = ?1")?
+        .query_row([session_id], |row| row.get(0))
         .map(Some)
         .or_else(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => Ok(None),

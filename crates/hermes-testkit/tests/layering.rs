@@ -78,6 +78,11 @@ fn no_crate_depends_on_a_crate_above_it() {
                 }
                 continue;
             }
+            // A dev-dependency of a crate on itself only turns on its test-support feature
+            // for its own tests (hermes-gateway's `testing`); it adds no edge between crates.
+            if dev && dep_name == name {
+                continue;
+            }
             // hermes-mcp sits beside the tools layer and bridges server tools into
             // hermes-tools' `Tool` trait (ARCHITECTURE §1), so it may use hermes-tools.
             if name == "hermes-mcp" && dep_name == "hermes-tools" {

@@ -27,24 +27,19 @@ pub(crate) async fn send(
     what: &str,
     req: RequestBuilder,
 ) -> Result<Answer, PlatformError> {
-    let transport = |detail: String| PlatformError::Transport {
-        platform: platform.into(),
-        detail,
-    };
     let resp = req
         .send()
         .await
-        .map_err(|e| transport(format!("{what}: {e}")))?;
+        .map_err(|e| PlatformError::transport(platform, format!("{what}: {e}")))?;
     let status = resp.status();
     let retry_after = resp
         .headers()
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let body = resp
-        .text()
-        .await
-        .map_err(|e| transport(format!("{what}: reading the answer: {e}")))?;
+    let body = resp.text().await.map_err(|e| {
+        PlatformError::transport(platform, format!("{what}: reading the answer: {e}"))
+    })?;
     Ok(Answer {
         status,
         retry_after,

@@ -2,6 +2,26 @@
 //! (FEATURES §1 Gateway). Adapters speak their platform's wire protocol and report stable
 //! user ids; they never authorize, route or chunk.
 
+/// `Debug` for an adapter's settings: every field is printed except the secrets, shown as
+/// `<redacted>` (tokens and shared secrets must never reach a log). The field lists are
+/// checked by the compiler: a field missing from both lists does not build.
+///
+/// `debug_redacted!(DiscordSettings { secret: [token], shown: [api_base_url, …] });`
+#[allow(unused_macros)]
+macro_rules! debug_redacted {
+    ($ty:ident { secret: [$($secret:ident),* $(,)?], shown: [$($shown:ident),* $(,)?] $(,)? }) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let $ty { $($secret: _,)* $($shown,)* } = self;
+                let mut d = f.debug_struct(stringify!($ty));
+                $(d.field(stringify!($secret), &format_args!("<redacted>"));)*
+                $(d.field(stringify!($shown), $shown);)*
+                d.finish()
+            }
+        }
+    };
+}
+
 #[cfg(any(
     feature = "discord",
     feature = "slack",
@@ -22,3 +42,39 @@ pub mod slack;
 pub mod telegram;
 #[cfg(feature = "webhook")]
 pub mod webhook;
+
+#[cfg(all(
+    test,
+    feature = "discord",
+    feature = "slack",
+    feature = "telegram",
+    feature = "webhook"
+))]
+mod tests {
+    #[test]
+    fn settings_debug_hides_every_secret_and_shows_the_rest() {
+        let shown = [
+            format!(
+                "{:?}",
+                super::discord::DiscordSettings::new("SECRET-discord", "/m")
+            ),
+            format!(
+                "{:?}",
+                super::slack::SlackSettings::new("SECRET-xoxb", "SECRET-xapp", "/m")
+            ),
+            format!(
+                "{:?}",
+                super::telegram::TelegramSettings::new("123:SECRET-tg", "/m")
+            ),
+            format!("{:?}", super::webhook::WebhookSettings::new("SECRET-hook")),
+        ];
+        for text in &shown {
+            assert!(!text.contains("SECRET"), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
+        assert!(shown[0].starts_with("DiscordSettings { token: <redacted>, api_base_url: "));
+        assert!(shown[1].contains("app_token: <redacted>"), "{}", shown[1]);
+        assert!(shown[2].contains("poll_timeout: 30s"), "{}", shown[2]);
+        assert!(shown[3].contains("path: \"/webhook\""), "{}", shown[3]);
+    }
+}

@@ -1,4 +1,4 @@
-//! Shared harness for gateway tests: an in-process fake platform, a gate tool that holds a
+//! Shared harness for gateway tests: the fake platform of `hermes_gateway::testing`, a gate tool that holds a
 //! turn open until the test releases it, and an agent factory wired to the mock provider.
 #![allow(
     dead_code,
@@ -7,149 +7,24 @@
     clippy::type_complexity
 )]
 
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_agent::{Agent, AgentDeps, AgentOptions};
 use hermes_gateway::config::GatewayConfig;
-use hermes_gateway::{
-    AgentFactory, AgentSpec, ChatTarget, ChatType, Gateway, InboundMessage, LengthUnit, Markup,
-    MessageSource, PlatformAdapter, PlatformError, PlatformLimits, SentMessage,
-};
+use hermes_gateway::{AgentFactory, AgentSpec, ChatType, Gateway, InboundMessage, PlatformAdapter};
 use hermes_llm::{OpenAiChatClient, OpenAiChatConfig};
 use hermes_protocol::ToolSpec;
 use hermes_store::SessionStore;
 use hermes_testkit::{MockProvider, TempHome};
 use hermes_tools::{Parallelism, Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Semaphore;
 
 pub const SYSTEM_PROMPT: &str = "You are a test agent.";
 
-/// A platform that records what the gateway sends and forwards what the test injects.
-pub struct FakeAdapter {
-    pub name: String,
-    pub limits: PlatformLimits,
-    inbound: Mutex<Option<mpsc::Receiver<InboundMessage>>>,
-    pub sent: Mutex<Vec<(ChatTarget, String)>>,
-    /// Edits as `(message id, new text)`, in order.
-    pub edits: Mutex<Vec<(String, String)>>,
-    /// Files sent, in order.
-    pub files: Mutex<Vec<std::path::PathBuf>>,
-    /// Typing indicators sent.
-    pub typing: AtomicU64,
-    next_id: AtomicU64,
-}
-
-impl FakeAdapter {
-    pub fn new(name: &str) -> (Arc<FakeAdapter>, mpsc::Sender<InboundMessage>) {
-        let (tx, rx) = mpsc::channel(64);
-        let adapter = FakeAdapter {
-            name: name.to_string(),
-            limits: PlatformLimits {
-                max_message_len: 4096,
-                length_unit: LengthUnit::Utf16,
-                markup: Markup::Plain,
-                supports_edit: true,
-            },
-            inbound: Mutex::new(Some(rx)),
-            sent: Mutex::new(Vec::new()),
-            edits: Mutex::new(Vec::new()),
-            files: Mutex::new(Vec::new()),
-            typing: AtomicU64::new(0),
-            next_id: AtomicU64::new(1),
-        };
-        (Arc::new(adapter), tx)
-    }
-
-    pub fn texts(&self) -> Vec<String> {
-        self.sent
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, t)| t.clone())
-            .collect()
-    }
-
-    pub fn texts_to(&self, chat: &str) -> Vec<String> {
-        self.sent
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(t, _)| t.chat_id == chat)
-            .map(|(_, t)| t.clone())
-            .collect()
-    }
-}
-
-#[async_trait::async_trait]
-impl PlatformAdapter for FakeAdapter {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn limits(&self) -> PlatformLimits {
-        self.limits
-    }
-    async fn run(
-        &self,
-        inbound: mpsc::Sender<InboundMessage>,
-        cancel: CancellationToken,
-    ) -> Result<(), PlatformError> {
-        let Some(mut rx) = self.inbound.lock().unwrap().take() else {
-            return Ok(());
-        };
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return Ok(()),
-                m = rx.recv() => match m {
-                    Some(m) => { let _ = inbound.send(m).await; }
-                    None => return Ok(()),
-                },
-            }
-        }
-    }
-    async fn send(&self, target: &ChatTarget, text: &str) -> Result<SentMessage, PlatformError> {
-        self.sent
-            .lock()
-            .unwrap()
-            .push((target.clone(), text.to_string()));
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        Ok(SentMessage {
-            message_id: id.to_string(),
-        })
-    }
-    async fn edit(
-        &self,
-        _target: &ChatTarget,
-        message: &SentMessage,
-        text: &str,
-    ) -> Result<(), PlatformError> {
-        self.edits
-            .lock()
-            .unwrap()
-            .push((message.message_id.clone(), text.to_string()));
-        Ok(())
-    }
-    async fn send_file(
-        &self,
-        _target: &ChatTarget,
-        path: &Path,
-        _caption: Option<&str>,
-    ) -> Result<SentMessage, PlatformError> {
-        self.files.lock().unwrap().push(path.to_path_buf());
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        Ok(SentMessage {
-            message_id: id.to_string(),
-        })
-    }
-    async fn typing(&self, _target: &ChatTarget) -> Result<(), PlatformError> {
-        self.typing.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
+pub use hermes_gateway::testing::{FakeAdapter, message};
 
 /// A tool that blocks until the test opens the gate (or the turn is cancelled).
 #[derive(Clone)]
@@ -392,30 +267,6 @@ pub fn open_config(platform: &str) -> GatewayConfig {
         },
     );
     config
-}
-
-pub fn message(
-    platform: &str,
-    chat_type: ChatType,
-    chat: &str,
-    user: &str,
-    text: &str,
-) -> InboundMessage {
-    InboundMessage {
-        source: MessageSource {
-            platform: platform.into(),
-            chat_type,
-            chat_id: Some(chat.into()),
-            thread_id: None,
-            user_id: Some(user.into()),
-            user_name: Some(format!("name-{user}")),
-        },
-        message_id: Some(format!("m-{text}")),
-        text: text.into(),
-        reply_to: None,
-        reply_to_text: None,
-        attachments: vec![],
-    }
 }
 
 pub fn dm(user: &str, text: &str) -> InboundMessage {

@@ -28,6 +28,22 @@ pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     }
 }
 
+/// The Discord gateway fake's reaction: a heartbeat (op 1) is acknowledged (op 11) and not
+/// shown to the test; every other frame is.
+pub fn discord_heartbeat_ack(v: &Value) -> Reaction {
+    if v["op"] == 1 {
+        Reaction {
+            reply: Some(serde_json::json!({"op": 11})),
+            forward: false,
+        }
+    } else {
+        Reaction {
+            reply: None,
+            forward: true,
+        }
+    }
+}
+
 /// What the fake does with a frame from the client: an optional automatic reply, and
 /// whether the test sees the frame.
 pub struct Reaction {

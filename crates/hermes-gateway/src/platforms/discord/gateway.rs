@@ -72,13 +72,6 @@ pub(crate) enum Outcome {
     },
 }
 
-fn transport(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Transport {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
 /// `…/?v=10&encoding=json` appended to the gateway URL from REST or READY.
 pub(crate) fn ws_url(base: &str) -> String {
     let base = base.trim_end_matches('/');
@@ -171,14 +164,14 @@ pub(crate) async fn connect_once(
     let mut ws = tokio::select! {
         _ = stop.cancelled() => return Ok(Outcome::Stop),
         r = timeout(OPEN_TIMEOUT, tokio_tungstenite::connect_async(url.as_str())) => {
-            r.map_err(|_| transport("websocket handshake timed out"))?
-                .map_err(|e| transport(format!("websocket connect: {e}")))?
+            r.map_err(|_| PlatformError::transport(PLATFORM, "websocket handshake timed out"))?
+                .map_err(|e| PlatformError::transport(PLATFORM, format!("websocket connect: {e}")))?
                 .0
         }
     };
     let interval = tokio::select! {
         _ = stop.cancelled() => return Ok(Outcome::Stop),
-        r = hello(&mut ws) => r.map_err(transport)?,
+        r = hello(&mut ws) => r.map_err(|e| PlatformError::transport(PLATFORM, e))?,
     };
     let first = if resuming {
         json!({"op": 6, "d": {
@@ -193,7 +186,9 @@ pub(crate) async fn connect_once(
             "properties": {"os": std::env::consts::OS, "browser": "hermes", "device": "hermes"},
         }})
     };
-    send_json(&mut ws, &first).await.map_err(transport)?;
+    send_json(&mut ws, &first)
+        .await
+        .map_err(|e| PlatformError::transport(PLATFORM, e))?;
 
     let mut next_beat = Instant::now() + jitter(interval);
     let mut awaiting_ack = false;

@@ -74,18 +74,16 @@ impl DiscordSettings {
     }
 }
 
-impl std::fmt::Debug for DiscordSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DiscordSettings")
-            .field("token", &"<redacted>")
-            .field("api_base_url", &self.api_base_url)
-            .field("media_dir", &self.media_dir)
-            .field("max_media_bytes", &self.max_media_bytes)
-            .field("reconnect_initial", &self.reconnect_initial)
-            .field("reconnect_max", &self.reconnect_max)
-            .finish()
-    }
-}
+debug_redacted!(DiscordSettings {
+    secret: [token],
+    shown: [
+        api_base_url,
+        media_dir,
+        max_media_bytes,
+        reconnect_initial,
+        reconnect_max
+    ],
+});
 
 /// The Discord [`PlatformAdapter`].
 pub struct DiscordAdapter {

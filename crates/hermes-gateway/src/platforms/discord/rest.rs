@@ -34,20 +34,6 @@ pub(crate) struct ChannelInfo {
     pub(crate) thread_parent: Option<String>,
 }
 
-fn transport(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Transport {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
-fn protocol(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Protocol {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
 /// Maps a non-success HTTP answer to a [`PlatformError`]: 401 → `Auth` (no retry loop),
 /// 429 → `RateLimited` with the body's `retry_after` (seconds, fractional) or the
 /// `Retry-After` header, 5xx → `Transport`, any other → `Rejected` with Discord's message.
@@ -84,7 +70,9 @@ pub(crate) fn status_error(
                 retry_after,
             }
         }
-        500..=599 => transport(format!("{what}: HTTP {status}: {message}")),
+        500..=599 => {
+            PlatformError::transport(PLATFORM, format!("{what}: HTTP {status}: {message}"))
+        }
         _ => PlatformError::Rejected {
             platform: PLATFORM.into(),
             detail: format!("{what}: HTTP {status}: {message}"),
@@ -104,7 +92,9 @@ impl Rest {
                 ")"
             ))
             .build()
-            .map_err(|e| transport(format!("building the HTTP client: {e}")))?;
+            .map_err(|e| {
+                PlatformError::transport(PLATFORM, format!("building the HTTP client: {e}"))
+            })?;
         Ok(Rest {
             http,
             base: base.trim_end_matches('/').to_owned(),
@@ -136,9 +126,9 @@ impl Rest {
         if body.trim().is_empty() {
             return Ok(None);
         }
-        serde_json::from_str(&body)
-            .map(Some)
-            .map_err(|e| protocol(format!("{what}: answer is not JSON: {e}")))
+        serde_json::from_str(&body).map(Some).map_err(|e| {
+            PlatformError::protocol(PLATFORM, format!("{what}: answer is not JSON: {e}"))
+        })
     }
 
     /// `GET /gateway/bot` → the websocket URL to connect to.
@@ -153,7 +143,9 @@ impl Rest {
             .and_then(|v| v.get("url"))
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| protocol("GET /gateway/bot: answer has no `url`"))
+            .ok_or_else(|| {
+                PlatformError::protocol(PLATFORM, "GET /gateway/bot: answer has no `url`")
+            })
     }
 
     /// `GET /channels/{id}`: whether the channel is a thread, and of which parent.
@@ -199,7 +191,9 @@ impl Rest {
             .map(|id| SentMessage {
                 message_id: id.to_owned(),
             })
-            .ok_or_else(|| protocol(format!("{what}: answer has no message `id`")))
+            .ok_or_else(|| {
+                PlatformError::protocol(PLATFORM, format!("{what}: answer has no message `id`"))
+            })
     }
 
     /// `POST /channels/{channel}/messages` with JSON content.

@@ -128,20 +128,17 @@ impl SlackSettings {
     }
 }
 
-impl std::fmt::Debug for SlackSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SlackSettings")
-            .field("bot_token", &"<redacted>")
-            .field("app_token", &"<redacted>")
-            .field("api_base_url", &self.api_base_url)
-            .field("media_dir", &self.media_dir)
-            .field("max_media_bytes", &self.max_media_bytes)
-            .field("reconnect_initial", &self.reconnect_initial)
-            .field("reconnect_max", &self.reconnect_max)
-            .field("ping_interval", &self.ping_interval)
-            .finish()
-    }
-}
+debug_redacted!(SlackSettings {
+    secret: [bot_token, app_token],
+    shown: [
+        api_base_url,
+        media_dir,
+        max_media_bytes,
+        reconnect_initial,
+        reconnect_max,
+        ping_interval,
+    ],
+});
 
 /// The Slack [`PlatformAdapter`].
 pub struct SlackAdapter {

@@ -37,13 +37,6 @@ pub(crate) enum Outcome {
     },
 }
 
-fn transport(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Transport {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
@@ -72,8 +65,8 @@ pub(crate) async fn connect_once(
     let mut ws = tokio::select! {
         _ = stop.cancelled() => return Ok(Outcome::Stop),
         r = timeout(OPEN_TIMEOUT, tokio_tungstenite::connect_async(url.as_str())) => {
-            r.map_err(|_| transport("websocket handshake timed out"))?
-                .map_err(|e| transport(format!("websocket connect: {e}")))?
+            r.map_err(|_| PlatformError::transport(PLATFORM, "websocket handshake timed out"))?
+                .map_err(|e| PlatformError::transport(PLATFORM, format!("websocket connect: {e}")))?
                 .0
         }
     };

@@ -45,20 +45,6 @@ enum Body {
     Form(Vec<(&'static str, String)>),
 }
 
-fn transport(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Transport {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
-fn protocol(detail: impl std::fmt::Display) -> PlatformError {
-    PlatformError::Protocol {
-        platform: PLATFORM.into(),
-        detail: detail.to_string(),
-    }
-}
-
 fn retry_after(header: Option<&str>) -> Duration {
     header
         .and_then(|h| h.trim().parse::<u64>().ok())
@@ -100,7 +86,9 @@ impl Web {
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .build()
-            .map_err(|e| transport(format!("building the HTTP client: {e}")))?;
+            .map_err(|e| {
+                PlatformError::transport(PLATFORM, format!("building the HTTP client: {e}"))
+            })?;
         Ok(Web {
             http,
             base: base.trim_end_matches('/').to_owned(),
@@ -132,7 +120,10 @@ impl Web {
             });
         }
         if status.is_server_error() {
-            return Err(transport(format!("{what}: HTTP {status}")));
+            return Err(PlatformError::transport(
+                PLATFORM,
+                format!("{what}: HTTP {status}"),
+            ));
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(PlatformError::Auth {
@@ -140,8 +131,12 @@ impl Web {
                 detail: format!("{what}: HTTP {status} (check {token_var})"),
             });
         }
-        let v: Value = serde_json::from_str(&body)
-            .map_err(|e| protocol(format!("{what}: HTTP {status}, answer is not JSON: {e}")))?;
+        let v: Value = serde_json::from_str(&body).map_err(|e| {
+            PlatformError::protocol(
+                PLATFORM,
+                format!("{what}: HTTP {status}, answer is not JSON: {e}"),
+            )
+        })?;
         if v.get("ok").and_then(Value::as_bool) == Some(true) {
             return Ok(v);
         }
@@ -176,7 +171,9 @@ impl Web {
         v.get("url")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| protocol("apps.connections.open: answer has no `url`"))
+            .ok_or_else(|| {
+                PlatformError::protocol(PLATFORM, "apps.connections.open: answer has no `url`")
+            })
     }
 
     /// `auth.test` with the bot token → the bot's own user id (its messages are ignored).
@@ -185,7 +182,7 @@ impl Web {
         v.get("user_id")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| protocol("auth.test: answer has no `user_id`"))
+            .ok_or_else(|| PlatformError::protocol(PLATFORM, "auth.test: answer has no `user_id`"))
     }
 
     /// `users.info` → the user's display name (`profile.display_name`, else
@@ -228,7 +225,9 @@ impl Web {
             .map(|ts| SentMessage {
                 message_id: ts.to_owned(),
             })
-            .ok_or_else(|| protocol("chat.postMessage: answer has no `ts`"))
+            .ok_or_else(|| {
+                PlatformError::protocol(PLATFORM, "chat.postMessage: answer has no `ts`")
+            })
     }
 
     /// `chat.update` of the message with timestamp `ts`.
@@ -267,17 +266,15 @@ impl Web {
             v.get("upload_url").and_then(Value::as_str),
             v.get("file_id").and_then(Value::as_str),
         ) else {
-            return Err(protocol(
+            return Err(PlatformError::protocol(
+                PLATFORM,
                 "files.getUploadURLExternal: answer lacks `upload_url` or `file_id`",
             ));
         };
-        let resp = self
-            .http
-            .post(url)
-            .body(bytes)
-            .send()
-            .await
-            .map_err(|e| transport(format!("uploading {name}: {e}")))?;
+        let resp =
+            self.http.post(url).body(bytes).send().await.map_err(|e| {
+                PlatformError::transport(PLATFORM, format!("uploading {name}: {e}"))
+            })?;
         if !resp.status().is_success() {
             return Err(PlatformError::Rejected {
                 platform: PLATFORM.into(),

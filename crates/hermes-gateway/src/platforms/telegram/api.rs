@@ -44,20 +44,6 @@ pub(crate) enum DownloadError {
     Failed(String),
 }
 
-fn transport(detail: impl Into<String>) -> PlatformError {
-    PlatformError::Transport {
-        platform: PLATFORM.into(),
-        detail: detail.into(),
-    }
-}
-
-fn protocol(detail: impl Into<String>) -> PlatformError {
-    PlatformError::Protocol {
-        platform: PLATFORM.into(),
-        detail: detail.into(),
-    }
-}
-
 /// Maps a failed Bot API answer to a [`PlatformError`] (rules in the module docs).
 pub(crate) fn classify(
     method: &str,
@@ -107,7 +93,9 @@ impl BotApi {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
             .build()
-            .map_err(|e| transport(format!("HTTP client: {}", e.without_url())))?;
+            .map_err(|e| {
+                PlatformError::transport(PLATFORM, format!("HTTP client: {}", e.without_url()))
+            })?;
         Ok(BotApi {
             base: base.trim_end_matches('/').to_string(),
             token: token.to_string(),
@@ -153,30 +141,32 @@ impl BotApi {
         method: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<T, PlatformError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport(format!("{method}: {}", e.without_url())))?;
+        let response = request.send().await.map_err(|e| {
+            PlatformError::transport(PLATFORM, format!("{method}: {}", e.without_url()))
+        })?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| transport(format!("{method}: reading the answer: {}", e.without_url())))?;
+        let text = response.text().await.map_err(|e| {
+            PlatformError::transport(
+                PLATFORM,
+                format!("{method}: reading the answer: {}", e.without_url()),
+            )
+        })?;
         let parsed: ApiResponse<T> = match serde_json::from_str(&text) {
             Ok(parsed) => parsed,
             Err(e) => {
                 if status >= 500 || status == 429 {
                     return Err(classify(method, status, "(no Bot API answer)", None, None));
                 }
-                return Err(protocol(format!(
-                    "{method}: HTTP {status}, not a Bot API answer: {e}"
-                )));
+                return Err(PlatformError::protocol(
+                    PLATFORM,
+                    format!("{method}: HTTP {status}, not a Bot API answer: {e}"),
+                ));
             }
         };
         if parsed.ok {
-            return parsed
-                .result
-                .ok_or_else(|| protocol(format!("{method}: ok without result")));
+            return parsed.result.ok_or_else(|| {
+                PlatformError::protocol(PLATFORM, format!("{method}: ok without result"))
+            });
         }
         let code = parsed.error_code.unwrap_or(status);
         let description = parsed.description.unwrap_or_default();

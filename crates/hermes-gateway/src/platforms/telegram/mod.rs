@@ -33,8 +33,8 @@ pub const MAX_MESSAGE_UTF16: usize = 4096;
 /// Largest caption: 1024 UTF-16 code units (Bot API sendPhoto/sendDocument).
 pub const MAX_CAPTION_UTF16: usize = 1024;
 
-/// How to reach and run one Telegram bot.
-#[derive(Debug, Clone)]
+/// How to reach and run one Telegram bot. `Debug` hides the token.
+#[derive(Clone)]
 pub struct TelegramSettings {
     /// Bot token from @BotFather (`TELEGRAM_BOT_TOKEN`).
     pub token: String,
@@ -57,6 +57,20 @@ pub struct TelegramSettings {
     /// when the wait is at most this long; longer waits return `RateLimited` to the caller.
     pub max_rate_limit_wait: Duration,
 }
+
+debug_redacted!(TelegramSettings {
+    secret: [token],
+    shown: [
+        api_base_url,
+        media_dir,
+        max_media_bytes,
+        poll_timeout,
+        offset_file,
+        reconnect_base,
+        reconnect_max,
+        max_rate_limit_wait,
+    ],
+});
 
 impl TelegramSettings {
     /// Settings for `token` saving media in `media_dir`, everything else at its default

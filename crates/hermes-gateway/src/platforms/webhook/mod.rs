@@ -39,8 +39,8 @@ const PLATFORM: &str = "webhook";
 /// Header carrying one id per outbound message, the same on every retry.
 pub const DELIVERY_HEADER: &str = "X-Hermes-Delivery";
 
-/// How the webhook adapter listens and calls back.
-#[derive(Debug, Clone)]
+/// How the webhook adapter listens and calls back. `Debug` hides the secret.
+#[derive(Clone)]
 pub struct WebhookSettings {
     /// Address the inbound endpoint listens on (default `127.0.0.1:8644`; port 0 picks one).
     pub bind: SocketAddr,
@@ -62,6 +62,20 @@ pub struct WebhookSettings {
     /// Longest retry delay (default 10 s).
     pub retry_max: Duration,
 }
+
+debug_redacted!(WebhookSettings {
+    secret: [secret],
+    shown: [
+        bind,
+        path,
+        callback_url,
+        max_body_bytes,
+        max_message_len,
+        send_attempts,
+        retry_base,
+        retry_max,
+    ],
+});
 
 impl WebhookSettings {
     /// Defaults around `secret`: loopback port 8644, path `/webhook`, no callback.
@@ -149,25 +163,21 @@ impl WebhookAdapter {
         }
         let listener = tokio::net::TcpListener::bind(settings.bind)
             .await
-            .map_err(|e| PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail: format!("cannot listen on {}: {e}", settings.bind),
+            .map_err(|e| {
+                PlatformError::transport(
+                    PLATFORM,
+                    format!("cannot listen on {}: {e}", settings.bind),
+                )
             })?;
         let local_addr = listener
             .local_addr()
-            .map_err(|e| PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail: format!("listening socket: {e}"),
-            })?;
+            .map_err(|e| PlatformError::transport(PLATFORM, format!("listening socket: {e}")))?;
         hermes_llm::init_tls();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
             .build()
-            .map_err(|e| PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail: format!("HTTP client: {e}"),
-            })?;
+            .map_err(|e| PlatformError::transport(PLATFORM, format!("HTTP client: {e}")))?;
         Ok(WebhookAdapter {
             settings,
             signer,
@@ -209,9 +219,8 @@ impl WebhookAdapter {
             .body(body.to_vec())
             .send()
             .await
-            .map_err(|e| PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail: format!("callback: {}", e.without_url()),
+            .map_err(|e| {
+                PlatformError::transport(PLATFORM, format!("callback: {}", e.without_url()))
             })?;
         let status = response.status();
         let retry_after = response
@@ -232,10 +241,7 @@ impl WebhookAdapter {
             });
         }
         if status.is_server_error() {
-            return Err(PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail,
-            });
+            return Err(PlatformError::transport(PLATFORM, detail));
         }
         if status.as_u16() == 401 || status.as_u16() == 403 {
             return Err(PlatformError::Auth {
@@ -297,10 +303,7 @@ impl PlatformAdapter for WebhookAdapter {
                 }
             })
             .await
-            .map_err(|e| PlatformError::Transport {
-                platform: PLATFORM.into(),
-                detail: format!("listener stopped: {e}"),
-            })
+            .map_err(|e| PlatformError::transport(PLATFORM, format!("listener stopped: {e}")))
     }
 
     /// POSTs `{chat_id, thread_id, text}` to the callback URL (see the module docs for
