@@ -38,6 +38,14 @@ pub enum ChoiceError {
     /// The provider word names no known provider.
     #[error("unknown provider `{0}`; known providers: {KNOWN_PROVIDERS}")]
     UnknownProvider(String),
+    /// A provider was named without a model (`/model anthropic`, `/model anthropic:`): taken
+    /// as a model name it would fail at every following call.
+    #[error("`{0}` is a provider; say which model too: /model {0} MODEL")]
+    MissingModel(String),
+    /// The model word cannot be a model name: it starts or ends with `:`, has no letter or
+    /// digit, holds control characters or is longer than [`MAX_MODEL_CHARS`] chars.
+    #[error("`{0}` is not a model name")]
+    BadModel(String),
     /// Runtime resolution refused the choice (a missing key, a missing base URL, …).
     #[error(transparent)]
     Resolve(#[from] ResolveError),
@@ -48,8 +56,44 @@ pub enum ChoiceError {
 /// `llama3:8b` keep their colon).
 ///
 /// Errors: [`ChoiceError::Usage`] for no words or more than two,
-/// [`ChoiceError::UnknownProvider`] for an unknown provider in the two-word form.
+/// [`ChoiceError::UnknownProvider`] for an unknown provider in the two-word form,
+/// [`ChoiceError::MissingModel`] for a provider without a model (`anthropic`, `anthropic:`),
+/// [`ChoiceError::BadModel`] for a word that cannot be a model name (`:`, `-`, `x:`).
 pub fn parse_choice(words: &str) -> Result<ModelChoice, ChoiceError> {
+    let choice = parse_words(words)?;
+    check_model(&choice)?;
+    Ok(choice)
+}
+
+/// Longest model name accepted, in chars.
+pub const MAX_MODEL_CHARS: usize = 200;
+
+/// Refuses a choice whose model is a provider name alone or not a model name at all
+/// ([`ChoiceError::MissingModel`], [`ChoiceError::BadModel`]).
+fn check_model(choice: &ModelChoice) -> Result<(), ChoiceError> {
+    let m = choice.model.as_str();
+    if choice.provider.is_none() && canonical_provider(m).is_some() {
+        return Err(ChoiceError::MissingModel(m.to_string()));
+    }
+    if let Some(p) = m
+        .strip_suffix(':')
+        .filter(|p| canonical_provider(p).is_some())
+    {
+        return Err(ChoiceError::MissingModel(p.to_string()));
+    }
+    let shown = || ChoiceError::BadModel(m.chars().take(60).collect());
+    if m.starts_with(':')
+        || m.ends_with(':')
+        || !m.chars().any(char::is_alphanumeric)
+        || m.chars().any(char::is_control)
+        || m.chars().count() > MAX_MODEL_CHARS
+    {
+        return Err(shown());
+    }
+    Ok(())
+}
+
+fn parse_words(words: &str) -> Result<ModelChoice, ChoiceError> {
     let parts: Vec<&str> = words.split_whitespace().collect();
     match parts.as_slice() {
         [one] => match one.split_once(':') {
@@ -200,6 +244,38 @@ mod tests {
         assert!(e.starts_with("unknown provider `frobnicate`"), "{e}");
         assert_eq!(parse_choice(""), Err(ChoiceError::Usage));
         assert_eq!(parse_choice("a b c"), Err(ChoiceError::Usage));
+    }
+
+    #[test]
+    fn a_provider_alone_or_a_malformed_model_is_refused() {
+        for words in ["anthropic", "claude", "local", "openrouter:", "ollama:"] {
+            let e = parse_choice(words).unwrap_err();
+            assert!(matches!(e, ChoiceError::MissingModel(_)), "{words}: {e}");
+            assert!(e.to_string().contains("say which model too"), "{e}");
+        }
+        let long = "m".repeat(MAX_MODEL_CHARS + 1);
+        for words in [
+            ":",
+            "::",
+            "-",
+            "llama3:",
+            ":8b",
+            "anthropic :x",
+            "a\u{1b}[31m",
+            long.as_str(),
+        ] {
+            let e = parse_choice(words).unwrap_err();
+            assert!(matches!(e, ChoiceError::BadModel(_)), "{words}: {e}");
+        }
+        // Ordinary names still pass, colons and slashes included.
+        for words in [
+            "llama3:8b",
+            "openai/gpt-4o",
+            "anthropic claude-sonnet-4",
+            "ollama qwen2.5:7b",
+        ] {
+            assert!(parse_choice(words).is_ok(), "{words}");
+        }
     }
 
     #[test]
