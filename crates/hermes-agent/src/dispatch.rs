@@ -10,7 +10,7 @@ const ARGS_PREVIEW_CHARS: usize = 80;
 const RESULT_PREVIEW_CHARS: usize = 120;
 
 /// Cuts `text` to at most `max` chars on a char boundary, adding `…` when cut.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }

@@ -17,6 +17,7 @@ use tokio::sync::mpsc::unbounded_channel;
 use super::DelegationSettings;
 use super::parent::ParentTurn;
 use crate::agent::{Agent, AgentDeps, AgentOptions, SystemPromptSource};
+use crate::dispatch::clip;
 use crate::review::LearningOptions;
 
 /// One task of a `delegate_task` call, as validated.
@@ -67,15 +68,6 @@ impl ChildReport {
 
 /// Chars of a task's goal repeated in its result entry.
 const GOAL_ECHO_CHARS: usize = 200;
-
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// The status word of a turn outcome in the tool result.
 fn status_of(outcome: &TurnOutcome) -> &'static str {
