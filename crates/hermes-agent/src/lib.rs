@@ -26,8 +26,8 @@ mod turn;
 pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
 pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW};
 pub use delegate::{
-    DELEGATE_TASK, DELEGATION_TOOLSET, DelegateTool, DelegationSettings, SUBAGENT_BLOCKED_TOOLS,
-    SUBAGENT_BLOCKED_TOOLSETS, allowed_for_subagent, child_tools,
+    DELEGATE_TASK, DELEGATION_TOOLSET, DelegateTool, DelegationSettings, MAX_TASKS,
+    SUBAGENT_BLOCKED_TOOLS, SUBAGENT_BLOCKED_TOOLSETS, allowed_for_subagent, child_tools,
 };
 pub use dispatch::{args_preview, result_preview};
 pub use handle::AgentHandle;

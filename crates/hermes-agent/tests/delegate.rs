@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Harness, SYSTEM_PROMPT, final_text, tool_messages};
-use hermes_agent::{Agent, DelegateTool, DelegationSettings, validate_tool_pairs};
+use hermes_agent::{Agent, DelegateTool, DelegationSettings, MAX_TASKS, validate_tool_pairs};
 use hermes_protocol::{AgentEvent, Message, ToolSpec, TurnOutcome};
 use hermes_store::SUBAGENT_SOURCE;
 use hermes_testkit::MockResponse;
@@ -471,13 +471,22 @@ async fn toolsets_outside_the_parents_are_refused_with_the_choice() {
     )]));
     h.mock
         .push(MockResponse::tool_calls(&[("d3", "delegate_task", "{}")]));
+    let eleven: Vec<Value> = (0..=MAX_TASKS)
+        .map(|i| json!({"goal": format!("part {i}")}))
+        .collect();
+    let too_many = json!({"goal": "Split the work", "tasks": eleven}).to_string();
+    h.mock.push(MockResponse::tool_calls(&[(
+        "d4",
+        "delegate_task",
+        &too_many,
+    )]));
     h.mock.push(MockResponse::text("I cannot run tests here."));
     let mut agent = h.agent().await;
     let (outcome, events) = h.turn(&mut agent, "run the tests").await;
     assert_eq!(outcome, TurnOutcome::Completed);
     let requests = h.checked_requests();
-    assert_eq!(requests.len(), 4, "no subagent was started");
-    let results: Vec<(String, String)> = tool_messages(&requests[3]);
+    assert_eq!(requests.len(), 5, "no subagent was started");
+    let results: Vec<(String, String)> = tool_messages(&requests[4]);
     assert!(
         results[0]
             .1
@@ -497,6 +506,13 @@ async fn toolsets_outside_the_parents_are_refused_with_the_choice() {
         results[2].1.contains("`goal` is required"),
         "{}",
         results[2].1
+    );
+    assert!(
+        results[3]
+            .1
+            .contains("`tasks` holds 11 entries; at most 10"),
+        "{}",
+        results[3].1
     );
     assert!(
         events

@@ -44,6 +44,11 @@ pub const DELEGATE_TASK: &str = "delegate_task";
 /// Toolset of the tool (included in the `hermes-cli` preset).
 pub const DELEGATION_TOOLSET: &str = "delegation";
 
+/// Most entries one `tasks` list may hold (ours; FEATURES §4 gives none). A longer list is
+/// refused before any subagent starts, so a confused model cannot queue an unbounded batch
+/// against the shared credential pool (seeds 001 §18.5.3).
+pub const MAX_TASKS: usize = 10;
+
 /// How subagents run (`config.yaml` `delegation:`, plus the prompt settings of the front
 /// end).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +166,12 @@ fn parse_tasks(args: &Value) -> Result<(Vec<RawTask>, Option<String>), String> {
             None,
         ));
     };
+    if items.len() > MAX_TASKS {
+        return Err(format!(
+            "`tasks` holds {} entries; at most {MAX_TASKS} per call — split the job or merge tasks",
+            items.len()
+        ));
+    }
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let at = format!("tasks[{i}].");
@@ -234,6 +245,7 @@ impl Tool for DelegateTool {
                 "tasks".to_string(),
                 json!({
                     "type": "array",
+                    "maxItems": MAX_TASKS,
                     "description": "Several independent tasks run by parallel subagents (results in this order); `goal` then names the whole job, `context` is added to every task's, and `toolsets` applies to tasks that name none.",
                     "items": {"type": "object", "properties": task_schema(), "required": ["goal"]}
                 }),
