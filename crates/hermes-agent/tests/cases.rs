@@ -15,14 +15,6 @@ fn case(id: &str) -> Value {
     all.into_iter().find(|c| c["id"] == id).unwrap()
 }
 
-fn sse(body: &str) -> MockResponse {
-    MockResponse::from_bytes(
-        200,
-        vec![("content-type".into(), "text/event-stream".into())],
-        body.to_string(),
-    )
-}
-
 fn json_body(body: &str) -> MockResponse {
     MockResponse::from_bytes(
         200,
@@ -35,7 +27,9 @@ fn json_body(body: &str) -> MockResponse {
 async fn case_c01_usage_only_final_chunk_is_not_a_dropped_stream() {
     let c = case("C01");
     let h = Harness::new().await;
-    h.mock.push(sse(c["trigger"].as_str().unwrap()));
+    h.mock.push(MockResponse::sse(
+        c["trigger"].as_str().unwrap().to_string(),
+    ));
     let mut agent = h.agent().await;
     let (outcome, events) = h.turn(&mut agent, "finish").await;
     assert_eq!(outcome, TurnOutcome::Completed);
@@ -143,7 +137,7 @@ async fn case_c04_empty_or_absent_arguments_run_the_tool_with_an_empty_object() 
     for shape in shapes {
         let h = Harness::new().await;
         h.mock.push(if shape.starts_with("data:") {
-            sse(shape)
+            MockResponse::sse(shape)
         } else {
             json_body(shape)
         });

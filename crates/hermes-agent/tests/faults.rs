@@ -37,20 +37,6 @@ fn statuses(events: &[AgentEvent]) -> Vec<String> {
         .collect()
 }
 
-/// The first `n` SSE events of a streamed answer (no finish_reason, no `[DONE]`).
-fn first_events(response: &MockResponse, n: usize) -> String {
-    let body = String::from_utf8(response.body.to_vec()).unwrap();
-    body.split_inclusive("\n\n").take(n).collect()
-}
-
-fn sse(body: String) -> MockResponse {
-    MockResponse::from_bytes(
-        200,
-        vec![("content-type".into(), "text/event-stream".into())],
-        body,
-    )
-}
-
 fn error(status: u16) -> MockResponse {
     MockResponse::from_bytes(
         status,
@@ -76,7 +62,7 @@ async fn stream_ending_early_is_retried_and_nothing_partial_is_kept() {
     let h = Harness::new().await;
     let mut agent = agent_on(&h, &h.mock.base_url()).await;
     let full = MockResponse::text("the complete answer");
-    h.mock.push(sse(first_events(&full, 2)));
+    h.mock.push(MockResponse::sse(full.first_sse_events(2)));
     h.mock.push(full);
     let (outcome, events) = h.turn(&mut agent, "hello").await;
     assert_eq!(outcome, TurnOutcome::Completed);
@@ -98,7 +84,7 @@ async fn tool_call_cut_off_mid_arguments_is_never_executed() {
     let mut agent = agent_on(&h, &h.mock.base_url()).await;
     let call = MockResponse::tool_calls(&[("call_1", "skills_list", r#"{"category":"dev"}"#)]);
     // Role chunk and the first half of the arguments only.
-    h.mock.push(sse(first_events(&call, 2)));
+    h.mock.push(MockResponse::sse(call.first_sse_events(2)));
     h.mock.push(call);
     h.mock.push(MockResponse::text("done"));
     let (outcome, events) = h.turn(&mut agent, "list skills").await;
@@ -118,7 +104,7 @@ async fn connection_dropped_mid_body_fails_with_a_network_error_after_the_retrie
     let h = Harness::new().await;
     let full = MockResponse::text("never finished");
     let raw = RawHttpServer::start(RawFault::CutBody {
-        body: first_events(&full, 2).into_bytes().into(),
+        body: full.first_sse_events(2).into_bytes().into(),
     })
     .await;
     let mut agent = agent_on(&h, &raw.base_url()).await;
@@ -144,7 +130,8 @@ async fn stalled_stream_times_out_and_the_retry_answers() {
     let mut agent = agent_on(&h, &h.mock.base_url()).await;
     let full = MockResponse::text("after the stall");
     // Two events, then silence on an open connection.
-    h.mock.push(sse(first_events(&full, 2)).hang());
+    h.mock
+        .push(MockResponse::sse(full.first_sse_events(2)).hang());
     h.mock.push(full);
     let (outcome, events) = h.turn(&mut agent, "hello").await;
     assert_eq!(outcome, TurnOutcome::Completed);
@@ -168,7 +155,7 @@ async fn malformed_json_chunk_is_skipped_with_a_diagnostic() {
         2,
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bro\n\n",
     );
-    h.mock.push(sse(events_text.concat()));
+    h.mock.push(MockResponse::sse(events_text.concat()));
     let (outcome, events) = h.turn(&mut agent, "hello").await;
     assert_eq!(outcome, TurnOutcome::Completed);
     assert_eq!(final_text(&events), "abcdef");

@@ -9,20 +9,6 @@ use common::{Harness, final_text};
 use hermes_protocol::{AgentEvent, TurnOutcome};
 use hermes_testkit::{MockResponse, RawFault, RawHttpServer};
 
-/// The first `n` SSE events of a streamed answer (no finish_reason, no `[DONE]`).
-fn first_events(response: &MockResponse, n: usize) -> String {
-    let body = String::from_utf8(response.body.to_vec()).unwrap();
-    body.split_inclusive("\n\n").take(n).collect()
-}
-
-fn sse(body: String) -> MockResponse {
-    MockResponse::from_bytes(
-        200,
-        vec![("content-type".into(), "text/event-stream".into())],
-        body,
-    )
-}
-
 /// The answer text a front end shows when it honours `StreamRestarted`: deltas before the
 /// last restart are dropped.
 fn visible_text(events: &[AgentEvent]) -> String {
@@ -52,7 +38,7 @@ async fn a_stream_cut_after_text_is_announced_before_the_retry_streams_again() {
     let h = Harness::new().await;
     let mut agent = h.agent().await;
     let full = MockResponse::text("the complete answer");
-    h.mock.push(sse(first_events(&full, 2)));
+    h.mock.push(MockResponse::sse(full.first_sse_events(2)));
     h.mock.push(full);
     let (outcome, events) = h.turn(&mut agent, "hello").await;
     assert_eq!(outcome, TurnOutcome::Completed);
@@ -106,7 +92,7 @@ async fn every_retry_of_a_connection_dropped_mid_answer_is_announced() {
     let h = Harness::new().await;
     let full = MockResponse::text("never finished");
     let raw = RawHttpServer::start(RawFault::CutBody {
-        body: first_events(&full, 2).into_bytes().into(),
+        body: full.first_sse_events(2).into_bytes().into(),
     })
     .await;
     let mut config = hermes_llm::OpenAiChatConfig::new(raw.base_url(), "mock-model");

@@ -18,12 +18,6 @@ fn error(status: u16) -> MockResponse {
     )
 }
 
-/// The first `n` SSE events of `response` (no finish_reason, no `[DONE]`).
-fn first_events(response: &MockResponse, n: usize) -> String {
-    let body = String::from_utf8(response.body.to_vec()).unwrap();
-    body.split_inclusive("\n\n").take(n).collect()
-}
-
 fn assert_no_panic(out: &std::process::Output) {
     let err = stderr(out);
     assert!(!err.contains("panicked"), "{err}");
@@ -61,7 +55,8 @@ async fn server_error_storm_exits_1_with_the_provider_message() {
 async fn dropped_connection_exits_1_with_a_network_error() {
     let env = Env::new().await;
     let raw = RawHttpServer::start(RawFault::CutBody {
-        body: first_events(&MockResponse::text("never finished"), 2)
+        body: MockResponse::text("never finished")
+            .first_sse_events(2)
             .into_bytes()
             .into(),
     })
@@ -91,7 +86,7 @@ async fn stream_cut_short_is_retried_and_answered() {
     env.mock.push(MockResponse::from_bytes(
         200,
         vec![("content-type".into(), "text/event-stream".into())],
-        first_events(&full, 2),
+        full.first_sse_events(2),
     ));
     env.mock.push(full);
     let out = env.run(&["chat", "-q", "hello"]).await;

@@ -7,58 +7,12 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-use expectrl::Session;
-use expectrl::process::unix::WaitStatus;
 use hermes_testkit::MockResponse;
 
-/// Generous bound that only catches a hang.
-const BOUND: Duration = Duration::from_secs(90);
-
-/// Runs `hermes args…` on an 80×24 pty and returns (everything it wrote, exit code).
+/// [`common::run_on_color_pty`] with the output as (lossy) UTF-8.
 fn run_on_pty(home: &std::path::Path, cwd: &std::path::Path, args: &[&str]) -> (String, i32) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("HERMES_HOME", home)
-        .env("HOME", home)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TERM", "xterm-256color")
-        .current_dir(cwd)
-        .args(args);
-    let mut session = Session::spawn(cmd).unwrap();
-    session.get_process_mut().set_window_size(80, 24).unwrap();
-    let mut seen = Vec::new();
-    let start = Instant::now();
-    let mut buf = [0u8; 4096];
-    loop {
-        match session.try_read(&mut buf) {
-            Ok(0) => {}
-            Ok(n) => {
-                seen.extend_from_slice(&buf[..n]);
-                continue;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => {}
-        }
-        if let Ok(WaitStatus::Exited(_, code)) = session.get_process().status() {
-            // Drain what is left after the exit.
-            while let Ok(n) = session.try_read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.extend_from_slice(&buf[..n]);
-            }
-            return (String::from_utf8_lossy(&seen).into_owned(), code);
-        }
-        assert!(
-            start.elapsed() < BOUND,
-            "hermes did not exit; output:\n{}",
-            String::from_utf8_lossy(&seen)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (out, code) = common::run_on_color_pty(home, cwd, args);
+    (String::from_utf8_lossy(&out).into_owned(), code)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,12 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use common::{Env, stderr, stdout};
-use expectrl::Session;
-use expectrl::process::unix::WaitStatus;
 use hermes_testkit::MockResponse;
 use serde_json::Value;
 
@@ -81,56 +76,17 @@ async fn piped_output_prints_the_answer_once() {
     assert_eq!(stdout(&out).trim_end(), ANSWER);
 }
 
-/// Runs `hermes args…` on an 80×24 pty; returns everything it wrote and the exit code.
-fn run_on_pty(home: &std::path::Path, cwd: &std::path::Path, args: &[&str]) -> (Vec<u8>, i32) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("HERMES_HOME", home)
-        .env("HOME", home)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TERM", "xterm-256color")
-        .current_dir(cwd)
-        .args(args);
-    let mut session = Session::spawn(cmd).unwrap();
-    session.get_process_mut().set_window_size(80, 24).unwrap();
-    let mut seen = Vec::new();
-    let start = Instant::now();
-    let mut buf = [0u8; 4096];
-    loop {
-        if let Ok(n) = session.try_read(&mut buf)
-            && n > 0
-        {
-            seen.extend_from_slice(&buf[..n]);
-            continue;
-        }
-        if let Ok(WaitStatus::Exited(_, code)) = session.get_process().status() {
-            while let Ok(n) = session.try_read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.extend_from_slice(&buf[..n]);
-            }
-            return (seen, code);
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "hermes did not exit; output:\n{}",
-            String::from_utf8_lossy(&seen)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_terminal_shows_the_cut_part_a_notice_and_the_whole_answer_once() {
     let env = Env::new().await;
     push_cut_then_whole(&env, MARKDOWN_ANSWER);
     let home = env.home.path().to_path_buf();
     let cwd = env.cwd.path().to_path_buf();
-    let (out, code) =
-        tokio::task::spawn_blocking(move || run_on_pty(&home, &cwd, &["chat", "-q", "plants?"]))
-            .await
-            .unwrap();
+    let (out, code) = tokio::task::spawn_blocking(move || {
+        common::run_on_color_pty(&home, &cwd, &["chat", "-q", "plants?"])
+    })
+    .await
+    .unwrap();
     let mut screen = vt100::Parser::new(200, 80, 0);
     screen.process(&out);
     let text = screen.screen().contents();

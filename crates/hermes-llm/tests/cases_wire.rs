@@ -9,14 +9,6 @@ use hermes_llm::ErrorClass;
 use hermes_protocol::{FinishReason, Message};
 use hermes_testkit::{MockProvider, MockResponse};
 
-fn sse(body: impl Into<bytes::Bytes>) -> MockResponse {
-    MockResponse::from_bytes(
-        200,
-        vec![("content-type".into(), "text/event-stream".into())],
-        body,
-    )
-}
-
 fn json_200(body: impl Into<bytes::Bytes>) -> MockResponse {
     MockResponse::from_bytes(
         200,
@@ -49,7 +41,10 @@ async fn serve_all(
 async fn case_c01_usage_only_final_chunk_is_not_a_dropped_stream() {
     let case = read_case("C01");
     let exp = &case["expected"];
-    let (outs, requests) = serve_all(sse(case["trigger"].as_str().unwrap().to_string())).await;
+    let (outs, requests) = serve_all(MockResponse::sse(
+        case["trigger"].as_str().unwrap().to_string(),
+    ))
+    .await;
     assert_eq!(
         requests, 3,
         "continuation_requests must be 0 (one request per call)"
@@ -94,7 +89,7 @@ async fn case_c03_truncated_tool_call_keeps_length_and_verbatim_arguments() {
     let chunk = serde_json::json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_w",
         "type":"function","function":{"name":"write_file","arguments":wire_args}}]},"finish_reason":"length"}]});
     let streamed = format!("data: {chunk}\n\ndata: [DONE]\n\n");
-    for response in [json_200(trigger.to_string()), sse(streamed)] {
+    for response in [json_200(trigger.to_string()), MockResponse::sse(streamed)] {
         let (outs, _) = serve_all(response).await;
         for o in outs {
             let m = o.unwrap().message;
@@ -127,7 +122,7 @@ async fn case_c04_empty_or_absent_arguments_become_empty_object() {
                 data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
     let shapes = [
         ("call_1", body(call_obj("call_1", ""))),
-        ("call_2", sse(vllm)),
+        ("call_2", MockResponse::sse(vllm)),
         ("call_3", body(call_obj("call_3", "  \n"))),
     ];
     for (id, response) in shapes {
@@ -156,7 +151,7 @@ async fn case_c07_comment_keepalives_are_ignored() {
     // Also without the space after `data:` and with event:/id:/retry: fields.
     let variant = format!("retry: 1000\nid: 7\n{}", trigger.replace("data: ", "data:"));
     for body in [trigger, variant] {
-        let (outs, _) = serve_all(sse(body)).await;
+        let (outs, _) = serve_all(MockResponse::sse(body)).await;
         for o in outs {
             let m = o.unwrap().message;
             assert_eq!(m.text, exp["assistant_text"].as_str().unwrap());
@@ -187,7 +182,7 @@ async fn case_c08_error_inside_200_stream_is_classified_from_its_content() {
     let case = read_case("C08");
     let exp = &case["expected"];
     let (variant_a, _) = c08_variants();
-    let (outs, requests) = serve_all(sse(variant_a)).await;
+    let (outs, requests) = serve_all(MockResponse::sse(variant_a)).await;
     assert_eq!(
         requests, 3,
         "identical_retries must be 0: the adapter itself never resends"
@@ -215,7 +210,7 @@ async fn case_c08_variant_b_done_only_stream_is_an_error_not_an_empty_answer() {
     let (_, variant_b) = c08_variants();
     assert_eq!(variant_b.trim(), "data: [DONE]");
     for body in [variant_b.clone(), format!("{}\n", variant_b)] {
-        let (outs, _) = serve_all(sse(body)).await;
+        let (outs, _) = serve_all(MockResponse::sse(body)).await;
         for o in outs {
             let err = o.expect_err("a [DONE]-only stream must not be a silent empty success");
             assert!(err.message.contains("empty"), "{}", err.message);
@@ -248,7 +243,7 @@ async fn case_c13_hermes_markup_in_content_is_stripped_not_executed() {
         description: "Read a file".into(),
         parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     });
-    for response in [json_200(trigger), sse(streamed)] {
+    for response in [json_200(trigger), MockResponse::sse(streamed)] {
         let mock = MockProvider::start().await;
         let client = client(&mock.base_url());
         for sizes in [None, Some(vec![2, 5])] {

@@ -93,6 +93,21 @@ impl MockResponse {
         }
     }
 
+    /// A 200 `text/event-stream` response with `body` as its SSE text, byte for byte.
+    pub fn sse(body: impl Into<Bytes>) -> MockResponse {
+        MockResponse::from_bytes(200, sse_headers(), body)
+    }
+
+    /// The first `n` SSE events of this response's body (each ends in a blank line), for
+    /// cutting a streamed answer short: with `n` below the event count there is no
+    /// `finish_reason` and no `[DONE]`. A body that is not UTF-8 is read lossily.
+    pub fn first_sse_events(&self, n: usize) -> String {
+        String::from_utf8_lossy(&self.body)
+            .split_inclusive("\n\n")
+            .take(n)
+            .collect()
+    }
+
     /// A 200 `text/event-stream` response whose body is the file at `path` (panics if
     /// unreadable — test helper).
     pub fn sse_fixture(path: impl AsRef<Path>) -> MockResponse {

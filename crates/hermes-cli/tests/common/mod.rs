@@ -133,3 +133,50 @@ pub fn spawn_on_pty(env: &Env, args: &[&str]) -> (std::process::Child, std::fs::
         .unwrap();
     (child, std::fs::File::from(master))
 }
+
+/// Runs `hermes args…` on an 80×24 color pty (TERM=xterm-256color, no NO_COLOR; HERMES_HOME
+/// and HOME = `home`, only PATH from the machine) until it exits; returns everything it wrote
+/// and the exit code. Panics after 90 s (a hang bound, not a timing assertion).
+pub fn run_on_color_pty(home: &Path, cwd: &Path, args: &[&str]) -> (Vec<u8>, i32) {
+    use expectrl::Session;
+    use expectrl::process::unix::WaitStatus;
+    use std::time::{Duration, Instant};
+
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
+    cmd.env_clear()
+        .env("HERMES_HOME", home)
+        .env("HOME", home)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TERM", "xterm-256color")
+        .current_dir(cwd)
+        .args(args);
+    let mut session = Session::spawn(cmd).unwrap();
+    session.get_process_mut().set_window_size(80, 24).unwrap();
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Ok(n) = session.try_read(&mut buf)
+            && n > 0
+        {
+            seen.extend_from_slice(&buf[..n]);
+            continue;
+        }
+        if let Ok(WaitStatus::Exited(_, code)) = session.get_process().status() {
+            // Drain what is left after the exit.
+            while let Ok(n) = session.try_read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+            }
+            return (seen, code);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "hermes did not exit; output:\n{}",
+            String::from_utf8_lossy(&seen)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
