@@ -154,6 +154,10 @@ pub struct Agent {
     /// `tools[i].spec()`, computed when the list changes: sent with every request in this
     /// stable order.
     pub(crate) specs: Vec<hermes_protocol::ToolSpec>,
+    /// Estimated tokens of `specs` ([`hermes_context::TokenEstimator::estimate_tool`]
+    /// summed), computed with them: the preflight estimate of every request adds it instead
+    /// of serializing each schema again (issue 6).
+    pub(crate) specs_tokens: u64,
     /// Tool lists that may change during the session (MCP servers).
     pub(crate) sources: Vec<Arc<dyn ToolSource>>,
     /// Sum of the sources' generations when `tools` was last built.
@@ -195,7 +199,8 @@ impl Agent {
             .iter()
             .map(|t| t.for_session().unwrap_or_else(|| t.clone()))
             .collect();
-        let specs = deps.tools.iter().map(|t| t.spec()).collect();
+        let specs: Vec<hermes_protocol::ToolSpec> = deps.tools.iter().map(|t| t.spec()).collect();
+        let specs_tokens = tools_tokens(&specs);
         let compressor = ContextCompressor::new(opts.compression.clone());
         let recovery = RecoveryPolicy {
             retry_base: opts.retry_base,
@@ -208,6 +213,7 @@ impl Agent {
             primary_cooldown: None,
             learning: crate::review::LearningState::default(),
             specs,
+            specs_tokens,
             tools: deps.tools.clone(),
             sources: Vec::new(),
             sources_generation: 0,
@@ -302,6 +308,7 @@ impl Agent {
             tools.extend(source.tools());
         }
         self.specs = tools.iter().map(|t| t.spec()).collect();
+        self.specs_tokens = tools_tokens(&self.specs);
         self.tools = tools;
         true
     }
@@ -432,6 +439,19 @@ impl Agent {
     /// A failed write is reported as a status event and retried before the next write; the
     /// message is kept in memory meanwhile.
     pub(crate) async fn persist(&mut self, message: Message, events: &UnboundedSender<AgentEvent>) {
+        self.persist_with_usage(message, &Usage::default(), events)
+            .await;
+    }
+
+    /// [`Self::persist`] for a model's reply: the usage of the call that produced it is
+    /// recorded in the same commit (one commit per model call instead of two, issue 6). When
+    /// that commit fails the usage is recorded on its own, as before (best effort, logged).
+    pub(crate) async fn persist_with_usage(
+        &mut self,
+        message: Message,
+        usage: &Usage,
+        events: &UnboundedSender<AgentEvent>,
+    ) {
         self.flush_unsaved().await;
         let index = self.history.len();
         self.history.push(Entry {
@@ -440,10 +460,20 @@ impl Agent {
         });
         let sid = self.session_id.clone();
         let expected = self.history_version;
-        match self
-            .blocking(move |s| s.append_message_checked(&sid, &message, None, expected))
-            .await
-        {
+        let row = (!usage.is_empty()).then(|| self.usage_row(usage));
+        let with_usage = row.is_some();
+        let result = self
+            .blocking(move |s| match &row {
+                Some(row) => {
+                    s.append_message_with_usage_checked(&sid, &message, &row.as_record(), expected)
+                }
+                None => s.append_message_checked(&sid, &message, None, expected),
+            })
+            .await;
+        if result.is_err() && with_usage {
+            self.record_usage(usage).await;
+        }
+        match result {
             Ok(id) => self.history[index].id = Some(id),
             Err(e) if is_conflict(&e) => {
                 tracing::warn!(error = %e, "history changed elsewhere; message not saved");
@@ -523,4 +553,10 @@ pub(crate) fn is_conflict(e: &AgentError) -> bool {
         e,
         AgentError::Store(hermes_store::StoreError::HistoryChanged { .. })
     )
+}
+
+/// Estimated tokens of a tool list as the preflight counts it.
+fn tools_tokens(specs: &[hermes_protocol::ToolSpec]) -> u64 {
+    let estimator = hermes_context::TokenEstimator::new();
+    specs.iter().map(|t| estimator.estimate_tool(t)).sum()
 }

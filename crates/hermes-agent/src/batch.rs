@@ -71,11 +71,13 @@ impl Agent {
                 },
             })
             .collect();
-        let tools = &self.tools;
+        // `specs[i]` names `tools[i]`; `Tool::spec` would build every schema again.
+        let (tools, specs) = (&self.tools, &self.specs);
         let parallelism_of = |name: &str| {
-            tools
+            specs
                 .iter()
-                .find(|t| t.spec().name == name)
+                .position(|s| s.name == name)
+                .and_then(|i| tools.get(i))
                 .map(|t| t.parallelism())
         };
         let segments = plan_batch(&batch, parallelism_of, &self.opts.cwd);

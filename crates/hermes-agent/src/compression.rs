@@ -92,11 +92,11 @@ impl Agent {
         if !self.opts.compression_enabled {
             return false;
         }
-        let estimate = TokenEstimator::new().estimate_request(
-            &request.system,
-            &request.messages,
-            &request.tools,
-        );
+        // `request` comes from `Agent::request`, whose tools are `self.specs`: their estimate
+        // is kept with them instead of serializing every schema again.
+        let estimate =
+            TokenEstimator::new().estimate_request(&request.system, &request.messages, &[])
+                + self.specs_tokens;
         let threshold = self.compression_threshold();
         if self.compressor.should_compress(estimate, threshold) {
             self.compress_history(None, CompressTrigger::Threshold, events, cancel)

@@ -35,7 +35,9 @@ pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_S, FiredHooks, HOOK_EVENTS, HookEvent, HookLoadError, HookOutcome,
     HookSpec, Hooks, event_matches,
 };
-pub use repair::{MISSING_RESULT_TEXT, RepairReport, repair_history, validate_tool_pairs};
+pub use repair::{
+    MISSING_RESULT_TEXT, RepairReport, needs_no_repair, repair_history, validate_tool_pairs,
+};
 pub use review::{LearningOptions, Review, ReviewReport};
 pub use steer::SteerQueue;
 pub use switch::PRIMARY_COOLDOWN;

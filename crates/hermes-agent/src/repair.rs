@@ -164,6 +164,63 @@ pub fn repair_history<'a>(
     (out, report)
 }
 
+/// True when [`repair_history`] would return `history` unchanged (an equal copy and a clean
+/// report), decided in one pass without allocating for the usual shapes: no system message;
+/// no empty assistant message; each assistant message's tool calls have pairwise distinct
+/// aliases (C14) and are followed at once, in call order, by exactly one tool result each
+/// whose `tool_call_id` equals the call's id byte-for-byte and which has a tool name; no
+/// other tool message. A history the agent wrote itself has this shape, so building a
+/// request can skip the repair's index and copy the messages directly (issue 6); anything
+/// else goes through [`repair_history`].
+pub fn needs_no_repair<'a>(history: impl IntoIterator<Item = &'a Message>) -> bool {
+    let mut expected: &[hermes_protocol::ToolCall] = &[];
+    for m in history {
+        match m.role {
+            Role::Tool => {
+                let Some((call, rest)) = expected.split_first() else {
+                    return false;
+                };
+                if m.tool_call_id.as_deref() != Some(call.id.as_str()) || m.tool_name.is_none() {
+                    return false;
+                }
+                expected = rest;
+            }
+            _ if !expected.is_empty() => return false,
+            Role::System => return false,
+            Role::User => {}
+            Role::Assistant => {
+                if m.tool_calls.is_empty()
+                    && m.text().trim().is_empty()
+                    && m.reasoning.as_ref().is_none_or(|r| r.text.is_empty())
+                {
+                    return false;
+                }
+                if m.tool_calls.len() > 1 {
+                    let all: Vec<String> =
+                        m.tool_calls.iter().flat_map(|c| aliases(&c.id)).collect();
+                    let distinct: std::collections::HashSet<&String> = all.iter().collect();
+                    // A call's own aliases may repeat (`a|a`); count them per call.
+                    let per_call: usize = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            aliases(&c.id)
+                                .iter()
+                                .collect::<std::collections::HashSet<_>>()
+                                .len()
+                        })
+                        .sum();
+                    if distinct.len() != per_call {
+                        return false;
+                    }
+                }
+                expected = &m.tool_calls;
+            }
+        }
+    }
+    expected.is_empty()
+}
+
 /// Checks the guarantees without changing anything; returns a description of the first
 /// violation. Used by tests and debug assertions.
 pub fn validate_tool_pairs(history: &[Message]) -> Result<(), String> {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::compression::CompressTrigger;
 use crate::delegate::{DELEGATE_TASK, with_parent};
-use crate::repair::repair_history;
+use crate::repair::{needs_no_repair, repair_history};
 
 const BUDGET_SUMMARY_PROMPT: &str = include_str!("../prompts/budget_summary.md");
 const BUDGET_FALLBACK_TEXT: &str = include_str!("../prompts/budget_fallback.md");
@@ -148,11 +148,12 @@ impl Agent {
                 }
             };
             usage.add(&reply.usage);
-            self.record_usage(&reply.usage).await;
             for d in &reply.diagnostics {
                 emit(AgentEvent::Status { message: d.clone() });
             }
-            self.persist(reply.to_message(), events).await;
+            // The reply and the tokens it cost are committed together (one commit).
+            self.persist_with_usage(reply.to_message(), &reply.usage, events)
+                .await;
             if self.history_conflict {
                 continue;
             }
@@ -238,10 +239,16 @@ impl Agent {
             system.push_str("\n\n");
             system.push_str(eph);
         }
-        let (mut messages, report) = repair_history(self.history.iter().map(|e| &e.message));
-        if !report.is_clean() {
-            tracing::debug!(?report, "history repaired before request");
-        }
+        let history = self.history.iter().map(|e| &e.message);
+        let mut messages = if needs_no_repair(history.clone()) {
+            history.cloned().collect()
+        } else {
+            let (messages, report) = repair_history(history);
+            if !report.is_clean() {
+                tracing::debug!(?report, "history repaired before request");
+            }
+            messages
+        };
         if let Some(text) = extra_user {
             messages.push(Message::user(text));
         }
@@ -287,7 +294,9 @@ impl Agent {
         let status = |message: String| {
             let _ = events.send(AgentEvent::Status { message });
         };
-        let mut request = request.clone();
+        // Borrowed until a recovery step has to change it (the history is not copied again
+        // for every call; issue 6).
+        let mut request = std::borrow::Cow::Borrowed(request);
         loop {
             attempts.begin(events);
             let mut shown = false;
@@ -333,7 +342,7 @@ impl Agent {
                     }
                 }
                 RecoveryAction::StripThinking => {
-                    for m in &mut request.messages {
+                    for m in &mut request.to_mut().messages {
                         m.reasoning = None;
                     }
                     status(
@@ -353,7 +362,7 @@ impl Agent {
                         target.model
                     ));
                     self.note_fallback_from(&error);
-                    request.model = next.model().to_string();
+                    request.to_mut().model = next.model().to_string();
                     self.recovery.spare_credentials = next.spare_credentials();
                     self.active = next;
                 }
@@ -472,20 +481,35 @@ impl Agent {
             .await;
     }
 
+    /// Records one model call's usage in a commit of its own (best effort: a failure is
+    /// logged). Replies use [`Agent::persist_with_usage`], which commits both at once.
     pub(crate) async fn record_usage(&self, usage: &Usage) {
         if usage.is_empty() {
             return;
         }
         let sid = self.session_id.clone();
-        let model = self.active.model().to_string();
-        let provider = self.active.provider().to_string();
-        let u = *usage;
-        let cost = hermes_llm::pricing::cost_usd(&model, &u);
+        let row = self.usage_row(usage);
         if let Err(e) = self
-            .blocking(move |s| s.add_usage(&sid, &model, &provider, &u, cost))
+            .blocking(move |s| {
+                let r = row.as_record();
+                s.add_usage(&sid, r.model, r.provider, r.usage, r.cost_usd)
+            })
             .await
         {
             tracing::warn!(error = %e, "could not record usage");
+        }
+    }
+
+    /// What the store records for one call of the active client: its model, provider,
+    /// tokens and cost from the price table.
+    pub(crate) fn usage_row(&self, usage: &Usage) -> UsageRow {
+        let model = self.active.model().to_string();
+        let cost_usd = hermes_llm::pricing::cost_usd(&model, usage);
+        UsageRow {
+            provider: self.active.provider().to_string(),
+            model,
+            usage: *usage,
+            cost_usd,
         }
     }
 
@@ -514,6 +538,26 @@ impl Agent {
         let sid = self.session_id.clone();
         if let Err(e) = self.blocking(move |s| s.set_title(&sid, &title)).await {
             tracing::warn!(error = %e, "could not set session title");
+        }
+    }
+}
+
+/// One model call's usage as it is stored (owned, so it can move to the blocking pool).
+pub(crate) struct UsageRow {
+    model: String,
+    provider: String,
+    usage: Usage,
+    cost_usd: Option<f64>,
+}
+
+impl UsageRow {
+    /// The store's borrowed view of this row.
+    pub(crate) fn as_record(&self) -> hermes_store::UsageRecord<'_> {
+        hermes_store::UsageRecord {
+            model: &self.model,
+            provider: &self.provider,
+            usage: &self.usage,
+            cost_usd: self.cost_usd,
         }
     }
 }

@@ -29,6 +29,7 @@ pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
 pub use maintenance::SearchIndexReport;
+pub use messages::UsageRecord;
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
 pub use schema::SCHEMA_VERSION;
 pub use store::{SessionStore, WRITE_RETRY_BUDGET};

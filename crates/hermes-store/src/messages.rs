@@ -181,6 +181,82 @@ pub(crate) fn deactivate_in(
     Ok(changed)
 }
 
+/// One model call's token usage and cost, as [`SessionStore::add_usage`] records it; also
+/// recorded in the same commit as the reply it produced by
+/// [`SessionStore::append_message_with_usage_checked`].
+#[derive(Debug, Clone, Copy)]
+pub struct UsageRecord<'a> {
+    /// Model name the call went to.
+    pub model: &'a str,
+    /// Provider name the call went to.
+    pub provider: &'a str,
+    /// Tokens of the call.
+    pub usage: &'a Usage,
+    /// Cost in US dollars, when the price is known.
+    pub cost_usd: Option<f64>,
+}
+
+/// Adds `record` to the session totals and to its per-model row (the body of
+/// [`SessionStore::add_usage`], shared with the append that records usage with its reply).
+pub(crate) fn add_usage_in(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    record: &UsageRecord<'_>,
+) -> Result<(), StoreError> {
+    let t = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let usage = record.usage;
+    let vals = [
+        t(usage.input_tokens),
+        t(usage.output_tokens),
+        t(usage.cache_read_tokens),
+        t(usage.cache_write_tokens),
+        t(usage.reasoning_tokens),
+    ];
+    let cost_usd = record.cost_usd;
+    let n = tx
+        .prepare_cached(
+            "UPDATE sessions SET input_tokens = input_tokens + ?2, \
+             output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
+             cache_write_tokens = cache_write_tokens + ?5, \
+             reasoning_tokens = reasoning_tokens + ?6, \
+             cost_usd = CASE WHEN ?7 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?7 END \
+             WHERE id = ?1",
+        )?
+        .execute(rusqlite::params![
+            session_id, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
+        ])?;
+    if n == 0 {
+        return Err(StoreError::SessionNotFound {
+            id: session_id.to_string(),
+        });
+    }
+    tx.prepare_cached(
+        "INSERT INTO session_usage (session_id, model, provider, calls, input_tokens, \
+         output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd) \
+         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9) \
+         ON CONFLICT (session_id, model, provider) DO UPDATE SET calls = calls + 1, \
+         input_tokens = input_tokens + excluded.input_tokens, \
+         output_tokens = output_tokens + excluded.output_tokens, \
+         cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, \
+         cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, \
+         reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, \
+         cost_usd = CASE WHEN excluded.cost_usd IS NULL THEN cost_usd \
+         ELSE coalesce(cost_usd, 0) + excluded.cost_usd END",
+    )?
+    .execute(rusqlite::params![
+        session_id,
+        record.model,
+        record.provider,
+        vals[0],
+        vals[1],
+        vals[2],
+        vals[3],
+        vals[4],
+        cost_usd
+    ])?;
+    Ok(())
+}
+
 impl SessionStore {
     /// Appends `message` to session `session_id` in its own committed transaction and
     /// returns the new row id. Updates the session's `message_count` and `tool_call_count`.
@@ -298,50 +374,13 @@ impl SessionStore {
         usage: &Usage,
         cost_usd: Option<f64>,
     ) -> Result<(), StoreError> {
-        let t = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        let vals = [
-            t(usage.input_tokens),
-            t(usage.output_tokens),
-            t(usage.cache_read_tokens),
-            t(usage.cache_write_tokens),
-            t(usage.reasoning_tokens),
-        ];
-        self.write("add_usage", |tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE sessions SET input_tokens = input_tokens + ?2, \
-                 output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
-                 cache_write_tokens = cache_write_tokens + ?5, \
-                 reasoning_tokens = reasoning_tokens + ?6, \
-                 cost_usd = CASE WHEN ?7 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?7 END \
-                 WHERE id = ?1",
-                )?
-                .execute(rusqlite::params![
-                    session_id, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
-                ])?;
-            if n == 0 {
-                return Err(StoreError::SessionNotFound {
-                    id: session_id.to_string(),
-                });
-            }
-            tx.prepare_cached(
-                "INSERT INTO session_usage (session_id, model, provider, calls, input_tokens, \
-                 output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd) \
-                 VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9) \
-                 ON CONFLICT (session_id, model, provider) DO UPDATE SET calls = calls + 1, \
-                 input_tokens = input_tokens + excluded.input_tokens, \
-                 output_tokens = output_tokens + excluded.output_tokens, \
-                 cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, \
-                 cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, \
-                 reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, \
-                 cost_usd = CASE WHEN excluded.cost_usd IS NULL THEN cost_usd \
-                 ELSE coalesce(cost_usd, 0) + excluded.cost_usd END",
-            )?
-            .execute(rusqlite::params![
-                session_id, model, provider, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
-            ])?;
-            Ok(())
-        })
+        let record = UsageRecord {
+            model,
+            provider,
+            usage,
+            cost_usd,
+        };
+        self.write("add_usage", |tx| add_usage_in(tx, session_id, &record))
     }
 
     /// Per-model usage rows of a session, ordered by model then provider.

@@ -10,7 +10,7 @@ use hermes_protocol::Message;
 
 use crate::compaction::replace_in;
 use crate::error::StoreError;
-use crate::messages::{append_in, deactivate_in, encode};
+use crate::messages::{UsageRecord, add_usage_in, append_in, deactivate_in, encode};
 use crate::store::{SessionStore, to_ts};
 
 /// The stored `history_version` of `session_id`, or [`StoreError::HistoryChanged`] when it is
@@ -64,6 +64,31 @@ impl SessionStore {
         self.write("append_message_checked", |tx| {
             check(tx, session_id, expected_version)?;
             append_in(tx, session_id, message, &enc, now, token_count, calls)
+        })
+    }
+
+    /// [`SessionStore::append_message_checked`] for a model's reply, with the call's usage
+    /// added ([`SessionStore::add_usage`]) in the same committed transaction: one commit
+    /// instead of two per model call (issue 6), and the tokens are never counted for a reply
+    /// that was not stored, nor a reply stored without its tokens. When the version check
+    /// fails nothing is written, the usage included.
+    ///
+    /// Errors: as [`SessionStore::append_message_checked`].
+    pub fn append_message_with_usage_checked(
+        &self,
+        session_id: &str,
+        message: &Message,
+        usage: &UsageRecord<'_>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError> {
+        let enc = encode(message)?;
+        let now = to_ts(Utc::now());
+        let calls = i64::try_from(message.tool_calls.len()).unwrap_or(i64::MAX);
+        self.write("append_message_with_usage_checked", |tx| {
+            check(tx, session_id, expected_version)?;
+            let id = append_in(tx, session_id, message, &enc, now, None, calls)?;
+            add_usage_in(tx, session_id, usage)?;
+            Ok(id)
         })
     }
 

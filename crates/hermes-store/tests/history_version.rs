@@ -129,3 +129,56 @@ fn ending_a_session_moves_its_version_on() {
         Err(StoreError::SessionNotFound { .. })
     ));
 }
+
+#[test]
+fn a_reply_and_its_usage_commit_together_or_not_at_all() {
+    use hermes_protocol::Usage;
+    use hermes_store::UsageRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+    session(&store, "s");
+    store
+        .append_message_checked("s", &Message::user("one"), None, 0)
+        .unwrap();
+    let usage = Usage {
+        input_tokens: 120,
+        output_tokens: 7,
+        ..Usage::default()
+    };
+    let record = UsageRecord {
+        model: "m",
+        provider: "p",
+        usage: &usage,
+        cost_usd: Some(0.25),
+    };
+    let id = store
+        .append_message_with_usage_checked("s", &Message::assistant("1"), &record, 0)
+        .unwrap();
+    let stored = store.load_messages("s").unwrap();
+    assert_eq!(stored.last().map(|m| m.id), Some(id));
+    assert_eq!(texts(&store, "s"), ["one", "1"]);
+    let s = store.get_session("s").unwrap().unwrap();
+    assert_eq!(
+        (s.message_count, s.input_tokens, s.output_tokens),
+        (2, 120, 7)
+    );
+    assert_eq!(s.cost_usd, Some(0.25));
+    let rows = store.usage_by_model("s").unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].calls, rows[0].usage.input_tokens), (1, 120));
+
+    // Another writer moves the history on: the reply is refused and its tokens are not
+    // counted either (one transaction).
+    store.deactivate_messages_checked("s", id, 0).unwrap();
+    let refused =
+        store.append_message_with_usage_checked("s", &Message::assistant("2"), &record, 0);
+    assert!(matches!(refused, Err(StoreError::HistoryChanged { .. })));
+    let s = store.get_session("s").unwrap().unwrap();
+    assert_eq!((s.input_tokens, s.output_tokens), (120, 7));
+    assert_eq!(store.usage_by_model("s").unwrap()[0].calls, 1);
+    assert_eq!(texts(&store, "s"), ["one"]);
+    assert!(matches!(
+        store.append_message_with_usage_checked("nope", &Message::assistant("x"), &record, 0),
+        Err(StoreError::SessionNotFound { .. })
+    ));
+}
