@@ -11,7 +11,9 @@
 //! `insert_us_per_message`, `db_bytes` (state.db plus its -wal and -shm files after the store
 //! is closed), `queries`, `search_ms` (every query's wall time in ms, in file order),
 //! `search_p50_ms`, `search_p99_ms`, `hits_total`. Searches run once untimed to warm the
-//! page cache, then once timed. The corpus generator is shared with
+//! page cache, then once timed. `--search-only` skips the inserts and searches a store an
+//! earlier run filled (same `--messages`), for iterating on search; `insert_*` are then null.
+//! The corpus generator is shared with
 //! `bench/py_store_bench.py` (same words in the same order), so both stores hold the same
 //! text: see `Corpus`.
 
@@ -77,14 +79,20 @@ struct Args {
     db: PathBuf,
     messages: u64,
     queries: PathBuf,
+    search_only: bool,
 }
 
 fn parse_args() -> Result<Args, Box<dyn Error>> {
     let mut db = None;
     let mut messages = 100_000;
     let mut queries = None;
+    let mut search_only = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--search-only" {
+            search_only = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--db" => db = Some(PathBuf::from(value)),
@@ -97,6 +105,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
         db: db.ok_or("--db is required")?,
         messages,
         queries: queries.ok_or("--queries is required")?,
+        search_only,
     })
 }
 
@@ -127,7 +136,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut session = String::new();
     let mut sessions = 0u64;
     let start = Instant::now();
-    for i in 0..args.messages {
+    let to_insert = if args.search_only { 0 } else { args.messages };
+    for i in 0..to_insert {
         if i % PER_SESSION == 0 {
             session = format!("bench_{sessions:07}");
             store.create_session(&NewSession {
@@ -151,7 +161,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         };
         store.append_message(&session, &message, None)?;
     }
-    let insert_s = start.elapsed().as_secs_f64();
+    let insert_s = (!args.search_only).then(|| start.elapsed().as_secs_f64());
 
     for q in &queries {
         store.search(&SearchQuery::new(q.as_str()))?;
@@ -176,9 +186,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     sorted.sort_by(f64::total_cmp);
     let out = serde_json::json!({
         "messages": args.messages,
-        "sessions": sessions,
+        "sessions": args.messages.div_ceil(PER_SESSION),
         "insert_s": insert_s,
-        "insert_us_per_message": insert_s * 1e6 / args.messages.max(1) as f64,
+        "insert_us_per_message": insert_s.map(|s| s * 1e6 / args.messages.max(1) as f64),
         "db_bytes": db_bytes,
         "queries": queries.len(),
         "search_ms": search_ms,

@@ -2,7 +2,8 @@
 //!
 //! The query is parsed by the sanitizer, then:
 //! 1. the rendered FTS5 expression runs against `messages_fts` (`unicode61`, ranked by
-//!    `bm25`), which finds words, tool names and tool arguments;
+//!    `bm25` over the newest 5,000 matches: [`RANK_WINDOW`]), which finds words, tool names
+//!    and tool arguments;
 //! 2. when any term contains CJK characters, the same terms also run as substring matches
 //!    (`LIKE '%term%'`) against the `trigram` table `messages_trgm` (the trigram index serves
 //!    terms of 3+ chars; shorter ones scan), because `unicode61` keeps a run of CJK characters
@@ -24,6 +25,13 @@ use crate::types::{SearchHit, SearchQuery};
 
 /// Hits returned when [`SearchQuery::limit`] is 0.
 const DEFAULT_LIMIT: usize = 20;
+
+/// Matches ranked per word search: the newest this many (by message id). A query matching
+/// more messages returns the best `limit` of its newest 5,000 matches, which bounds a frequent
+/// term's cost (`bm25` reads every ranked match's positions, ~1.5 µs each) — at 1M messages
+/// the slowest of the fixed benchmark queries match ~15,000 (issue 6: p99 ≤ 20 ms). Queries
+/// with fewer matches are ranked over all of them.
+const RANK_WINDOW: i64 = 5_000;
 
 /// Chars of context kept on each side of a substring hit in its snippet.
 const SNIPPET_CONTEXT: usize = 40;
@@ -89,25 +97,69 @@ fn hit_from_row(row: &Row<'_>, snippet: String, rank: f64) -> rusqlite::Result<S
     })
 }
 
+/// Ranked word search in two steps, so the cost of a frequent term is one bounded pass over
+/// its doclist and not a snippet and two joins per match:
+/// 1. the best `limit` rowids by `bm25` among the newest [`RANK_WINDOW`] matches — from the
+///    FTS table alone when no filter is set, else joined with `messages` for the filters;
+/// 2. the columns and the snippet of those rows only, in one query bounded by their rowid
+///    range.
 fn word_search(conn: &Connection, fts: &str, f: &Filters<'_>) -> rusqlite::Result<Vec<SearchHit>> {
-    let sql = format!(
-        "SELECT {HIT_COLUMNS}, snippet(messages_fts, -1, '>>>', '<<<', '…', 16), \
-         bm25(messages_fts) AS rank \
+    let best: Vec<(i64, f64)> = if f.session_id.is_none() && f.role.is_none() {
+        let mut st = conn.prepare_cached(
+            "SELECT rowid, rank FROM (SELECT rowid, rank FROM messages_fts \
+             WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?3) ORDER BY rank LIMIT ?2",
+        )?;
+        st.query_map(rusqlite::params![fts, f.limit, RANK_WINDOW], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?
+    } else {
+        let mut st = conn.prepare_cached(
+            "SELECT rowid, rank FROM (SELECT messages_fts.rowid, messages_fts.rank \
+             FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
+             WHERE messages_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
+             AND (?3 IS NULL OR m.role = ?3) ORDER BY messages_fts.rowid DESC LIMIT ?5) \
+             ORDER BY rank LIMIT ?4",
+        )?;
+        st.query_map(
+            rusqlite::params![fts, f.session_id, f.role, f.limit, RANK_WINDOW],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .collect::<rusqlite::Result<_>>()?
+    };
+    let (Some(low), Some(high)) = (
+        best.iter().map(|b| b.0).min(),
+        best.iter().map(|b| b.0).max(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    // One query for all rows: a prefix term's doclists are merged once per query, so a
+    // lookup per row would repeat that merge `limit` times. FTS5 gets the rowid range and
+    // skips the rest of the doclist; the unary `+` keeps the `IN` list from being handed to
+    // FTS5 as one `rowid =` lookup per value, and it filters rows before their snippet.
+    let marks = vec!["?"; best.len()].join(", ");
+    let mut st = conn.prepare(&format!(
+        "SELECT {HIT_COLUMNS}, snippet(messages_fts, -1, '>>>', '<<<', '…', 16) \
          FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid \
          JOIN sessions s ON s.id = m.session_id \
-         WHERE messages_fts MATCH ?1 AND (?2 IS NULL OR m.session_id = ?2) \
-         AND (?3 IS NULL OR m.role = ?3) ORDER BY rank LIMIT ?4"
-    );
-    let mut st = conn.prepare(&sql)?;
-    let rows = st.query_map(
-        rusqlite::params![fts, f.session_id, f.role, f.limit],
-        |row| {
-            let snippet: String = row.get(6)?;
-            let rank: f64 = row.get(7)?;
-            hit_from_row(row, snippet, rank)
-        },
-    )?;
-    rows.collect()
+         WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? \
+         AND +messages_fts.rowid IN ({marks})"
+    ))?;
+    let mut params: Vec<&dyn ToSql> = vec![&fts, &low, &high];
+    params.extend(best.iter().map(|(rowid, _)| rowid as &dyn ToSql));
+    let mut found = st
+        .query_map(params.as_slice(), |row| hit_from_row(row, row.get(6)?, 0.0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    // Back into rank order; a row deleted between the two steps is simply not reported.
+    let mut hits = Vec::with_capacity(best.len());
+    for (rowid, rank) in best {
+        if let Some(at) = found.iter().position(|h| h.message_id == rowid) {
+            let mut hit = found.swap_remove(at);
+            hit.rank = rank;
+            hits.push(hit);
+        }
+    }
+    Ok(hits)
 }
 
 /// Code-point ranges treated as CJK (Hangul, kana, Bopomofo, ideographs and their

@@ -229,3 +229,47 @@ fn trigram_index_holds_only_messages_with_cjk_text() {
     let plain = ids(&store, SearchQuery::new("记录 OR plain"));
     assert_eq!(plain.len(), 2, "{plain:?}");
 }
+
+/// A term matching more than 5,000 messages is ranked over its newest 5,000 matches only
+/// (`RANK_WINDOW` in search.rs, issue 6 FTS p99): the best-scoring old match falls out,
+/// the best-scoring match inside the window comes first, and filters see the same window.
+#[test]
+fn a_frequent_term_is_ranked_over_its_newest_matches() {
+    let store = store_with(&["s"]);
+    let strong = "beacon beacon beacon";
+    let oldest = store
+        .append_message("s", &Message::user(strong), None)
+        .unwrap();
+    let filler = "beacon and a long tail of other words that lowers its score for this term";
+    let mut newest_strong = 0;
+    for i in 0..5_000 {
+        let text = if i == 2_500 { strong } else { filler };
+        let id = store
+            .append_message("s", &Message::user(text), None)
+            .unwrap();
+        if i == 2_500 {
+            newest_strong = id;
+        }
+    }
+    let hits = store.search(&SearchQuery::new("beacon")).unwrap();
+    assert_eq!(hits.len(), 20);
+    assert_eq!(hits[0].message_id, newest_strong);
+    assert!(hits.iter().all(|h| h.message_id != oldest));
+    assert!(
+        hits[0].snippet.contains(">>>beacon<<<"),
+        "{}",
+        hits[0].snippet
+    );
+
+    let mut q = SearchQuery::new("beacon");
+    q.session_id = Some("s".into());
+    q.role = Some(Role::User);
+    let filtered = store.search(&q).unwrap();
+    assert_eq!(filtered[0].message_id, newest_strong);
+    assert!(filtered.iter().all(|h| h.message_id != oldest));
+
+    // With fewer matches than the window, every match is ranked: a narrower query reaches
+    // the oldest message again.
+    let narrow = ids(&store, SearchQuery::new("beacon NOT tail"));
+    assert_eq!(narrow, vec![oldest, newest_strong]);
+}
