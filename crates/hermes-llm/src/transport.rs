@@ -102,13 +102,37 @@ impl Endpoint {
             .headers(self.headers.clone())
             .json(body)
             .send();
-        let response = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(interrupted()),
-            r = send => r.map_err(|e| LlmError::from_transport(&e))?,
-        };
-        split_response(response, cancel).await
+        finish(send, cancel).await
     }
+
+    /// [`Endpoint::post`] with a body already serialized to JSON bytes (the endpoint's
+    /// headers carry the JSON content type).
+    pub(crate) async fn post_bytes(
+        &self,
+        body: Vec<u8>,
+        cancel: &CancellationToken,
+    ) -> Result<Body, LlmError> {
+        let send = self
+            .http
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send();
+        finish(send, cancel).await
+    }
+}
+
+/// Waits for the response head of `send` (or the interrupt) and splits the response.
+async fn finish(
+    send: impl std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+    cancel: &CancellationToken,
+) -> Result<Body, LlmError> {
+    let response = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(interrupted()),
+        r = send => r.map_err(|e| LlmError::from_transport(&e))?,
+    };
+    split_response(response, cancel).await
 }
 
 /// The body of a streamed response as bytes; transport failures become `timeout`-class errors.

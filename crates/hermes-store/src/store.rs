@@ -597,7 +597,11 @@ fn query_session(
         "SELECT {SESSION_COLUMNS} FROM sessions s WHERE {filter} \
          ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
     );
-    conn.query_row(&sql, [value], session_from_row).optional()
+    // Cached: the REPL reads its session after every turn (status line), and the few filters
+    // used make a handful of distinct statements.
+    conn.prepare_cached(&sql)?
+        .query_row([value], session_from_row)
+        .optional()
 }
 
 fn count(row: &Row<'_>, idx: usize) -> rusqlite::Result<u64> {

@@ -10,6 +10,7 @@ mod assemble;
 pub mod capabilities;
 mod request;
 mod stream;
+mod wire;
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ pub use assemble::{ChatAssembler, PromptHint, decode_completion_body, map_usage}
 pub use capabilities::ChatWireOptions;
 pub use request::{apply_cache_markers, build_body, estimate_prompt_tokens, message_to_wire};
 pub use stream::decode_sse;
+pub use wire::body_bytes;
 
 use crate::anthropic::CacheTtl;
 use crate::client::{ChatRequest, EventStream, ModelClient};
@@ -175,13 +177,19 @@ impl OpenAiChatClient {
 #[async_trait::async_trait]
 impl ModelClient for OpenAiChatClient {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
-        let body = build_body(request, &self.config.model, &self.config.wire);
+        let body = body_bytes(request, &self.config.model, &self.config.wire).map_err(|e| {
+            LlmError::new(
+                ErrorClass::FormatError,
+                None,
+                format!("could not write the request body as JSON: {e}"),
+            )
+        })?;
         let hint = PromptHint {
             estimated_prompt_tokens: estimate_prompt_tokens(request),
             context_window: self.config.context_window,
         };
         let cancel = request.cancel.clone();
-        match self.endpoint.post(&body, &cancel).await? {
+        match self.endpoint.post_bytes(body, &cancel).await? {
             Body::Json(text) => {
                 let events = decode_completion_body(&text, hint)?;
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))

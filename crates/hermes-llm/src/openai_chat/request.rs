@@ -192,7 +192,25 @@ pub fn estimate_prompt_tokens(request: &ChatRequest) -> u64 {
         }
     }
     for t in &request.tools {
-        chars += t.name.len() + t.description.chars().count() + t.parameters.to_string().len();
+        chars += t.name.len() + t.description.chars().count() + json_len(&t.parameters);
     }
     (chars / 4) as u64
+}
+
+/// Length in bytes of `value` written as compact JSON, counted without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
