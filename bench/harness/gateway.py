@@ -104,10 +104,11 @@ def free_port():
 class GatewayProc:
     """`hermes gateway run` with the webhook adapter on `port`."""
 
-    def __init__(self, c, port, callback_url, log_path):
+    def __init__(self, c, port, callback_url, log_path, extra_env=None):
         self.port = port
         env = {
             **c.env(),
+            **(extra_env or {}),
             "WEBHOOK_SECRET": SECRET,
             "WEBHOOK_PORT": str(port),
             "WEBHOOK_CALLBACK_URL": callback_url,
@@ -192,8 +193,9 @@ def stored_messages(home):
     return len(counts), sum(counts), (min(counts) if counts else 0)
 
 
-def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16):
-    """See the module docstring. Returns RSS figures in MB and the routing throughput."""
+def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16, extra_env=None):
+    """See the module docstring. Returns RSS figures in MB and the routing throughput.
+    `extra_env` is added to the gateway's environment (for example `GLIBC_TUNABLES`)."""
     home = Path(c.home)
     callbacks = Callbacks()
     chats = [str(100000 + i) for i in range(sessions)]
@@ -201,7 +203,7 @@ def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16
            "concurrency": concurrency, "live": []}
     try:
         (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=1))
-        gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log")
+        gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log", extra_env)
         try:
             time.sleep(min(settle_s, 5))
             gw.sample("fresh_", out)
@@ -221,7 +223,7 @@ def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16
                                f"{fewest} messages; expected {sessions} with {2 * turns}")
         for n in live:
             (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=n))
-            gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log")
+            gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log", extra_env)
             try:
                 drive(gw, callbacks, chats, 1, concurrency, "again")
                 time.sleep(settle_s)

@@ -59,6 +59,10 @@ def rows(doc):
         for live in gw.get("live", []):
             out.append((f"gateway RSS with {live['agents']} live agents (same chats, one more message each)",
                         split(live), "—", ""))
+        tuned = doc["results"]["gateway"].get("ours_arena_max_2") or {}
+        if tuned.get("sessions"):
+            out.append((f"gateway RSS idle after {routed}, GLIBC_TUNABLES=glibc.malloc.arena_max=2",
+                        split(tuned, "idle_"), "—", ""))
         add("gateway routing throughput (16 chats in flight)", "gateway", "turns_per_s", "turns/s", 0, ratio=False)
     small = doc["results"].get("store_same_size", {})
     if small.get("ours", {}).get("messages"):
