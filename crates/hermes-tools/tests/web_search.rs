@@ -331,6 +331,26 @@ async fn error_statuses_and_bad_bodies_are_tool_errors_naming_the_backend() {
     );
 }
 
+/// A backend (or a proxy in front of it) that answers with more than
+/// `MAX_ANSWER_BYTES` is a clear error, not an unbounded read.
+#[tokio::test]
+async fn an_oversized_answer_is_refused_by_size() {
+    let huge = format!(
+        r#"{{"results":[],"pad":"{}"}}"#,
+        "x".repeat(hermes_tools::web::backends::MAX_ANSWER_BYTES)
+    );
+    for kind in [Kind::Tavily, Kind::Searxng] {
+        let (base, _) = fake_api(200, &huge).await;
+        let out = search(backend(kind, &base), json!({"query": "q"})).await;
+        assert!(out.is_error, "{}", out.content);
+        assert!(
+            out.content.contains("the answer is larger than 5 MiB"),
+            "{}",
+            out.content
+        );
+    }
+}
+
 #[tokio::test]
 async fn bad_arguments_are_reported() {
     let (base, seen) = fake_api(200, TAVILY_OK).await;

@@ -73,7 +73,16 @@ async fn send_json(
         .get(RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let body = resp.text().await.map_err(network)?;
+    let body = read_capped(resp).await.map_err(|e| match e {
+        Capped::Network(e) => network(e),
+        Capped::TooLarge => SearchError::Malformed {
+            backend,
+            detail: format!(
+                "the answer is larger than {} MiB",
+                MAX_ANSWER_BYTES / (1024 * 1024)
+            ),
+        },
+    })?;
     match status {
         200..=299 => serde_json::from_str(&body).map_err(|e| SearchError::Malformed {
             backend,
@@ -95,6 +104,28 @@ async fn send_json(
             detail: error_detail(&body),
         }),
     }
+}
+
+/// Largest search answer read, in bytes (5 MiB, like a page of `web_extract`): a backend or
+/// a proxy that streams without end fails with [`SearchError::Malformed`] instead of growing
+/// the process without bound.
+pub const MAX_ANSWER_BYTES: usize = crate::web::fetch::MAX_DOWNLOAD_BYTES;
+
+enum Capped {
+    Network(reqwest::Error),
+    TooLarge,
+}
+
+/// The body as text (invalid UTF-8 replaced), read chunk by chunk up to [`MAX_ANSWER_BYTES`].
+async fn read_capped(mut resp: reqwest::Response) -> Result<String, Capped> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(Capped::Network)? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(Capped::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// The message of an error body: `error`, `detail` or `message` of a JSON object (nested
