@@ -53,7 +53,8 @@ pub fn cron_tool(app: &App, compact: bool) -> Arc<dyn Tool> {
     Arc::new(tool)
 }
 
-/// A client for `delegation.provider` (with `delegation.model` and `delegation.base_url`),
+/// A client for `delegation.provider` (with `delegation.model`, `delegation.base_url` and
+/// `delegation.api_key`),
 /// or `None` when no provider is configured or it cannot be resolved (reported on stderr).
 fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
     let delegation = &app.config.delegation;
@@ -65,6 +66,7 @@ fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
         provider: Some(provider.clone()),
         default: delegation.model.clone(),
         base_url: delegation.base_url.clone(),
+        api_key: delegation.api_key.clone().filter(|k| !k.trim().is_empty()),
         ..ModelConfig::default()
     };
     let inputs = ResolveInputs {

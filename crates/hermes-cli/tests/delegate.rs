@@ -97,7 +97,7 @@ async fn a_subagent_runs_and_continue_picks_the_parent() {
 async fn delegation_provider_sends_subagents_to_another_endpoint() {
     let other = hermes_testkit::MockProvider::start().await;
     let env = Env::with_config(&format!(
-        "delegation:\n  provider: custom\n  base_url: {}\n  model: helper-model\n",
+        "delegation:\n  provider: custom\n  base_url: {}\n  model: helper-model\n  api_key: sk-helper-key\n",
         other.base_url()
     ))
     .await;
@@ -113,6 +113,11 @@ async fn delegation_provider_sends_subagents_to_another_endpoint() {
     let child = other.requests();
     assert_eq!(child.len(), 1);
     assert_eq!(child[0]["model"], "helper-model");
+    // `delegation.api_key` is the subagents' key on that endpoint.
+    assert_eq!(
+        other.captured()[0].header("authorization"),
+        Some("Bearer sk-helper-key")
+    );
     let parent = env.mock.requests();
     assert_eq!(parent.len(), 2);
     assert!(

@@ -329,6 +329,9 @@ pub struct DelegationConfig {
     pub provider: Option<String>,
     /// Base URL of `provider` (for `custom` and local servers).
     pub base_url: Option<String>,
+    /// API key for `provider`/`base_url` written in the config (prefer the provider's
+    /// variable in `.env`); used only with `provider`.
+    pub api_key: Option<String>,
     /// Other `delegation:` keys, untouched.
     #[serde(flatten)]
     pub other: BTreeMap<String, yaml_serde::Value>,
@@ -342,6 +345,7 @@ impl Default for DelegationConfig {
             model: None,
             provider: None,
             base_url: None,
+            api_key: None,
             other: BTreeMap::new(),
         }
     }
