@@ -227,6 +227,62 @@ fn edit_block(
     Ok(())
 }
 
+/// Sets the top-level `key` to the flow list `[a, b, …]` of `items` (`hermes setup` writes
+/// `toolsets:` this way): the key's line and the lines of its old value (a block list or a
+/// flow list) become one line, a trailing comment on the key's line stays, and every other
+/// line is untouched. A missing key is appended.
+///
+/// # Errors
+/// [`EditError::Parse`] for a file that does not parse; [`EditError::Layout`] when the result
+/// would not parse to the old settings with `key` replaced (an item YAML cannot write plain
+/// inside a flow list, say).
+pub fn set_list(text: &str, key: &str, items: &[String]) -> Result<String, EditError> {
+    let mut want = parse(text)?;
+    want.insert(
+        key.to_string(),
+        Value::Array(items.iter().cloned().map(Value::String).collect()),
+    );
+    let rendered = items
+        .iter()
+        .map(|i| scalar(i))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(", ");
+    let trailing_newline = text.ends_with('\n') || text.is_empty();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    match lines
+        .iter()
+        .position(|l| indent_of(l) == 0 && key_of(l) == Some(key))
+    {
+        None => lines.push(format!("{key}: [{rendered}]")),
+        Some(start) => {
+            // The old value: deeper lines, and `- item` lines at the key's own indentation;
+            // blank lines and comments after its last line belong to what follows.
+            let mut end = start + 1;
+            let mut i = start + 1;
+            while i < lines.len() {
+                let l = &lines[i];
+                if !is_blank_or_comment(l) {
+                    if indent_of(l) == 0 && !l.starts_with("- ") && l != "-" {
+                        break;
+                    }
+                    end = i + 1;
+                }
+                i += 1;
+            }
+            let comment = trailing_comment(&lines[start]).unwrap_or("").to_string();
+            lines.splice(start..end, [format!("{key}: [{rendered}]{comment}")]);
+        }
+    }
+    let mut out = lines.join("\n");
+    if trailing_newline && !out.is_empty() {
+        out.push('\n');
+    }
+    if parse(&out).map_err(|_| EditError::Layout)? != want {
+        return Err(EditError::Layout);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -306,5 +362,34 @@ agent:
             &[],
         );
         assert!(e.is_err(), "{e:?}");
+    }
+
+    #[test]
+    fn set_list_replaces_a_block_or_flow_list_and_keeps_everything_else() {
+        let text = "# tools\ntoolsets:   # what the agent may use\n  - terminal\n  - file\n\n# loop\nagent:\n  max_turns: 7\n";
+        let out = set_list(text, "toolsets", &["web".into(), "file".into()]).unwrap();
+        assert_eq!(
+            out,
+            "# tools\ntoolsets: [web, file]   # what the agent may use\n\n# loop\nagent:\n  max_turns: 7\n"
+        );
+        let flow = "toolsets: [terminal]\nmodel: m\n";
+        assert_eq!(
+            set_list(flow, "toolsets", &["all".into()]).unwrap(),
+            "toolsets: [all]\nmodel: m\n"
+        );
+        let same_indent = "toolsets:\n- terminal\n- file\nmodel: m\n";
+        assert_eq!(
+            set_list(same_indent, "toolsets", &["file".into()]).unwrap(),
+            "toolsets: [file]\nmodel: m\n"
+        );
+        assert_eq!(
+            set_list("model: m\n", "toolsets", &["web".into()]).unwrap(),
+            "model: m\ntoolsets: [web]\n"
+        );
+        // An item YAML writes plain but a flow list would split is refused, not mangled.
+        assert_eq!(
+            set_list(flow, "toolsets", &["a, b".into()]),
+            Err(EditError::Layout)
+        );
     }
 }

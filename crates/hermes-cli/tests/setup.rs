@@ -140,7 +140,11 @@ async fn non_interactive_errors_say_what_is_missing() {
 async fn non_interactive_custom_server_with_an_mcp_server_keeps_other_settings() {
     let home = TempHome::new().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(home.home().config_file(), "agent:\n  max_turns: 12\n").unwrap();
+    std::fs::write(
+        home.home().config_file(),
+        "# my settings\nagent:\n  max_turns: 12   # long tasks\n",
+    )
+    .unwrap();
     let out = hermes(
         home.path(),
         cwd.path(),
@@ -168,7 +172,13 @@ async fn non_interactive_custom_server_with_an_mcp_server_keeps_other_settings()
     let servers = serde_json::to_value(c.mcp_servers.unwrap()).unwrap();
     assert_eq!(servers["files"]["command"], "npx");
     assert_eq!(servers["files"]["args"][2], "/tmp");
-    assert!(home.path().join("config.yaml.bak").is_file());
+    // The settings were added line by line: the user's comments are still there.
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    assert!(
+        text.starts_with("# my settings\nagent:\n  max_turns: 12   # long tasks\n"),
+        "{text}"
+    );
+    assert!(!home.path().join("config.yaml.bak").exists());
     let list = hermes(home.path(), cwd.path(), &["mcp", "list"]).await;
     assert!(
         stdout(&list).contains("files\tenabled"),

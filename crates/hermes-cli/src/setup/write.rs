@@ -1,7 +1,8 @@
 //! Writing the wizard's answers: the API key into `HERMES_HOME/.env` (mode 0600, other lines
-//! kept) and the `model:`, `toolsets:` and `mcp_servers:` settings into `config.yaml` (other
-//! settings kept; the previous file is saved as `config.yaml.bak` first, because comments
-//! do not survive the rewrite).
+//! kept) and the `model:`, `toolsets:` and `mcp_servers:` settings into `config.yaml`: only
+//! those settings' lines change when the file's layout allows it (comments and order kept);
+//! otherwise the file is rewritten from its parsed settings, after saving the previous one
+//! as `config.yaml.bak`, because comments do not survive that.
 
 use std::path::Path;
 
@@ -132,6 +133,11 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
     let Some(root) = doc.as_object_mut() else {
         bail!("{} is not a mapping of settings", path.display());
     };
+    let old_model_keys: Vec<String> = root
+        .get("model")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
     let mut model = Map::new();
     model.insert("provider".into(), plan.provider.clone().into());
     if let Some(m) = &plan.model {
@@ -157,11 +163,21 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         };
         servers.insert(name.clone(), entry.clone());
     }
-    let text = yaml_serde::to_string(&doc).context("serializing config.yaml")?;
-    if let Some(old) = &old {
-        let backup = path.with_extension("yaml.bak");
-        std::fs::write(&backup, old).with_context(|| format!("writing {}", backup.display()))?;
-    }
+    let in_place = old
+        .as_deref()
+        .and_then(|text| edit_in_place(text, &old_model_keys, plan).ok())
+        .filter(|edited| yaml_serde::from_str::<Value>(edited).ok().as_ref() == Some(&doc));
+    let text = match in_place {
+        Some(edited) => edited,
+        None => {
+            if let Some(old) = &old {
+                let backup = path.with_extension("yaml.bak");
+                std::fs::write(&backup, old)
+                    .with_context(|| format!("writing {}", backup.display()))?;
+            }
+            yaml_serde::to_string(&doc).context("serializing config.yaml")?
+        }
+    };
     if plan.config_api_key.is_some() {
         write_private(path, &text)
     } else {
@@ -170,6 +186,39 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         }
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// `plan` applied to `text` line by line (see [`crate::config_edit_keys`] and
+/// [`crate::config_edit`]); `old_model_keys` are the keys of the old `model:` table, of which
+/// those the plan does not set are removed.
+fn edit_in_place(
+    text: &str,
+    old_model_keys: &[String],
+    plan: &Plan,
+) -> Result<String, crate::config_edit::EditError> {
+    let mut set: Vec<(&str, &str)> = vec![("provider", &plan.provider)];
+    for (key, value) in [
+        ("default", &plan.model),
+        ("base_url", &plan.base_url),
+        ("api_key", &plan.config_api_key),
+    ] {
+        if let Some(v) = value {
+            set.push((key, v));
+        }
+    }
+    let remove: Vec<&str> = old_model_keys
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !set.iter().any(|(s, _)| s == k))
+        .collect();
+    let mut out = crate::config_edit_keys::edit_section(text, "model", &set, &remove)?;
+    if !plan.toolsets.is_empty() {
+        out = crate::config_edit_keys::set_list(&out, "toolsets", &plan.toolsets)?;
+    }
+    if let Some((name, entry)) = &plan.mcp {
+        out = crate::config_edit::set_server(&out, name, entry)?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -200,7 +249,7 @@ mod tests {
     }
 
     #[test]
-    fn config_keeps_other_settings_and_backs_up_the_old_file() {
+    fn config_keeps_comments_and_other_settings_or_backs_up_the_old_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         std::fs::write(
@@ -227,6 +276,24 @@ mod tests {
         assert_eq!(servers["a"]["url"], "http://a");
         assert_eq!(servers["fs"]["command"], "npx");
         assert_eq!(servers["fs"]["args"], json!(["-y", "server fs", "/tmp"]));
+        // Edited line by line: the comment stays and no backup is needed.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# mine\nmodel:\n"), "{text}");
+        assert!(!dir.path().join("config.yaml.bak").exists());
+
+        // A layout the line editor does not change (a flow mapping of servers): the file is
+        // rewritten from its settings, the old one saved first.
+        std::fs::write(
+            &path,
+            "# mine\nmodel: old-model\nmcp_servers: {a: {url: http://a}}\n",
+        )
+        .unwrap();
+        apply_config(&path, &plan).unwrap();
+        let loaded = hermes_protocol::config::Config::load(&path).unwrap();
+        assert_eq!(loaded.config.toolsets, vec!["hermes-cli".to_string()]);
+        let servers = serde_json::to_value(loaded.config.mcp_servers.unwrap()).unwrap();
+        assert_eq!(servers["a"]["url"], "http://a");
+        assert_eq!(servers["fs"]["command"], "npx");
         let backup = std::fs::read_to_string(dir.path().join("config.yaml.bak")).unwrap();
         assert!(backup.starts_with("# mine"));
     }
