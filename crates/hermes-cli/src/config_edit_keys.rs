@@ -116,11 +116,20 @@ pub fn edit_section(
             }
         }
     }
+    checked(&lines, trailing_newline, &want)
+}
+
+/// `lines` joined (with the old file's final newline), when they parse to `want`.
+fn checked(
+    lines: &[String],
+    trailing_newline: bool,
+    want: &Map<String, Value>,
+) -> Result<String, EditError> {
     let mut out = lines.join("\n");
     if trailing_newline && !out.is_empty() {
         out.push('\n');
     }
-    if parse(&out).map_err(|_| EditError::Layout)? != want {
+    if parse(&out).map_err(|_| EditError::Layout)? != *want {
         return Err(EditError::Layout);
     }
     Ok(out)
@@ -273,14 +282,7 @@ pub fn set_list(text: &str, key: &str, items: &[String]) -> Result<String, EditE
             lines.splice(start..end, [format!("{key}: [{rendered}]{comment}")]);
         }
     }
-    let mut out = lines.join("\n");
-    if trailing_newline && !out.is_empty() {
-        out.push('\n');
-    }
-    if parse(&out).map_err(|_| EditError::Layout)? != want {
-        return Err(EditError::Layout);
-    }
-    Ok(out)
+    checked(&lines, trailing_newline, &want)
 }
 
 #[cfg(test)]
