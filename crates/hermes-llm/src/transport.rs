@@ -96,13 +96,9 @@ impl Endpoint {
         body: &Value,
         cancel: &CancellationToken,
     ) -> Result<Body, LlmError> {
-        let send = self
-            .http
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .json(body)
-            .send();
-        finish(send, cancel).await
+        let bytes =
+            serde_json::to_vec(body).map_err(|e| config_error(&format!("request body: {e}")))?;
+        self.post_bytes(bytes, cancel).await
     }
 
     /// [`Endpoint::post`] with a body already serialized to JSON bytes (the endpoint's
