@@ -64,6 +64,23 @@ fn renderer(o: RenderOptions, skin: Skin) -> (Renderer, Capture) {
     (r, cap)
 }
 
+/// What a `mode` renderer (60 columns, every tool line) writes to stdout for `events`;
+/// stderr is dropped.
+fn stdout_of(mode: RenderMode, events: &[AgentEvent]) -> String {
+    let cap = Capture::default();
+    let mut r = Renderer::with_writers(
+        mode,
+        opts(60, false, ToolProgress::All),
+        Skin::builtin_default(),
+        Box::new(cap.clone()),
+        Box::new(std::io::sink()),
+    );
+    for e in events {
+        r.handle(e);
+    }
+    String::from_utf8(cap.bytes()).unwrap()
+}
+
 /// The screen after `bytes`: (plain text without trailing blank lines, text with attributes).
 fn screen(bytes: &[u8], width: usize) -> (String, Vec<u8>) {
     let mut p = vt100::Parser::new(300, u16::try_from(width).unwrap(), 0);
@@ -560,37 +577,13 @@ fn a_restart_notice_shows_even_when_quiet_but_not_in_final_only_mode() {
         "status lines stay hidden: {text}"
     );
 
-    let cap = Capture::default();
-    let mut r = Renderer::with_writers(
-        RenderMode::FinalOnly,
-        opts(60, false, ToolProgress::All),
-        Skin::builtin_default(),
-        Box::new(cap.clone()),
-        Box::new(std::io::sink()),
-    );
-    for e in restarted_turn() {
-        r.handle(&e);
-    }
-    assert_eq!(
-        String::from_utf8(cap.bytes()).unwrap(),
-        "# Plan\n\nStep one is **to measure**.\n"
-    );
+    let out = stdout_of(RenderMode::FinalOnly, &restarted_turn());
+    assert_eq!(out, "# Plan\n\nStep one is **to measure**.\n");
 }
 
 #[test]
 fn json_mode_emits_the_restart_event() {
-    let cap = Capture::default();
-    let mut r = Renderer::with_writers(
-        RenderMode::Json,
-        opts(60, false, ToolProgress::All),
-        Skin::builtin_default(),
-        Box::new(cap.clone()),
-        Box::new(std::io::sink()),
-    );
-    for e in restarted_turn() {
-        r.handle(&e);
-    }
-    let out = String::from_utf8(cap.bytes()).unwrap();
+    let out = stdout_of(RenderMode::Json, &restarted_turn());
     let restart: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
