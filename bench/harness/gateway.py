@@ -12,6 +12,10 @@ store, the N most recent stay cached) and reads the RSS after `settle_s` seconds
 on top of the same routed sessions. Within a chat, a message is sent only after the reply to
 the previous one arrived (the default busy mode would otherwise interrupt the running turn);
 `concurrency` chats are in flight at once.
+
+The settle time is meant to be longer than the gateway's `idle_release_after` (default 60 s),
+so the idle figures are taken after the gateway gave free heap and code pages back
+(`crates/hermes-gateway/src/idle.rs`); `after_routing_*` is the RSS while it was serving.
 """
 
 import hashlib
@@ -37,7 +41,7 @@ CONFIG = """model:
   default: bench-plain
 gateway:
   agent_cache_size: {cache}
-"""
+{extra}"""
 
 
 class Callbacks:
@@ -193,16 +197,22 @@ def stored_messages(home):
     return len(counts), sum(counts), (min(counts) if counts else 0)
 
 
-def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16, extra_env=None):
+def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16, extra_env=None,
+                   idle_release_after=None):
     """See the module docstring. Returns RSS figures in MB and the routing throughput.
-    `extra_env` is added to the gateway's environment (for example `GLIBC_TUNABLES`)."""
+    `extra_env` is added to the gateway's environment (for example `GLIBC_TUNABLES`);
+    `idle_release_after` (seconds) is written to config.yaml when given (0 turns the idle
+    release off), otherwise the gateway's default applies."""
+    extra = ("" if idle_release_after is None
+             else f"  idle_release_after: {idle_release_after}\n")
     home = Path(c.home)
     callbacks = Callbacks()
     chats = [str(100000 + i) for i in range(sessions)]
     out = {"sessions": sessions, "messages_per_session": 2 * turns, "settle_s": settle_s,
+           "idle_release_after_s": idle_release_after,
            "concurrency": concurrency, "live": []}
     try:
-        (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=1))
+        (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=1, extra=extra))
         gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log", extra_env)
         try:
             time.sleep(min(settle_s, 5))
@@ -222,7 +232,7 @@ def gateway_memory(c, mock_base, sessions, turns, live, settle_s, concurrency=16
             raise RuntimeError(f"state.db has {n_sessions} webhook sessions, the smallest with "
                                f"{fewest} messages; expected {sessions} with {2 * turns}")
         for n in live:
-            (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=n))
+            (home / "config.yaml").write_text(CONFIG.format(base_url=f"{mock_base}/v1", cache=n, extra=extra))
             gw = GatewayProc(c, free_port(), callbacks.url, home / "gateway-bench.log", extra_env)
             try:
                 drive(gw, callbacks, chats, 1, concurrency, "again")

@@ -54,15 +54,17 @@ def rows(doc):
                     f"binary pages {d.get(f'{prefix}file_mb', 0):.1f})")
         routed = f"{gw['sessions']:,} chats × {gw['messages_per_session']} messages"
         out.append(("gateway RSS at start (webhook adapter, no chats)", split(gw, "fresh_"), "—", ""))
+        out.append((f"gateway RSS right after routing {routed} (serving)",
+                    split(gw, "after_routing_"), "—", ""))
         out.append((f"gateway RSS idle after {routed} ({gw['settle_s']} s settled, ≤ 1 cached agent)",
                     split(gw, "idle_"), "—", ""))
         for live in gw.get("live", []):
             out.append((f"gateway RSS with {live['agents']} live agents (same chats, one more message each)",
                         split(live), "—", ""))
-        tuned = doc["results"]["gateway"].get("ours_arena_max_2") or {}
-        if tuned.get("sessions"):
-            out.append((f"gateway RSS idle after {routed}, GLIBC_TUNABLES=glibc.malloc.arena_max=2",
-                        split(tuned, "idle_"), "—", ""))
+        kept = doc["results"]["gateway"].get("ours_no_idle_release") or {}
+        if kept.get("sessions"):
+            out.append((f"gateway RSS idle after {routed}, `idle_release_after: 0` (nothing given back)",
+                        split(kept, "idle_"), "—", ""))
         add("gateway routing throughput (16 chats in flight)", "gateway", "turns_per_s", "turns/s", 0, ratio=False)
     small = doc["results"].get("store_same_size", {})
     if small.get("ours", {}).get("messages"):

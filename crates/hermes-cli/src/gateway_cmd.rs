@@ -253,11 +253,13 @@ fn spawn_api(
     settings: Option<hermes_gateway::api::ApiSettings>,
     factory: Arc<CliAgentFactory>,
     store: Arc<hermes_store::SessionStore>,
+    activity: hermes_gateway::Activity,
     cancel: &CancellationToken,
 ) -> Option<tokio::task::JoinHandle<Result<()>>> {
     let settings = settings?;
     let addr = settings.addr();
-    let state = hermes_gateway::api::ApiState::new(factory, store, settings);
+    let state =
+        hermes_gateway::api::ApiState::new(factory, store, settings).with_activity(activity);
     let cancel = cancel.clone();
     Some(tokio::spawn(async move {
         eprintln!("API server listening on http://{addr}");
@@ -347,11 +349,19 @@ pub(crate) async fn serve(
         eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
         None
     };
-    #[cfg(feature = "api-server")]
-    let api_task = spawn_api(api, factory.clone(), store.clone(), &cancel);
     // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
-    let gateway = Gateway::new(config, adapters, factory, store, app.home.clone());
+    let gateway = Gateway::new(
+        config,
+        adapters,
+        factory.clone(),
+        store.clone(),
+        app.home.clone(),
+    );
     gateway.set_hooks(hooks);
+    // Issue 7 "Memory": once idle, the process gives back free heap and code pages.
+    gateway.set_memory_release(Arc::new(crate::process_memory::ProcessMemory));
+    #[cfg(feature = "api-server")]
+    let api_task = spawn_api(api, factory, store, gateway.activity(), &cancel);
     if api_enabled {
         gateway.set_front_ends(vec!["api_server".to_string()]);
     }

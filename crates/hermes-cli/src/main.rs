@@ -34,6 +34,7 @@ mod memory_cmd;
 mod model_cmd;
 mod model_switch;
 mod pairing_cmd;
+mod process_memory;
 mod prompt;
 mod render;
 mod repl;
@@ -63,6 +64,14 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging(cli.chat.verbose);
+    if let Some(Command::Gateway {
+        action: gateway_cmd::GatewayCmd::Run,
+        ..
+    }) = &cli.command
+    {
+        // Before the runtime's threads exist (issue 7 "Memory").
+        process_memory::cap_malloc_arenas();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

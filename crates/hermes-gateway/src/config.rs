@@ -116,6 +116,10 @@ pub struct GatewayConfig {
     /// `gateway.approval_timeout`: seconds a dangerous command waits for `/approve`
     /// before it is denied (default 300).
     pub approval_timeout: Duration,
+    /// `gateway.idle_release_after`: seconds without messages or running work after which
+    /// the gateway gives memory back to the operating system, once per idle period
+    /// ([`crate::idle`]); `0` turns it off (`None`). Default 60.
+    pub idle_release_after: Option<Duration>,
     /// `GATEWAY_ALLOW_ALL_USERS`: every platform allows everyone.
     pub allow_all_users: bool,
     /// Per-platform access from the environment, keyed by lower-case platform name.
@@ -134,6 +138,7 @@ impl Default for GatewayConfig {
             agent_cache_size: 32,
             streaming: false,
             approval_timeout: Duration::from_secs(300),
+            idle_release_after: Some(Duration::from_secs(60)),
             allow_all_users: false,
             access: BTreeMap::new(),
         }
@@ -162,6 +167,7 @@ const GATEWAY_KEYS: &[&str] = &[
     "agent_cache_size",
     "streaming",
     "approval_timeout",
+    "idle_release_after",
 ];
 
 impl GatewayConfig {
@@ -330,6 +336,10 @@ fn read_gateway_section(
             "approval_timeout" => {
                 out.approval_timeout = Duration::from_secs(yaml_uint(&key, val, 1, 86_400)?);
             }
+            "idle_release_after" => {
+                let secs = yaml_uint(&key, val, 0, 86_400 * 30)?;
+                out.idle_release_after = (secs > 0).then(|| Duration::from_secs(secs));
+            }
             other => {
                 warnings.push(format!(
                     "unknown key `gateway.{other}` (ignored; known: {})",
@@ -405,6 +415,9 @@ mod tests {
         assert_eq!(c.access("telegram"), PlatformAccess::default());
         assert!(c.keys.group_sessions_per_user);
         assert!(!c.keys.thread_sessions_per_user);
+        assert_eq!(c.idle_release_after, Some(Duration::from_secs(60)));
+        let (c, _) = parse("gateway:\n  idle_release_after: 0\n", &[]).unwrap();
+        assert_eq!(c.idle_release_after, None, "0 turns the idle release off");
     }
 
     #[test]
@@ -412,7 +425,7 @@ mod tests {
         let yaml = "group_sessions_per_user: false\nthread_sessions_per_user: true\n\
             unauthorized_dm_behavior: ignore\ndisplay:\n  busy_input_mode: queue\n  tool_progress: new\n\
             session_reset:\n  mode: both\n  idle_minutes: 30\n  at_hour: 5\n\
-            gateway:\n  max_concurrent_sessions: 2\n  agent_cache_size: 4\n  streaming: true\n  approval_timeout: 60\n";
+            gateway:\n  max_concurrent_sessions: 2\n  agent_cache_size: 4\n  streaming: true\n  approval_timeout: 60\n  idle_release_after: 300\n";
         let (c, w) = parse(
             yaml,
             &[
@@ -439,6 +452,7 @@ mod tests {
         assert_eq!(c.agent_cache_size, 4);
         assert!(c.streaming);
         assert_eq!(c.approval_timeout, Duration::from_secs(60));
+        assert_eq!(c.idle_release_after, Some(Duration::from_secs(300)));
         assert_eq!(c.access("telegram").allowed_users, vec!["12", "34"]);
         assert!(c.access("discord").allow_all);
         assert!(!c.access("slack").allow_all);

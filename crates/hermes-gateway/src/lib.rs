@@ -18,6 +18,7 @@ pub mod config;
 pub mod delivery;
 mod error;
 mod factory;
+pub mod idle;
 pub mod keys;
 pub mod outbox;
 mod platform;
@@ -34,6 +35,7 @@ pub use delivery::{
 };
 pub use error::PlatformError;
 pub use factory::{AgentFactory, AgentSpec};
+pub use idle::{Activity, BusyGuard, MemoryRelease};
 pub use keys::{KeyOptions, session_key};
 pub use outbox::{Outbox, OutboxError};
 pub use platform::{

@@ -534,3 +534,65 @@ async fn new_in_chat_runs_the_session_end_review_first() {
     let memory = std::fs::read_to_string(h.home.home().memories_dir().join("MEMORY.md")).unwrap();
     assert!(memory.contains("Ada deploys on Fridays"), "{memory}");
 }
+
+/// Counts the gateway's calls of its process-level memory release.
+#[derive(Default)]
+struct CountReleases(std::sync::atomic::AtomicUsize);
+
+impl hermes_gateway::MemoryRelease for CountReleases {
+    fn release(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn idle_gateway_releases_memory_once_after_its_turns_end() {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let h = Harness::new().await;
+    h.mock
+        .push(MockResponse::tool_calls(&[("call_1", "wait_gate", "{}")]));
+    h.mock.push(MockResponse::text("done"));
+    h.mock.push(MockResponse::text("again"));
+    let (adapter, inject) = FakeAdapter::new("telegram");
+    let mut config = mode_config(BusyInputMode::Queue);
+    config.idle_release_after = Some(Duration::from_millis(500));
+    let gw = h.gateway(config, adapter.clone());
+    let releases = std::sync::Arc::new(CountReleases::default());
+    gw.set_memory_release(releases.clone());
+    let cancel = CancellationToken::new();
+    let runner = tokio::spawn({
+        let (gw, cancel) = (gw.clone(), cancel.clone());
+        async move { gw.run(cancel).await }
+    });
+    inject.send(dm("8", "a long job")).await.unwrap();
+    h.gate().wait_entered().await;
+    assert_eq!(
+        gw.activity().busy_count(),
+        1,
+        "the session's worker is busy"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        releases.0.load(Ordering::SeqCst),
+        0,
+        "nothing is released while a turn runs"
+    );
+    h.gate().open();
+    wait_until("the reply", || adapter.texts() == ["done"]).await;
+    wait_until("the idle release", || {
+        releases.0.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(releases.0.load(Ordering::SeqCst), 1, "once per idle period");
+    inject.send(dm("8", "and now?")).await.unwrap();
+    wait_until("the second reply", || adapter.texts().len() == 2).await;
+    wait_until("the next idle release", || {
+        releases.0.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    assert_eq!(h.user_texts("agent:main:telegram:dm:8").len(), 2);
+    cancel.cancel();
+    runner.await.unwrap().unwrap();
+}

@@ -162,6 +162,18 @@ impl SessionStore {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Frees the connection's page cache and other memory SQLite can give back
+    /// (`sqlite3_db_release_memory`); the next query reads its pages from the file again.
+    /// The gateway calls this when idle (issue 7 "Memory"). Nothing stored changes.
+    ///
+    /// Errors: [`StoreError::Sqlite`] when SQLite refuses (for example while a statement of
+    /// this connection is still running).
+    pub fn release_memory(&self) -> Result<(), StoreError> {
+        self.lock()
+            .release_memory()
+            .map_err(self.sql_err("release_memory"))
+    }
+
     pub(crate) fn db(&self) -> &str {
         &self.db
     }

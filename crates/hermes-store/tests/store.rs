@@ -457,3 +457,26 @@ fn routed_key_count_and_last_activity() {
     assert_eq!(store.last_activity("a").unwrap(), None);
     assert_eq!(store.last_activity("missing").unwrap(), None);
 }
+
+#[test]
+fn released_memory_is_read_back_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+    store.create_session(&new_session("s", "telegram")).unwrap();
+    for i in 0..200 {
+        store
+            .append_message(
+                "s",
+                &Message::user(format!("message {i} {}", "x".repeat(400))),
+                None,
+            )
+            .unwrap();
+    }
+    let before = store.load_messages("s").unwrap();
+    store.release_memory().unwrap();
+    assert_eq!(store.load_messages("s").unwrap(), before);
+    store
+        .append_message("s", &Message::user("after"), None)
+        .unwrap();
+    assert_eq!(store.load_messages("s").unwrap().len(), 201);
+}

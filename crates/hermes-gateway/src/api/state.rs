@@ -12,12 +12,15 @@ use tokio_util::sync::CancellationToken;
 use crate::api::error::ApiFailure;
 use crate::api::settings::ApiSettings;
 use crate::factory::AgentFactory;
+use crate::idle::{Activity, BusyGuard};
 
 /// Everything the API routes share. Cheap to clone.
 #[derive(Clone)]
 pub struct ApiState {
     pub(crate) inner: Arc<Inner>,
     pub(crate) approver: Arc<dyn Approver>,
+    /// Running turns, for the idle memory release ([`crate::idle`]).
+    pub(crate) activity: Activity,
 }
 
 pub(crate) struct Inner {
@@ -51,6 +54,7 @@ impl ApiState {
                 shutdown: CancellationToken::new(),
             }),
             approver: Arc::new(FixedApprover(Approval::Deny)),
+            activity: Activity::new(),
         }
     }
 
@@ -58,6 +62,13 @@ impl ApiState {
     /// front end).
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> ApiState {
         self.approver = approver;
+        self
+    }
+
+    /// Reports running turns to `activity` (the gateway's, when both run in one process:
+    /// [`crate::Gateway::activity`]) instead of a handle of its own.
+    pub fn with_activity(mut self, activity: Activity) -> ApiState {
+        self.activity = activity;
         self
     }
 
@@ -115,4 +126,5 @@ impl Drop for SessionClaim {
 pub(crate) struct TurnGuards {
     pub _claim: Option<SessionClaim>,
     pub _permit: OwnedSemaphorePermit,
+    pub _busy: BusyGuard,
 }

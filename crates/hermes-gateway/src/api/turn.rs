@@ -85,6 +85,7 @@ pub(crate) async fn prepare(
     let guards = TurnGuards {
         _claim: claim,
         _permit: permit,
+        _busy: state.activity.busy(),
     };
     let Conversation {
         ephemeral,

@@ -32,6 +32,7 @@ use crate::auth::pairing::now_unix;
 use crate::auth::{Authorizer, Decision, PairingStore};
 use crate::config::{BusyInputMode, GatewayConfig};
 use crate::factory::AgentFactory;
+use crate::idle::{Activity, MemoryRelease};
 use crate::keys::session_key;
 use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
 use crate::routing::AgentCache;
@@ -85,6 +86,10 @@ pub(crate) struct Inner {
     /// Front ends served beside the chat adapters by the same process
     /// ([`Gateway::set_front_ends`]).
     pub(crate) front_ends: Mutex<Vec<String>>,
+    /// Inbound messages and running workers, for the idle memory release ([`crate::idle`]).
+    pub(crate) activity: Activity,
+    /// What the idle release does beyond the store's cache ([`Gateway::set_memory_release`]).
+    pub(crate) memory_release: Mutex<Option<Arc<dyn MemoryRelease>>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -137,6 +142,8 @@ impl Gateway {
                 hooks: Mutex::new(Hooks::default()),
                 leftover: Mutex::new(Vec::new()),
                 front_ends: Mutex::new(Vec::new()),
+                activity: Activity::new(),
+                memory_release: Mutex::new(None),
             }),
         }
     }
@@ -155,6 +162,19 @@ impl Gateway {
     /// fires whenever the gateway starts (FEATURES §12).
     pub fn set_front_ends(&self, names: Vec<String>) {
         *lock(&self.inner.front_ends) = names;
+    }
+
+    /// The activity handle of this gateway: the other front ends of the process (the API
+    /// server, the cron scheduler) report their work through it, so the idle memory release
+    /// waits for them too ([`crate::idle`]).
+    pub fn activity(&self) -> Activity {
+        self.inner.activity.clone()
+    }
+
+    /// Sets the process-level memory release that [`Gateway::run`] calls, after the store's,
+    /// once the gateway has been idle for `gateway.idle_release_after` ([`crate::idle`]).
+    pub fn set_memory_release(&self, release: Arc<dyn MemoryRelease>) {
+        *lock(&self.inner.memory_release) = Some(release);
     }
 
     /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
@@ -192,6 +212,16 @@ impl Gateway {
             serde_json::json!({ "platforms": platforms }),
         );
         tracing::info!(?platforms, "gateway running");
+        let idle = cancel.child_token();
+        let idle_task = self.inner.config.idle_release_after.map(|after| {
+            tokio::spawn(crate::idle::release_when_idle(
+                self.inner.activity.clone(),
+                after,
+                self.inner.store.clone(),
+                lock(&self.inner.memory_release).clone(),
+                idle.clone(),
+            ))
+        });
         if self.inner.adapters.is_empty() {
             // Only other front ends: no chat can receive the saved messages; they stay saved.
             cancel.cancelled().await;
@@ -206,6 +236,10 @@ impl Gateway {
                     None => break,
                 },
             }
+        }
+        idle.cancel();
+        if let Some(task) = idle_task {
+            let _ = task.await;
         }
         adapters.close();
         self.shutdown().await;
@@ -268,6 +302,7 @@ impl Gateway {
         if inner.stopping.is_cancelled() {
             return;
         }
+        inner.activity.touch();
         let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
             tracing::warn!(platform = %msg.source.platform, "message from a platform without adapter");
             return;
@@ -374,7 +409,11 @@ impl Gateway {
             state.queue.push_back(job);
             state.worker = true;
             let inner = self.inner.clone();
-            self.inner.tracker.spawn(worker::run(inner, key));
+            let busy = self.inner.activity.busy();
+            self.inner.tracker.spawn(async move {
+                worker::run(inner, key).await;
+                drop(busy);
+            });
             return;
         }
         if urgent {
