@@ -79,10 +79,10 @@ impl Agent {
             .await
     }
 
-    /// Preflight (ARCHITECTURE §2 step 3a): compresses when the estimate is over the
-    /// threshold, unless compression is disabled or paused by anti-thrash.
-    /// Compresses before `request` is sent when its estimate crosses the threshold.
-    /// Returns true when the history changed (the caller builds the request again).
+    /// Preflight (ARCHITECTURE §2 step 3a): compresses before `request` is sent when its
+    /// estimate crosses the threshold, unless compression is disabled or paused by
+    /// anti-thrash. Returns true when the history changed (the caller builds the request
+    /// again).
     pub(crate) async fn preflight_compress(
         &mut self,
         request: &ChatRequest,

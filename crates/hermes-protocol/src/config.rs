@@ -103,8 +103,9 @@ impl ModelSetting {
     }
 }
 
-/// A provider/model choice (`model:` table, and each `fallback_providers` entry).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A provider/model choice (`model:` table, and each `fallback_providers` entry). Its
+/// `Debug` does not print the keys.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ModelConfig {
     /// Provider id or alias (`openrouter`, `openai`, `custom`, `local`, …).
@@ -128,6 +129,19 @@ pub struct ModelConfig {
     /// Maximum output tokens per call.
     pub max_tokens: Option<u32>,
 }
+
+crate::debug_redacted!(ModelConfig {
+    secret: [api_key, api_keys],
+    shown: [
+        provider,
+        default,
+        base_url,
+        context_length,
+        credential_strategy,
+        api_mode,
+        max_tokens,
+    ],
+});
 
 /// `compression:` section (FEATURES §9): automatic context compression.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -312,8 +326,8 @@ pub const DEFAULT_DELEGATION_MAX_CONCURRENT: usize = 3;
 
 /// `delegation:` section: how `delegate_task` subagents run (key names as in the Python
 /// system, plus `max_concurrent_children`). Other keys of the Python system are kept as
-/// written and not reported as unknown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// written and not reported as unknown. Its `Debug` does not print `api_key`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DelegationConfig {
     /// Iteration budget of each subagent (default [`DEFAULT_DELEGATION_MAX_ITERATIONS`]).
@@ -336,6 +350,18 @@ pub struct DelegationConfig {
     #[serde(flatten)]
     pub other: BTreeMap<String, yaml_serde::Value>,
 }
+
+crate::debug_redacted!(DelegationConfig {
+    secret: [api_key],
+    shown: [
+        max_iterations,
+        max_concurrent_children,
+        model,
+        provider,
+        base_url,
+        other,
+    ],
+});
 
 impl Default for DelegationConfig {
     fn default() -> Self {
@@ -590,5 +616,26 @@ mod tests {
         assert_eq!(m["A"], "1");
         assert_eq!(m["B"], "two");
         assert_eq!(m["C"], "x=y");
+    }
+
+    #[test]
+    fn debug_output_never_shows_api_keys() {
+        let c = Config::parse(
+            "model:\n  provider: custom\n  default: m\n  api_key: sk-model-secret\n  api_keys: [sk-pool-secret]\n\
+             delegation:\n  provider: openrouter\n  api_key: sk-delegate-secret\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        let model = format!("{:?}", c.config.model.to_config());
+        let delegation = format!("{:?}", c.config.delegation);
+        for shown in [&model, &delegation] {
+            assert!(!shown.contains("secret"), "{shown}");
+            assert!(shown.contains("api_key: <redacted>"), "{shown}");
+        }
+        assert!(model.contains("provider: Some(\"custom\")"), "{model}");
+        assert!(
+            delegation.contains("provider: Some(\"openrouter\")"),
+            "{delegation}"
+        );
     }
 }

@@ -12,6 +12,7 @@ mod events;
 mod home;
 mod ids;
 mod message;
+mod redact;
 
 pub use events::{AgentEvent, Op, TurnOutcome};
 pub use home::HermesHome;

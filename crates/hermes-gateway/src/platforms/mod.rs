@@ -2,26 +2,6 @@
 //! (FEATURES §1 Gateway). Adapters speak their platform's wire protocol and report stable
 //! user ids; they never authorize, route or chunk.
 
-/// `Debug` for an adapter's settings: every field is printed except the secrets, shown as
-/// `<redacted>` (tokens and shared secrets must never reach a log). The field lists are
-/// checked by the compiler: a field missing from both lists does not build.
-///
-/// `debug_redacted!(DiscordSettings { secret: [token], shown: [api_base_url, …] });`
-#[allow(unused_macros)]
-macro_rules! debug_redacted {
-    ($ty:ident { secret: [$($secret:ident),* $(,)?], shown: [$($shown:ident),* $(,)?] $(,)? }) => {
-        impl std::fmt::Debug for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                let $ty { $($secret: _,)* $($shown,)* } = self;
-                let mut d = f.debug_struct(stringify!($ty));
-                $(d.field(stringify!($secret), &format_args!("<redacted>"));)*
-                $(d.field(stringify!($shown), $shown);)*
-                d.finish()
-            }
-        }
-    };
-}
-
 #[cfg(any(
     feature = "discord",
     feature = "slack",

@@ -74,7 +74,7 @@ impl DiscordSettings {
     }
 }
 
-debug_redacted!(DiscordSettings {
+hermes_protocol::debug_redacted!(DiscordSettings {
     secret: [token],
     shown: [
         api_base_url,

@@ -128,7 +128,7 @@ impl SlackSettings {
     }
 }
 
-debug_redacted!(SlackSettings {
+hermes_protocol::debug_redacted!(SlackSettings {
     secret: [bot_token, app_token],
     shown: [
         api_base_url,

@@ -58,7 +58,7 @@ pub struct TelegramSettings {
     pub max_rate_limit_wait: Duration,
 }
 
-debug_redacted!(TelegramSettings {
+hermes_protocol::debug_redacted!(TelegramSettings {
     secret: [token],
     shown: [
         api_base_url,

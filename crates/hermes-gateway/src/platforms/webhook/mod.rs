@@ -63,7 +63,7 @@ pub struct WebhookSettings {
     pub retry_max: Duration,
 }
 
-debug_redacted!(WebhookSettings {
+hermes_protocol::debug_redacted!(WebhookSettings {
     secret: [secret],
     shown: [
         bind,
