@@ -9,8 +9,9 @@
 //!
 //! What counts as activity is told through an [`Activity`] handle: every inbound chat message
 //! ([`Activity::touch`]) and every piece of running work (a session worker, an API server
-//! turn, a scheduled job: [`Activity::busy`]). Idle time counts from the end of the last
-//! work, so nothing is released while a turn runs.
+//! turn: [`Activity::busy`]). Idle time counts from the end of the last work, so nothing is
+//! released while a chat or API turn runs. Scheduled cron runs are not counted: a release
+//! during one only makes its code fault back in.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,10 +34,12 @@ struct State {
     last: Instant,
     /// Busy guards alive.
     busy: usize,
+    /// Bumped by every activity: an idle period is released at most once.
+    seq: u64,
 }
 
 /// The gateway's activity as seen by the idle release: cheap to clone, shared by the chat
-/// runner, the API server and the cron scheduler of one process.
+/// runner and the API server of one process.
 #[derive(Debug, Clone)]
 pub struct Activity {
     state: Arc<watch::Sender<State>>,
@@ -54,6 +57,7 @@ impl Activity {
         let (tx, _rx) = watch::channel(State {
             last: Instant::now(),
             busy: 0,
+            seq: 0,
         });
         Activity {
             state: Arc::new(tx),
@@ -62,7 +66,10 @@ impl Activity {
 
     /// Something happened now (an inbound message): the idle time starts again.
     pub fn touch(&self) {
-        self.state.send_modify(|s| s.last = Instant::now());
+        self.state.send_modify(|s| {
+            s.last = Instant::now();
+            s.seq += 1;
+        });
     }
 
     /// Work is running until the returned guard drops; the idle time starts when the last
@@ -71,6 +78,7 @@ impl Activity {
         self.state.send_modify(|s| {
             s.busy += 1;
             s.last = Instant::now();
+            s.seq += 1;
         });
         BusyGuard {
             activity: self.clone(),
@@ -94,6 +102,7 @@ impl Drop for BusyGuard {
         self.activity.state.send_modify(|s| {
             s.busy = s.busy.saturating_sub(1);
             s.last = Instant::now();
+            s.seq += 1;
         });
     }
 }
@@ -109,11 +118,11 @@ pub async fn release_when_idle(
     cancel: CancellationToken,
 ) {
     let mut rx = activity.state.subscribe();
-    // The `last` of the idle period already released, if any.
-    let mut released: Option<Instant> = None;
+    // The `seq` of the idle period already released, if any.
+    let mut released: Option<u64> = None;
     loop {
         let state = *rx.borrow_and_update();
-        let due = (state.busy == 0 && released != Some(state.last)).then(|| state.last + after);
+        let due = (state.busy == 0 && released != Some(state.seq)).then(|| state.last + after);
         let timer = async {
             match due {
                 Some(at) => tokio::time::sleep_until(at).await,
@@ -128,7 +137,7 @@ pub async fn release_when_idle(
                 }
             }
             () = timer => {
-                released = Some(state.last);
+                released = Some(state.seq);
                 let store = store.clone();
                 let process = process.clone();
                 let done = tokio::task::spawn_blocking(move || {

@@ -164,9 +164,9 @@ impl Gateway {
         *lock(&self.inner.front_ends) = names;
     }
 
-    /// The activity handle of this gateway: the other front ends of the process (the API
-    /// server, the cron scheduler) report their work through it, so the idle memory release
-    /// waits for them too ([`crate::idle`]).
+    /// The activity handle of this gateway: other front ends of the process (the API server)
+    /// report their work through it, so the idle memory release waits for them too
+    /// ([`crate::idle`]).
     pub fn activity(&self) -> Activity {
         self.inner.activity.clone()
     }
