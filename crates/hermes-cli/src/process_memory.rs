@@ -45,7 +45,7 @@ impl MemoryRelease for ProcessMemory {
     fn release(&self) {
         let before = rss_kib();
         trim_allocator();
-        let paged = match page_out_executable() {
+        let advised = match page_out_executable() {
             Ok(bytes) => bytes,
             Err(e) => {
                 tracing::info!(error = %e, "idle: the executable's pages stay resident");
@@ -55,7 +55,7 @@ impl MemoryRelease for ProcessMemory {
         tracing::info!(
             rss_before_kib = before,
             rss_after_kib = rss_kib(),
-            paged_out_kib = paged / 1024,
+            advised_kib = advised / 1024,
             "idle: memory given back to the system"
         );
     }
