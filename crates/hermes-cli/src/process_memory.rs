@@ -12,7 +12,8 @@
 //!   returns the free pages of every arena, then `madvise(MADV_PAGEOUT)` (Linux 5.4) hands the
 //!   executable's resident code and read-only data back to the kernel. Start-up alone touches
 //!   about 15 MB of the binary's code that serving a message never needs again; the next
-//!   message reads back the few megabytes it does need (about 20 ms, measured in the bench).
+//!   message reads back the few megabytes it does need (about 20 ms on an SSD, measured by hand:
+//!   docs/benchmarks.md).
 
 #![allow(unsafe_code)]
 
@@ -99,32 +100,36 @@ pub(crate) struct FileId {
 /// changes nothing the process sees. The relocated read-only data of a position-independent
 /// binary has anonymous pages and is left alone.
 pub(crate) fn clean_file_mappings(smaps: &str, file: FileId) -> Vec<Range> {
-    let mut out = Vec::new();
-    let mut current: Option<(Range, bool)> = None;
-    let mut rss = 0u64;
-    let mut anonymous = 0u64;
-    let mut finish = |current: Option<(Range, bool)>, rss: u64, anonymous: u64| {
-        if let Some((range, true)) = current
-            && rss > 0
-            && anonymous == 0
-        {
-            out.push(range);
-        }
-    };
+    /// One mapping: its range, whether it is a read-only mapping of `file`, and its `Rss:`
+    /// and `Anonymous:` fields in KiB.
+    struct Mapping {
+        range: Range,
+        of_file: bool,
+        rss: u64,
+        anonymous: u64,
+    }
+    let mut mappings: Vec<Mapping> = Vec::new();
     for line in smaps.lines() {
-        if let Some((range, matches)) = mapping_header(line, file) {
-            finish(current, rss, anonymous);
-            current = Some((range, matches));
-            rss = 0;
-            anonymous = 0;
-        } else if let Some(kib) = field_kib(line, "Rss:") {
-            rss = kib;
-        } else if let Some(kib) = field_kib(line, "Anonymous:") {
-            anonymous = kib;
+        if let Some((range, of_file)) = mapping_header(line, file) {
+            mappings.push(Mapping {
+                range,
+                of_file,
+                rss: 0,
+                anonymous: 0,
+            });
+        } else if let Some(m) = mappings.last_mut() {
+            if let Some(kib) = field_kib(line, "Rss:") {
+                m.rss = kib;
+            } else if let Some(kib) = field_kib(line, "Anonymous:") {
+                m.anonymous = kib;
+            }
         }
     }
-    finish(current, rss, anonymous);
-    out
+    mappings
+        .into_iter()
+        .filter(|m| m.of_file && m.rss > 0 && m.anonymous == 0)
+        .map(|m| m.range)
+        .collect()
 }
 
 /// `start-end perms offset major:minor inode [path]` → the range, and whether it is a
