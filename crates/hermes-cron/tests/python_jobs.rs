@@ -452,3 +452,42 @@ fn concurrent_updates_from_both_programs_all_survive() {
     assert_eq!(jobs.len(), 2 * N);
     assert_eq!(python_jobs(&py, home.path()).len(), 2 * N);
 }
+
+/// A script job made by hermes is run by Python's own scheduler (`cron.scheduler.run_job`):
+/// the script is found under `HERMES_HOME/scripts/` and its output is the result.
+#[test]
+fn python_runs_a_hermes_made_script_job() {
+    let Some(py) = python() else { return };
+    let home = TempHome::new().unwrap();
+    std::fs::create_dir_all(home.path().join("scripts")).unwrap();
+    std::fs::write(
+        home.path().join("scripts/report.sh"),
+        "echo made by hermes, run by python\n",
+    )
+    .unwrap();
+    let store = JobStore::new(home.home());
+    let job = store
+        .create(
+            NewJob {
+                schedule: "every 1h".into(),
+                script: Some("report.sh".into()),
+                no_agent: true,
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    let out = run_ok(py_cmd(&py, home.path(), "python").args([
+        "-c",
+        &format!(
+            "from cron.jobs import get_job\nfrom cron.scheduler import run_job\n\
+             ok, doc, final, err = run_job(get_job('{}'))\nprint('OK=%s FINAL=%s ERR=%s' % (ok, final, err))",
+            job.id
+        ),
+    ]));
+    assert!(
+        out.contains("OK=True FINAL=made by hermes, run by python ERR=None"),
+        "{out}"
+    );
+}
