@@ -150,6 +150,10 @@ pub struct Job {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// How long a Python `run_claim` keeps a one-shot from being started again (Python's
+/// `ONESHOT_RUN_CLAIM_TTL_SECONDS` floor with the default inactivity timeout: 3 × 600 s).
+pub const PYTHON_RUN_CLAIM_TTL: chrono::Duration = chrono::Duration::seconds(1800);
+
 fn default_deliver() -> String {
     "local".to_string()
 }
@@ -252,6 +256,29 @@ impl Job {
     /// no run in progress.
     pub fn is_runnable(&self) -> bool {
         !self.is_paused() && self.state.as_deref() != Some("completed") && self.lease.is_none()
+    }
+
+    /// Whether Python Hermes is running this job now: a `run_claim` (`{"at": <ISO time>,
+    /// "by": <machine>}`, stamped by Python's `get_due_jobs` on a one-shot it dispatches and
+    /// cleared by its `mark_job_run`) younger than Python's default stale-claim TTL,
+    /// [`PYTHON_RUN_CLAIM_TTL`] (1,800 s).
+    pub fn python_claim_active(&self, now: DateTime<Utc>) -> bool {
+        let Some(claim) = self
+            .extra
+            .get("run_claim")
+            .and_then(serde_json::Value::as_object)
+        else {
+            return false;
+        };
+        match claim
+            .get("at")
+            .and_then(serde_json::Value::as_str)
+            .and_then(record::parse_time)
+        {
+            Some(at) => now - at < PYTHON_RUN_CLAIM_TTL,
+            // A claim without a readable time: treat as live rather than risk a double run.
+            None => true,
+        }
     }
 
     /// The schedule text for listings: what the user wrote to hermes, else Python's

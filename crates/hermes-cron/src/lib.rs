@@ -35,7 +35,7 @@ pub use headless::{
     HeadlessOptions, ModelChoice,
 };
 pub use history::{IMPORTED_RUNS_FILE, ImportReport, PENDING_RUNS_FILE, RunLog, RunRecord};
-pub use job::{Job, JobPatch, Lease, NewJob, Origin, Repeat};
+pub use job::{Job, JobPatch, Lease, NewJob, Origin, PYTHON_RUN_CLAIM_TTL, Repeat};
 pub use listing::{jobs_table, runs_table, status_text};
 pub use schedule::{
     JobSchedule, ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes,

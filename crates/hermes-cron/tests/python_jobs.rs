@@ -491,3 +491,41 @@ fn python_runs_a_hermes_made_script_job() {
         "{out}"
     );
 }
+
+/// A one-shot Python is running (a fresh `run_claim`) is not started by hermes; a stale
+/// claim (older than Python's TTL) no longer holds it back.
+#[test]
+fn a_python_run_claim_keeps_hermes_from_starting_the_job() {
+    let home = TempHome::new().unwrap();
+    let store = JobStore::new(home.home());
+    let now = Utc::now();
+    let job = store
+        .create(
+            NewJob {
+                prompt: "once".into(),
+                schedule: (now + chrono::Duration::minutes(1)).to_rfc3339(),
+                ..NewJob::default()
+            },
+            now,
+            Tz::UTC,
+        )
+        .unwrap();
+    let due = now + chrono::Duration::minutes(2);
+    let claim_at = |t: chrono::DateTime<Utc>| {
+        let at = t.to_rfc3339();
+        store
+            .modify(&job.id, move |j| {
+                j.extra.insert(
+                    "run_claim".into(),
+                    serde_json::json!({"at": at, "by": "py-host"}),
+                );
+            })
+            .unwrap();
+    };
+    claim_at(due - chrono::Duration::seconds(30));
+    let claims = claim_due(&store, due, Tz::UTC, "t", chrono::Duration::minutes(5), 5).unwrap();
+    assert!(claims.is_empty(), "started a job Python is running");
+    claim_at(due - chrono::Duration::hours(1));
+    let claims = claim_due(&store, due, Tz::UTC, "t", chrono::Duration::minutes(5), 5).unwrap();
+    assert_eq!(claims.len(), 1, "a stale claim must not wedge the job");
+}
