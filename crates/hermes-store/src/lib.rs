@@ -15,6 +15,7 @@ mod compaction;
 mod cron_runs;
 mod error;
 mod export;
+mod gateway;
 mod legacy;
 mod maintenance;
 mod messages;

@@ -259,7 +259,8 @@ impl SessionStore {
     /// Creates a session row; does nothing if a session with `new.id` exists already (case
     /// C21). `started_at` is now. The row is complete for Python Hermes: `source`, `model`,
     /// `billing_provider` (the provider), `system_prompt`, `cwd`, zero counters; a subagent
-    /// session also gets Python's `_delegate_from` marker in `model_config`.
+    /// session also gets Python's `_delegate_from` marker in `model_config`. A session with a
+    /// `session_key` becomes where Python's gateway routes that key too (`gateway.rs`).
     ///
     /// Errors: [`StoreError::TitleTaken`] when `new.title` names another session,
     /// [`StoreError::Sqlite`] (for example a `parent_session_id` that names no session).
@@ -291,6 +292,9 @@ impl SessionStore {
                     model_config
                 ],
             )?;
+            if let (Some(key), false) = (&new.session_key, new.source == SUBAGENT_SOURCE) {
+                crate::gateway::move_routes(tx, key, &new.id, now)?;
+            }
             Ok(())
         })
     }

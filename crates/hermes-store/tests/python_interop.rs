@@ -288,3 +288,56 @@ fn pythons_cli_lists_a_hermes_session() {
     assert!(text.contains("20260603_120000_c0ffee"), "{text}");
     assert!(text.contains("list me from python"), "{text}");
 }
+
+#[test]
+fn a_gateway_chat_continues_across_the_switch() {
+    let Some(venv) = venv() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let key = "agent:main:telegram:dm:9001";
+    // Python's gateway session store (routing entry in state.db, scoped by sessions dir).
+    let code = format!(
+        "{PY_PRELUDE}
+from gateway.session import SessionStore as GwStore, SessionSource
+from gateway.config import GatewayConfig, Platform
+gw = GwStore(Path(os.environ['HERMES_HOME']) / 'sessions', GatewayConfig())
+gw._db = db
+src = SessionSource(platform=Platform.TELEGRAM, chat_id='9001', chat_type='dm', user_id='9001')
+e = gw.get_or_create_session(src)
+db.create_session(e.session_id, 'telegram', session_key=e.session_key, model='m')
+db.append_message(e.session_id, 'user', content='hello from python telegram')
+print(json.dumps({{'key': e.session_key, 'id': e.session_id}}))
+"
+    );
+    let first = python(&venv, home.path(), &code);
+    assert_eq!(first["key"], key);
+    let py_id = first["id"].as_str().unwrap().to_string();
+    let store = SessionStore::open(home.path().join("state.db")).unwrap();
+    assert_eq!(store.route_session(key).unwrap().as_deref(), Some(py_id.as_str()));
+    // hermes starts a new conversation in that chat (`/new`).
+    store
+        .create_session(&NewSession {
+            id: "20260604_130000_0d0d0d".into(),
+            source: "telegram".into(),
+            session_key: Some(key.into()),
+            model: "m".into(),
+            provider: "p".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    drop(store);
+    let again = python(
+        &venv,
+        home.path(),
+        &format!(
+            "{PY_PRELUDE}
+from gateway.session import SessionStore as GwStore, SessionSource
+from gateway.config import GatewayConfig, Platform
+gw = GwStore(Path(os.environ['HERMES_HOME']) / 'sessions', GatewayConfig())
+gw._db = db
+src = SessionSource(platform=Platform.TELEGRAM, chat_id='9001', chat_type='dm', user_id='9001')
+print(json.dumps({{'id': gw.get_or_create_session(src).session_id}}))
+"
+        ),
+    );
+    assert_eq!(again["id"], "20260604_130000_0d0d0d", "{again}");
+}

@@ -440,3 +440,44 @@ fn titles_are_unique_as_in_python() {
         "Quarterly report hunt #2"
     );
 }
+
+/// A gateway chat reaches the same session in both programs: hermes follows Python's
+/// routing entry, and a session hermes starts for the chat (`/new`) moves that entry.
+#[test]
+fn gateway_routing_is_followed_and_moved() {
+    let (_dir, db) = python_home();
+    let key = "agent:main:telegram:dm:424242";
+    let store = SessionStore::open(&db).unwrap();
+    assert_eq!(
+        store.route_session(key).unwrap().as_deref(),
+        Some("20260522_120000_0a0b0c")
+    );
+    assert_eq!(store.route_session("agent:main:telegram:dm:1").unwrap(), None);
+    store
+        .create_session(&NewSession {
+            id: "20260601_000000_111111".into(),
+            source: "telegram".into(),
+            session_key: Some(key.into()),
+            model: "m".into(),
+            provider: "p".into(),
+            ..NewSession::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.route_session(key).unwrap().as_deref(),
+        Some("20260601_000000_111111")
+    );
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let entry: String = conn
+        .query_row(
+            "SELECT entry_json FROM gateway_routing WHERE session_key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+    assert_eq!(entry["session_id"], "20260601_000000_111111");
+    assert_eq!(entry["platform"], "telegram", "the rest of the entry is kept");
+    assert_eq!(entry["created_at"], "2026-05-22T12:00:00");
+}
