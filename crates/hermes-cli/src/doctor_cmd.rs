@@ -240,13 +240,17 @@ fn check_store(app: &App, fix: bool, report: &mut Report) {
             match store.schema_check() {
                 Ok(s) if s.is_current() => report.add(
                     Level::Ok,
-                    format!("state.db schema version {} (shared with Python Hermes)", s.supported),
+                    format!(
+                        "state.db schema version {} (shared with Python Hermes)",
+                        s.supported
+                    ),
                 ),
                 Ok(s) => report.add(
                     Level::Warn,
                     format!(
                         "state.db schema version {} differs from the {} this hermes writes{}",
-                        s.found.map_or_else(|| "none".to_string(), |v| v.to_string()),
+                        s.found
+                            .map_or_else(|| "none".to_string(), |v| v.to_string()),
                         s.supported,
                         if s.missing.is_empty() {
                             String::new()

@@ -56,7 +56,9 @@ impl SessionStore {
             })
             .map_err(self.sql_err("route_session"))?;
         Ok(match (entry, newest) {
-            (Some((id, updated)), Some(n)) if crate::store::to_ts(n.started_at) <= updated + 0.001 => {
+            (Some((id, updated)), Some(n))
+                if crate::store::to_ts(n.started_at) <= updated + 0.001 =>
+            {
                 Some(id)
             }
             (Some((id, _)), None) => Some(id),

@@ -145,13 +145,21 @@ fn python_part(v: &Value) -> ContentPart {
         Value::String(s) => ContentPart::Text { text: s.clone() },
         Value::Object(o) => match o.get("type").and_then(Value::as_str) {
             Some("text" | "input_text" | "output_text") => ContentPart::Text {
-                text: o.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                text: o
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
             },
             Some("image_url" | "input_image") => match url(o.get("image_url")) {
                 Some(url) => ContentPart::Image { url },
-                None => ContentPart::Text { text: v.to_string() },
+                None => ContentPart::Text {
+                    text: v.to_string(),
+                },
             },
-            _ => ContentPart::Text { text: v.to_string() },
+            _ => ContentPart::Text {
+                text: v.to_string(),
+            },
         },
         other => ContentPart::Text {
             text: other.to_string(),
@@ -228,7 +236,17 @@ pub(crate) fn insert_row(
     now: f64,
     token_count: Option<i64>,
 ) -> Result<i64, StoreError> {
-    insert_row_with_id(tx, None, session_id, message.role.as_str(), message, enc, now, token_count, true)
+    insert_row_with_id(
+        tx,
+        None,
+        session_id,
+        message.role.as_str(),
+        message,
+        enc,
+        now,
+        token_count,
+        true,
+    )
 }
 
 /// [`insert_row`] with an explicit row id, role text and active flag (the legacy migration).
@@ -301,7 +319,10 @@ pub(crate) fn append_in(
 
 /// Adds one to the hermes history version of `session_id` (creating its `hermes_sessions`
 /// row at 1 when it has none).
-pub(crate) fn bump_version(tx: &rusqlite::Transaction<'_>, session_id: &str) -> rusqlite::Result<()> {
+pub(crate) fn bump_version(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO hermes_sessions (session_id, history_version) VALUES (?1, 1) \
          ON CONFLICT (session_id) DO UPDATE SET history_version = history_version + 1",
@@ -601,7 +622,10 @@ pub(crate) fn decode_row(db: &str, raw: RawRow) -> Result<Option<StoredMessage>,
         }
         _ => Vec::new(),
     };
-    let text = raw.reasoning.clone().or_else(|| raw.reasoning_content.clone());
+    let text = raw
+        .reasoning
+        .clone()
+        .or_else(|| raw.reasoning_content.clone());
     let reasoning = match (text, raw.signature.clone()) {
         (None, None) => None,
         (text, signature) => Some(Reasoning {

@@ -124,7 +124,10 @@ pub(crate) fn check_readable(conn: &Connection, db: &str) -> Result<(), StoreErr
 
 /// The `table.column` names of [`REQUIRED_COLUMNS`] missing from the file (`hermes_*` tables
 /// left out when `with_hermes` is false: hermes adds those itself).
-pub(crate) fn missing_columns(conn: &Connection, with_hermes: bool) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn missing_columns(
+    conn: &Connection,
+    with_hermes: bool,
+) -> rusqlite::Result<Vec<String>> {
     let mut missing = Vec::new();
     for (table, columns) in REQUIRED_COLUMNS {
         if !with_hermes && table.starts_with("hermes_") {
@@ -145,8 +148,10 @@ pub(crate) fn missing_columns(conn: &Connection, with_hermes: bool) -> rusqlite:
 
 /// The `schema_version` row as text (`none` when the table is empty).
 pub(crate) fn python_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.query_row("SELECT version FROM schema_version LIMIT 1", [], |r| r.get(0))
-        .optional()
+    conn.query_row("SELECT version FROM schema_version LIMIT 1", [], |r| {
+        r.get(0)
+    })
+    .optional()
 }
 
 /// Errors of one preparation attempt: SQLite errors may be `busy` and are retried by the
@@ -170,7 +175,11 @@ impl From<StoreError> for PrepError {
 
 /// Brings the file behind `conn` to the shared schema (see the module doc). `path` is the
 /// file (for the backup); `None` for an in-memory store.
-pub(crate) fn prepare(conn: &mut Connection, db: &str, path: Option<&Path>) -> Result<(), PrepError> {
+pub(crate) fn prepare(
+    conn: &mut Connection,
+    db: &str,
+    path: Option<&Path>,
+) -> Result<(), PrepError> {
     match classify(conn, db)? {
         Layout::Empty => {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -202,7 +211,11 @@ pub(crate) fn prepare(conn: &mut Connection, db: &str, path: Option<&Path>) -> R
                     }),
                     other => other,
                 })?;
-                tracing::info!(db, from = now, "migrated hermes' own schema to the shared Python Hermes schema");
+                tracing::info!(
+                    db,
+                    from = now,
+                    "migrated hermes' own schema to the shared Python Hermes schema"
+                );
             }
             tx.commit()?;
             Ok(())
@@ -403,15 +416,14 @@ fn copy_messages(tx: &rusqlite::Transaction<'_>, db: &str) -> Result<(), PrepErr
             None => vec![ContentPart::Text { text }],
         };
         let tool_calls = match r.get::<_, Option<String>>(5)? {
-            Some(json) => {
-                serde_json::from_str::<Vec<ToolCall>>(&json).map_err(|e| corrupt("tool_calls", e))?
-            }
+            Some(json) => serde_json::from_str::<Vec<ToolCall>>(&json)
+                .map_err(|e| corrupt("tool_calls", e))?,
             None => Vec::new(),
         };
         let reasoning = match r.get::<_, Option<String>>(8)? {
-            Some(json) => {
-                Some(serde_json::from_str::<Reasoning>(&json).map_err(|e| corrupt("reasoning", e))?)
-            }
+            Some(json) => Some(
+                serde_json::from_str::<Reasoning>(&json).map_err(|e| corrupt("reasoning", e))?,
+            ),
             None => None,
         };
         let finish: Option<String> = r.get(9)?;
@@ -422,7 +434,9 @@ fn copy_messages(tx: &rusqlite::Transaction<'_>, db: &str) -> Result<(), PrepErr
             tool_call_id: r.get(6)?,
             tool_name: r.get(7)?,
             reasoning,
-            finish_reason: finish.as_deref().map(hermes_protocol::FinishReason::from_wire),
+            finish_reason: finish
+                .as_deref()
+                .map(hermes_protocol::FinishReason::from_wire),
         };
         let enc = encode(&message)?;
         insert_row_with_id(

@@ -220,7 +220,10 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
         let mut conds = Vec::new();
         for (positive, text) in group {
             params.push(format!("%{}%", escape_like(&text)));
-            let cond = format!("messages_fts_trigram.content LIKE ?{} ESCAPE '\\'", params.len() + 3);
+            let cond = format!(
+                "messages_fts_trigram.content LIKE ?{} ESCAPE '\\'",
+                params.len() + 3
+            );
             if positive {
                 conds.push(cond);
                 positives.push(text);

@@ -267,7 +267,9 @@ impl SessionStore {
     pub fn create_session(&self, new: &NewSession) -> Result<(), StoreError> {
         let now = to_ts(Utc::now());
         let model_config = match (&new.parent_session_id, new.source == SUBAGENT_SOURCE) {
-            (Some(parent), true) => Some(serde_json::json!({ "_delegate_from": parent }).to_string()),
+            (Some(parent), true) => {
+                Some(serde_json::json!({ "_delegate_from": parent }).to_string())
+            }
             _ => None,
         };
         self.write("create_session", |tx| {

@@ -45,7 +45,9 @@ fn a_v4_file_is_backed_up_then_migrated_keeping_everything() {
     let copies = backups(dir.path());
     assert_eq!(copies.len(), 1, "{copies:?}");
     let old = rusqlite::Connection::open(&copies[0]).unwrap();
-    let v: i64 = old.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let v: i64 = old
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(v, 4);
     let n: i64 = old
         .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
@@ -54,17 +56,34 @@ fn a_v4_file_is_backed_up_then_migrated_keeping_everything() {
     assert!(!original.is_empty());
 
     // Sessions: the conversation list, titles (made unique), counts, tokens, cost.
-    let list: Vec<String> = store.list_sessions(10, 0).unwrap().into_iter().map(|s| s.id).collect();
+    let list: Vec<String> = store
+        .list_sessions(10, 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(list, [B, A], "the subagent session stays out of the list");
     let a = store.get_session(A).unwrap().unwrap();
-    assert_eq!(a.title.as_deref(), Some("Legacy notes (20260101_080000_aaaaaa)"));
-    assert_eq!((a.model.as_str(), a.provider.as_str()), ("anthropic/claude-sonnet-4", "openrouter"));
+    assert_eq!(
+        a.title.as_deref(),
+        Some("Legacy notes (20260101_080000_aaaaaa)")
+    );
+    assert_eq!(
+        (a.model.as_str(), a.provider.as_str()),
+        ("anthropic/claude-sonnet-4", "openrouter")
+    );
     assert_eq!(a.system_prompt, "You are hermes.\n\nBe brief.");
     assert_eq!((a.message_count, a.tool_call_count), (4, 1));
-    assert_eq!((a.input_tokens, a.output_tokens, a.cache_read_tokens), (2000, 100, 400));
+    assert_eq!(
+        (a.input_tokens, a.output_tokens, a.cache_read_tokens),
+        (2000, 100, 400)
+    );
     assert_eq!(a.cost_usd, Some(0.012));
     assert_eq!(a.history_version, 1, "the undo's version bump is kept");
-    assert_eq!(store.model_choice(A).unwrap().as_deref(), Some(r#"{"model":"x"}"#));
+    assert_eq!(
+        store.model_choice(A).unwrap().as_deref(),
+        Some(r#"{"model":"x"}"#)
+    );
     let b = store.get_session(B).unwrap().unwrap();
     assert_eq!(b.title.as_deref(), Some("Legacy notes"));
     assert_eq!(b.end_reason.as_deref(), Some("user_exit"));
@@ -77,12 +96,22 @@ fn a_v4_file_is_backed_up_then_migrated_keeping_everything() {
     // Messages, exactly, with their row ids.
     let all = store.load_all_messages(A).unwrap();
     assert_eq!(all.len(), 5);
-    assert_eq!(all[0].message, Message::user("remind me about the zebra migration"));
+    assert_eq!(
+        all[0].message,
+        Message::user("remind me about the zebra migration")
+    );
     let mut call = Message::assistant("");
-    call.tool_calls = vec![ToolCall::new("call_1|fc_1", "read_file", r#"{"path":"notes/zebra.md"}"#)];
+    call.tool_calls = vec![ToolCall::new(
+        "call_1|fc_1",
+        "read_file",
+        r#"{"path":"notes/zebra.md"}"#,
+    )];
     call.finish_reason = Some(FinishReason::ToolCalls);
     assert_eq!(all[1].message, call);
-    assert_eq!(all[2].message, Message::tool("call_1|fc_1", "read_file", "zebra: move on Friday"));
+    assert_eq!(
+        all[2].message,
+        Message::tool("call_1|fc_1", "read_file", "zebra: move on Friday")
+    );
     assert_eq!(
         all[3].message.reasoning,
         Some(Reasoning {
@@ -176,7 +205,9 @@ fn a_v4_file_that_python_touched_still_migrates() {
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let kept: String = conn
-        .query_row("SELECT value FROM state_meta WHERE key = 'k'", [], |r| r.get(0))
+        .query_row("SELECT value FROM state_meta WHERE key = 'k'", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(kept, "v");
     let on: String = conn

@@ -86,14 +86,21 @@ print(json.dumps({{'ok': True}}))
     let msgs = store.load_messages("py_1").unwrap();
     assert_eq!(msgs[1].message.tool_calls[0].name, "search_files");
     assert_eq!(msgs[1].message.tool_calls[0].id, "call_p1");
-    assert_eq!(store.search(&SearchQuery::new("platypus")).unwrap().len(), 3);
+    assert_eq!(
+        store.search(&SearchQuery::new("platypus")).unwrap().len(),
+        3
+    );
     assert_eq!(store.search(&SearchQuery::new("鸭嘴兽")).unwrap().len(), 1);
     let v = py.history_version;
     store
         .append_message_checked("py_1", &Message::user("and the wombat receipt?"), None, v)
         .unwrap();
     let mut call = Message::assistant("");
-    call.tool_calls = vec![ToolCall::new("call_h1", "read_file", r#"{"path":"wombat.txt"}"#)];
+    call.tool_calls = vec![ToolCall::new(
+        "call_h1",
+        "read_file",
+        r#"{"path":"wombat.txt"}"#,
+    )];
     call.finish_reason = Some(FinishReason::ToolCalls);
     let usage = Usage {
         input_tokens: 50,
@@ -110,7 +117,11 @@ print(json.dumps({{'ok': True}}))
         .append_message_with_usage_checked("py_1", &call, &record, v)
         .unwrap();
     store
-        .append_message("py_1", &Message::tool("call_h1", "read_file", "wombat receipt: $12"), None)
+        .append_message(
+            "py_1",
+            &Message::tool("call_h1", "read_file", "wombat receipt: $12"),
+            None,
+        )
         .unwrap();
     store
         .create_session(&NewSession {
@@ -124,7 +135,9 @@ print(json.dumps({{'ok': True}}))
         })
         .unwrap();
     let h = "20260601_100000_abcdef";
-    store.append_message(h, &Message::user("hello from the echidna"), None).unwrap();
+    store
+        .append_message(h, &Message::user("hello from the echidna"), None)
+        .unwrap();
     let mut answer = Message::assistant("Hi echidna!");
     answer.finish_reason = Some(FinishReason::Stop);
     store
@@ -180,10 +193,24 @@ print(json.dumps({{'conv': conv, 'session': s, 'hconv': hconv, 'listed': listed,
     assert!(s["started_at"].as_f64().unwrap() > 1.7e9);
     assert!((s["estimated_cost_usd"].as_f64().unwrap() - 0.002).abs() < 1e-9);
     assert_eq!(seen["hconv"][1]["content"], "Hi echidna!");
-    let listed: Vec<&str> = seen["listed"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(listed.contains(&"py_1") && listed.contains(&h), "{listed:?}");
-    assert!(seen["hits"].as_array().unwrap().iter().any(|x| x == "py_1"), "{seen}");
-    assert!(seen["ehits"].as_array().unwrap().iter().any(|x| x == h), "{seen}");
+    let listed: Vec<&str> = seen["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        listed.contains(&"py_1") && listed.contains(&h),
+        "{listed:?}"
+    );
+    assert!(
+        seen["hits"].as_array().unwrap().iter().any(|x| x == "py_1"),
+        "{seen}"
+    );
+    assert!(
+        seen["ehits"].as_array().unwrap().iter().any(|x| x == h),
+        "{seen}"
+    );
 
     // After Python opened (and "migrated") the file, hermes' own rows are still there.
     let store = SessionStore::open(&db).unwrap();
@@ -211,11 +238,18 @@ fn hermes_then_python_then_hermes() {
                 ..NewSession::default()
             })
             .unwrap();
-        store.append_message(id, &Message::user("ping from telegram"), None).unwrap();
-        store.set_model_choice(id, "m1", "openrouter", Some("choice")).unwrap();
+        store
+            .append_message(id, &Message::user("ping from telegram"), None)
+            .unwrap();
+        store
+            .set_model_choice(id, "m1", "openrouter", Some("choice"))
+            .unwrap();
         let v = store.get_session(id).unwrap().unwrap().history_version;
         store.end_session(id, "agent_close").unwrap();
-        assert_eq!(store.get_session(id).unwrap().unwrap().history_version, v + 1);
+        assert_eq!(
+            store.get_session(id).unwrap().unwrap().history_version,
+            v + 1
+        );
     }
     let before: Vec<(String, Option<String>)> = {
         let conn = rusqlite::Connection::open(&db).unwrap();
@@ -238,7 +272,10 @@ print(json.dumps({{'peer': peer['id'] if peer else None, 'versions': [r[0] for r
 "
         ),
     );
-    assert_eq!(seen["peer"], id, "Python's gateway finds hermes' session by its key");
+    assert_eq!(
+        seen["peer"], id,
+        "Python's gateway finds hermes' session by its key"
+    );
     assert_eq!(seen["versions"], serde_json::json!([22]));
     let after: Vec<(String, Option<String>)> = {
         let conn = rusqlite::Connection::open(&db).unwrap();
@@ -249,7 +286,10 @@ print(json.dumps({{'peer': peer['id'] if peer else None, 'versions': [r[0] for r
             .collect::<Result<_, _>>()
             .unwrap()
     };
-    assert_eq!(before, after, "Python changed the schema of a file hermes made");
+    assert_eq!(
+        before, after,
+        "Python changed the schema of a file hermes made"
+    );
     let store = SessionStore::open(&db).unwrap();
     let msgs = store.load_messages(id).unwrap();
     assert_eq!(msgs.len(), 2);
@@ -274,7 +314,11 @@ fn pythons_cli_lists_a_hermes_session() {
             })
             .unwrap();
         store
-            .append_message("20260603_120000_c0ffee", &Message::user("list me from python"), None)
+            .append_message(
+                "20260603_120000_c0ffee",
+                &Message::user("list me from python"),
+                None,
+            )
             .unwrap();
     }
     let out = Command::new(venv.join("bin/hermes"))
@@ -284,7 +328,11 @@ fn pythons_cli_lists_a_hermes_session() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("20260603_120000_c0ffee"), "{text}");
     assert!(text.contains("list me from python"), "{text}");
 }
@@ -312,7 +360,10 @@ print(json.dumps({{'key': e.session_key, 'id': e.session_id}}))
     assert_eq!(first["key"], key);
     let py_id = first["id"].as_str().unwrap().to_string();
     let store = SessionStore::open(home.path().join("state.db")).unwrap();
-    assert_eq!(store.route_session(key).unwrap().as_deref(), Some(py_id.as_str()));
+    assert_eq!(
+        store.route_session(key).unwrap().as_deref(),
+        Some(py_id.as_str())
+    );
     // hermes starts a new conversation in that chat (`/new`).
     store
         .create_session(&NewSession {

@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use hermes_protocol::{ContentPart, FinishReason, Message, Reasoning, Role, ToolCall, Usage};
-use hermes_store::{
-    Format, NewSession, SCHEMA_VERSION, SearchQuery, SessionStore, StoreError,
-};
+use hermes_store::{Format, NewSession, SCHEMA_VERSION, SearchQuery, SessionStore, StoreError};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -76,23 +74,35 @@ fn python_sessions_are_listed_read_and_exported() {
             "20260520_101500_a1b2c3"
         ]
     );
-    let cli = store.get_session("20260520_101500_a1b2c3").unwrap().unwrap();
+    let cli = store
+        .get_session("20260520_101500_a1b2c3")
+        .unwrap()
+        .unwrap();
     assert_eq!(cli.source, "cli");
     assert_eq!(cli.title.as_deref(), Some("Quarterly report hunt"));
     assert_eq!(cli.model, "anthropic/claude-sonnet-4");
     assert_eq!(cli.provider, "openrouter");
     assert_eq!(cli.system_prompt, "You are Hermes, a helpful assistant.");
     assert_eq!((cli.message_count, cli.tool_call_count), (4, 1));
-    assert_eq!((cli.input_tokens, cli.output_tokens, cli.cache_read_tokens), (1200, 85, 300));
+    assert_eq!(
+        (cli.input_tokens, cli.output_tokens, cli.cache_read_tokens),
+        (1200, 85, 300)
+    );
     assert_eq!(cli.cost_usd, Some(0.0049));
     assert_eq!(cli.end_reason.as_deref(), Some("user_exit"));
     assert_eq!(cli.cwd.as_deref(), Some("/home/user/project"));
-    assert_eq!(cli.preview.as_deref(), Some("where is the quarterly report?"));
+    assert_eq!(
+        cli.preview.as_deref(),
+        Some("where is the quarterly report?")
+    );
     assert_eq!(cli.history_version, 0);
 
     let messages = store.load_messages(&cli.id).unwrap();
     assert_eq!(messages.len(), 4);
-    assert_eq!(messages[0].message, Message::user("where is the quarterly report?"));
+    assert_eq!(
+        messages[0].message,
+        Message::user("where is the quarterly report?")
+    );
     assert_eq!(messages[0].timestamp.timestamp(), 1_780_000_000);
     let call = &messages[1].message;
     assert_eq!(call.role, Role::Assistant);
@@ -151,8 +161,18 @@ fn python_sessions_are_listed_read_and_exported() {
     assert!(md.contains("`search_files` (call_abc123)"), "{md}");
     let json = store.export_session(&tg.id, Format::Json).unwrap();
     assert!(json.contains("https://example.com/cat.png"), "{json}");
-    assert_eq!(store.find_session("Quarterly report hunt").unwrap().unwrap().id, cli.id);
-    assert_eq!(store.latest_session(Some("cli")).unwrap().unwrap().id, "20260521_090000_d4e5f6");
+    assert_eq!(
+        store
+            .find_session("Quarterly report hunt")
+            .unwrap()
+            .unwrap()
+            .id,
+        cli.id
+    );
+    assert_eq!(
+        store.latest_session(Some("cli")).unwrap().unwrap().id,
+        "20260521_090000_d4e5f6"
+    );
 }
 
 #[test]
@@ -224,7 +244,10 @@ fn a_python_session_is_continued_with_complete_rows() {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .unwrap();
-    assert_eq!((role.as_str(), content.as_str(), active), ("assistant", "充电器在抽屉里。", 1));
+    assert_eq!(
+        (role.as_str(), content.as_str(), active),
+        ("assistant", "充电器在抽屉里。", 1)
+    );
     assert_eq!(finish, "stop");
     let (calls, cost): (i64, f64) = conn
         .query_row(
@@ -332,8 +355,10 @@ fn an_unknown_newer_version_is_used_when_its_columns_are_there_and_not_altered()
         r.get::<_, i64>(0)
     })
     .unwrap();
-    conn.query_row("SELECT count(*) FROM future_table", [], |r| r.get::<_, i64>(0))
-        .unwrap();
+    conn.query_row("SELECT count(*) FROM future_table", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .unwrap();
 }
 
 #[test]
@@ -365,7 +390,10 @@ fn a_truncated_file_is_refused_naming_it_and_left_alone() {
     std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
     let err = SessionStore::open(&db).unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, StoreError::NotASessionStore { .. }), "{err:?}");
+    assert!(
+        matches!(err, StoreError::NotASessionStore { .. }),
+        "{err:?}"
+    );
     assert!(text.contains(&db.display().to_string()), "{text}");
     assert!(text.contains("cut short"), "{text}");
     assert_eq!(std::fs::read(&db).unwrap(), &bytes[..bytes.len() / 2]);
@@ -378,8 +406,10 @@ fn a_foreign_sqlite_file_or_a_text_file_is_refused_and_left_alone() {
     let db = dir.path().join("state.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch("CREATE TABLE invoices (id INTEGER, total REAL); INSERT INTO invoices VALUES (1, 2.5);")
-            .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE invoices (id INTEGER, total REAL); INSERT INTO invoices VALUES (1, 2.5);",
+        )
+        .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
     let err = SessionStore::open(&db).unwrap_err();
@@ -389,7 +419,11 @@ fn a_foreign_sqlite_file_or_a_text_file_is_refused_and_left_alone() {
     assert!(text.contains(&db.display().to_string()), "{text}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
 
-    std::fs::write(&db, "not a database at all, just some text that is long enough to fill a header. ........").unwrap();
+    std::fs::write(
+        &db,
+        "not a database at all, just some text that is long enough to fill a header. ........",
+    )
+    .unwrap();
     let err = SessionStore::open(&db).unwrap_err();
     assert!(err.to_string().contains("not an SQLite database"), "{err}");
 }
@@ -401,7 +435,10 @@ fn the_write_probe_writes_nothing_and_reports_a_read_only_file() {
     let before = store.stats().unwrap();
     store.write_probe().unwrap();
     let after = store.stats().unwrap();
-    assert_eq!((before.sessions, before.messages), (after.sessions, after.messages));
+    assert_eq!(
+        (before.sessions, before.messages),
+        (after.sessions, after.messages)
+    );
     assert_eq!(store.list_sessions(10, 0).unwrap().len(), 3);
     drop(store);
 
@@ -452,7 +489,10 @@ fn gateway_routing_is_followed_and_moved() {
         store.route_session(key).unwrap().as_deref(),
         Some("20260522_120000_0a0b0c")
     );
-    assert_eq!(store.route_session("agent:main:telegram:dm:1").unwrap(), None);
+    assert_eq!(
+        store.route_session("agent:main:telegram:dm:1").unwrap(),
+        None
+    );
     store
         .create_session(&NewSession {
             id: "20260601_000000_111111".into(),
@@ -478,6 +518,9 @@ fn gateway_routing_is_followed_and_moved() {
         .unwrap();
     let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
     assert_eq!(entry["session_id"], "20260601_000000_111111");
-    assert_eq!(entry["platform"], "telegram", "the rest of the entry is kept");
+    assert_eq!(
+        entry["platform"], "telegram",
+        "the rest of the entry is kept"
+    );
     assert_eq!(entry["created_at"], "2026-05-22T12:00:00");
 }
