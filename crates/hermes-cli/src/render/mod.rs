@@ -5,10 +5,16 @@
 //! `display.show_reasoning`, and status messages. `--json` writes one JSON object per line
 //! instead (ARCHITECTURE §3). Only events are consumed; nothing here reaches into the agent.
 
+// `output` first: its `outln!` macro is used by the modules after it and the whole crate.
+#[macro_use]
+pub mod output;
+
 pub mod code;
+pub mod display;
 pub mod markdown;
 pub mod progress;
 pub mod prompt;
+pub mod skin;
 pub mod status;
 pub mod stream;
 pub mod style;
@@ -23,7 +29,7 @@ use self::markdown::MdTheme;
 use self::progress::ToolProgress;
 use self::stream::MarkdownStream;
 use self::style::{Line, Span, Style, encode, encode_line};
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
