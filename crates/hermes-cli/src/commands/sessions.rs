@@ -1,12 +1,59 @@
 //! `hermes sessions {list,show,search,export}`.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result};
+use clap::{Subcommand, ValueEnum};
 use hermes_protocol::Role;
 use hermes_store::{Format as StoreFormat, SearchQuery};
 
 use crate::assembly::app::App;
-use crate::commands::args::{ExportFormat, SessionsCmd};
 use crate::views::sessions::{recent_sessions_text, session_line};
+
+/// `hermes sessions …`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCmd {
+    /// Recent sessions, newest first.
+    List {
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The messages of one session.
+    Show {
+        /// Session id, title or unique id prefix.
+        session: String,
+    },
+    /// Full-text search over all messages.
+    Search {
+        /// Words or "quoted phrases".
+        query: Vec<String>,
+        /// How many hits.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Export a session as Markdown or JSON.
+    Export {
+        /// Session id, title or unique id prefix.
+        session: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Markdown)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown transcript (`md`; `markdown` also accepted).
+    #[value(name = "md", alias = "markdown")]
+    Markdown,
+    /// JSON with every message field.
+    Json,
+}
 
 /// Runs a sessions subcommand; returns the exit code.
 pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {

@@ -1,6 +1,6 @@
 //! `hermes tools list` (FEATURES §1, §4): the toolsets, every tool, whether a session would
-//! get it, and why not. Also the registry and toolset choice sessions use, so the listing and
-//! a real session agree.
+//! get it, and why not, from the registry and toolset choice sessions use
+//! (`crate::assembly::tools`), so the listing and a real session agree.
 
 use anyhow::Result;
 use clap::Subcommand;

@@ -4,6 +4,11 @@
 //! per tool call per `display.tool_progress`, reasoning dimmed or hidden per
 //! `display.show_reasoning`, and status messages. `--json` writes one JSON object per line
 //! instead (ARCHITECTURE §3). Only events are consumed; nothing here reaches into the agent.
+//!
+//! The folder owns everything drawn on the terminal: [`output`] (the `outln!` macro, stdout
+//! that tolerates a closed pipe), [`skin`] (skin files), [`display`] (`display:` config, the
+//! banner, status line), [`markdown`], [`code`], [`stream`], [`progress`], [`status`],
+//! [`prompt`] and [`style`]. It depends on no other module of the CLI.
 
 // `output` first: its `outln!` macro is used by the modules after it and the whole crate.
 #[macro_use]

@@ -1,4 +1,6 @@
-//! `hermes gateway {run,status}` (FEATURES §1 Gateway) and the agent factory the gateway uses.
+//! `hermes gateway {run,status}` (FEATURES §1 Gateway) and the agent factory the gateway uses
+//! (agents from an `assembly::AgentKit`). [`cron`] ticks the scheduler inside the gateway and
+//! delivers to its platforms; [`process_memory`] returns idle memory to the system.
 
 pub mod cron;
 #[cfg(test)]

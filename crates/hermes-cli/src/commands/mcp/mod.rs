@@ -1,9 +1,10 @@
-//! `hermes mcp {list,add,remove,test}` (FEATURES §11) and the session's MCP servers: the
-//! configured servers start concurrently at session start and their tools are appended after
-//! the built-ins.
+//! `hermes mcp {list,add,remove,test,login,logout}` (FEATURES §11); OAuth login in [`login`].
+//! A session's MCP servers start in `crate::assembly::mcp`, whose resolution and start
+//! options `test` shares.
 
 pub mod login;
 
+use clap::Subcommand;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,6 @@ use hermes_tools::Tool;
 
 use crate::assembly::app::App;
 use crate::assembly::mcp::{configured, options};
-use crate::commands::args::McpCmd;
 
 fn describe(spec: &ServerSpec) -> String {
     match &spec.transport {
@@ -25,6 +25,49 @@ fn describe(spec: &ServerSpec) -> String {
         } => format!("http: {url}"),
         Transport::Http { url, .. } => format!("http: {url} (oauth)"),
     }
+}
+
+/// `hermes mcp …`
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// The configured servers.
+    List,
+    /// Adds a server: `hermes mcp add NAME --url URL` or `hermes mcp add NAME -- CMD ARGS…`.
+    Add {
+        /// Server name (the key under `mcp_servers:`).
+        name: String,
+        /// Streamable HTTP endpoint.
+        #[arg(long)]
+        url: Option<String>,
+        /// Environment of a stdio server, `KEY=value` (values may use `${VAR}`); repeatable.
+        #[arg(long = "env")]
+        env: Vec<String>,
+        /// Command and arguments of a stdio server (after `--`).
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Removes a server.
+    Remove {
+        /// Server name.
+        name: String,
+    },
+    /// Connects to one server and lists its tools.
+    Test {
+        /// Server name.
+        name: String,
+    },
+    /// Authorizes hermes with an `auth: oauth` server: prints the authorization URL to open
+    /// in a browser and waits for the redirect to a loopback address; tokens are stored in
+    /// `HERMES_HOME/mcp-tokens/<name>.json` (mode 0600).
+    Login {
+        /// Server name.
+        name: String,
+    },
+    /// Forgets the OAuth tokens stored for a server.
+    Logout {
+        /// Server name.
+        name: String,
+    },
 }
 
 /// Runs `hermes mcp …`; returns the exit code.

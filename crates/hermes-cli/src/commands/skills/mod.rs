@@ -1,4 +1,5 @@
-//! `hermes skills {list,show,install,remove}` (FEATURES §7) and `-s/--skills` preloading.
+//! `hermes skills {list,show,install,remove}` (FEATURES §7). The listing and `-s/--skills`
+//! preloading, shared with the REPL, are in `crate::views::skills`.
 //!
 //! Install copies a skill folder from a local directory into `HERMES_HOME/skills/` after the
 //! same checks the agent's own skill writes get: a parseable `SKILL.md` with a valid name and a
