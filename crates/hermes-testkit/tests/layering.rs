@@ -189,10 +189,10 @@ fn root_refs(text: &str, module: &[String]) -> BTreeSet<String> {
             climbs += 1;
             rest = r;
         }
-        if climbs == module.len() {
-            if let Some(name) = ident_at(rest) {
-                out.insert(name.to_string());
-            }
+        if climbs == module.len()
+            && let Some(name) = ident_at(rest)
+        {
+            out.insert(name.to_string());
         }
     }
     out
@@ -288,7 +288,11 @@ fn cli_top_level_modules_import_each_other_in_no_cycle() {
     let graph = module_graph(&src);
     let simple = edges(&graph);
     // The scan must see the layout's known edges, or it would pass by seeing nothing.
-    for (from, to) in [("commands", "assembly"), ("repl", "assembly"), ("commands", "repl")] {
+    for (from, to) in [
+        ("commands", "assembly"),
+        ("repl", "assembly"),
+        ("commands", "repl"),
+    ] {
         assert!(
             simple.get(from).is_some_and(|t| t.contains(to)),
             "expected an import {from} → {to}; graph seen: {simple:?}"
@@ -372,12 +376,18 @@ fn import_scan_reads_crate_groups_and_super_chains() {
                 use super::sibling;\n\
                 let y = foo_crate::z;";
     let refs = root_refs(text, &["top".to_string(), "file".to_string()]);
-    assert_eq!(refs, BTreeSet::from(["a", "b", "c", "d", "k"].map(String::from)));
+    assert_eq!(
+        refs,
+        BTreeSet::from(["a", "b", "c", "d", "k"].map(String::from))
+    );
     assert_eq!(
         module_path(Path::new("repl/input.rs")),
         ["repl", "input"].map(String::from)
     );
-    assert_eq!(module_path(Path::new("repl/mod.rs")), ["repl"].map(String::from));
+    assert_eq!(
+        module_path(Path::new("repl/mod.rs")),
+        ["repl"].map(String::from)
+    );
     assert!(module_path(Path::new("main.rs")).is_empty());
     // A file-level `super::` from `top/mod.rs` reaches the root.
     assert_eq!(
