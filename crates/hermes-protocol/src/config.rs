@@ -472,31 +472,12 @@ impl Config {
     }
 }
 
-/// Parses a `.env` style `KEY=value` map without touching the process environment.
-/// Lines starting with `#` and blank lines are skipped; `export ` prefixes and matching
-/// quotes are removed.
+/// Parses `.env` text into the variables it sets, the way python-dotenv does (see
+/// [`crate::dotenv`]); `${NAME}` is resolved from the file alone. Skipped statements are
+/// dropped silently: use [`crate::dotenv::parse_dotenv`] to get their warnings and to
+/// resolve `${NAME}` from the process environment.
 pub fn parse_env_file(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        if let Some((k, v)) = line.split_once('=') {
-            let v = v.trim();
-            let v = if v.len() >= 2
-                && ((v.starts_with('"') && v.ends_with('"'))
-                    || (v.starts_with('\'') && v.ends_with('\'')))
-            {
-                &v[1..v.len() - 1]
-            } else {
-                v
-            };
-            out.insert(k.trim().to_string(), v.to_string());
-        }
-    }
-    out
+    crate::dotenv::parse_dotenv(text, &|_| None).to_map()
 }
 
 #[cfg(test)]
