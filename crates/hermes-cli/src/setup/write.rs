@@ -57,6 +57,8 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
+    let value = dotenv_value(value);
+    let value = value.as_str();
     let mut lines = Vec::new();
     let mut replaced = false;
     for line in old.lines() {
@@ -78,6 +80,20 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
     let mut text = lines.join("\n");
     text.push('\n');
     write_private(path, &text)
+}
+
+/// `value` as written after `NAME=`: bare when python-dotenv reads it back unchanged (letters,
+/// digits and `_-.:/+=@,`), else in double quotes with `\\` and `\"` escaped, which
+/// python-dotenv (and hermes' reader) decode to the same text.
+fn dotenv_value(value: &str) -> String {
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-.:/+=@,".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    }
 }
 
 /// Writes `text` to `path` through a temporary file with mode 0600 and a rename.
@@ -258,6 +274,21 @@ mod tests {
         #[cfg(unix)]
         assert_eq!(mode(&env), 0o600);
         assert!(set_env_var(&env, "A", "x\ny").is_err());
+        // Values python-dotenv would cut or change are quoted so they read back unchanged.
+        for tricky in [
+            "a #b",
+            "sp ace",
+            "q\"uote",
+            "back\\slash",
+            "'single'",
+            "tab\tx",
+        ] {
+            set_env_var(&env, "TRICKY", tricky).unwrap();
+            let text = std::fs::read_to_string(&env).unwrap();
+            let parsed = hermes_protocol::dotenv::parse_dotenv(&text, &|_| None);
+            assert!(parsed.warnings.is_empty(), "{tricky}: {text}");
+            assert_eq!(parsed.to_map()["TRICKY"], tricky, "{text}");
+        }
     }
 
     #[test]
