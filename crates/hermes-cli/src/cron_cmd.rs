@@ -331,6 +331,10 @@ pub fn scheduler_with(
             .into_iter()
             .chain([crate::delegation::cron_tool(&app, compact)])
             .collect(),
+        sandbox: crate::sandbox_cli::settings(
+            &app,
+            hermes_protocol::config::UnsupportedPolicy::Refuse,
+        ),
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),

@@ -38,6 +38,7 @@ mod process_memory;
 mod prompt;
 mod render;
 mod repl;
+mod sandbox_cli;
 mod session;
 mod sessions_cmd;
 mod setup;
@@ -58,6 +59,10 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The sandbox launcher (`hermes __sandbox-exec …`) runs before anything else.
+    if let Some(code) = sandbox_cli::launcher_if_requested() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Some(Command::Version) = cli.command {
         println!("hermes {}", env!("CARGO_PKG_VERSION"));

@@ -291,6 +291,16 @@ impl AgentKit {
             tracing::info!(tool = %name, %reason, "tool hidden: not available here");
         }
         let tools = selection.tools().to_vec();
+        // A front end with a user at a terminal (it answers MCP elicitations) runs commands
+        // unsandboxed with a warning on a kernel without Landlock; headless ones refuse.
+        let sandbox = crate::sandbox_cli::settings(
+            app,
+            if elicitor.is_some() {
+                hermes_protocol::config::UnsupportedPolicy::Warn
+            } else {
+                hermes_protocol::config::UnsupportedPolicy::Refuse
+            },
+        );
         let cwd = match &app.config.terminal.cwd {
             Some(p) => p.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -328,6 +338,7 @@ impl AgentKit {
             cwd,
             terminal_timeout_s: app.config.terminal.timeout,
             source: "cli".to_string(),
+            sandbox,
             max_tokens: app.config.model.to_config().max_tokens,
             context_window: app.config.model.to_config().context_length,
             compression_enabled: app.config.compression.enabled,
@@ -390,6 +401,7 @@ pub async fn build_agent(
     clarifier: Option<Arc<dyn hermes_tools::Clarifier>>,
 ) -> Result<(Agent, SessionInfo)> {
     let mut kit = AgentKit::prepare_with(app, args, elicitor).await?;
+    crate::sandbox_cli::warn_at_start(&kit.opts.sandbox);
     if let Some(clarifier) = clarifier {
         for tool in &mut kit.tools {
             if tool.spec().name == "clarify" {

@@ -171,7 +171,7 @@ impl Tool for TerminalTool {
             return refusal;
         }
         if background {
-            return match self.registry.spawn(&command, &workdir) {
+            return match self.registry.spawn(&command, &workdir, ctx) {
                 Ok(p) => ToolOutput::ok(format!(
                     "Started background process {} (pid {}). Use process with action \
                      \"poll\", \"log\" or \"kill\" and id \"{}\".",
@@ -182,17 +182,11 @@ impl Tool for TerminalTool {
                 Err(e) => ToolOutput::error(e),
             };
         }
-        let finished = match run_foreground(
-            &command,
-            &workdir,
-            Duration::from_secs(timeout_s),
-            &ctx.cancel,
-        )
-        .await
-        {
-            Ok(f) => f,
-            Err(e) => return ToolOutput::error(format!("cannot run command: {e}")),
-        };
+        let finished =
+            match run_foreground(&command, &workdir, Duration::from_secs(timeout_s), ctx).await {
+                Ok(f) => f,
+                Err(e) => return ToolOutput::error(e),
+            };
         let text = cap_output(&finished.output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
         let body = if text.trim().is_empty() {
             "(no output)".to_string()
