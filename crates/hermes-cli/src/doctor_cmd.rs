@@ -131,10 +131,8 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     check_store(&app, fix, &mut report);
     check_mcp(&app, &mut report).await;
     check_web(&app, &mut report);
-    let sandbox = crate::sandbox_cli::settings(
-        &app,
-        hermes_protocol::config::UnsupportedPolicy::Refuse,
-    );
+    let sandbox =
+        crate::sandbox_cli::settings(&app, hermes_protocol::config::UnsupportedPolicy::Refuse);
     let (warning, text) = crate::sandbox_cli::status(&sandbox);
     report.add(if warning { Level::Warn } else { Level::Ok }, text);
 

@@ -25,7 +25,7 @@ use hermes_tools::sandbox::{
     launcher_main,
 };
 use hermes_tools::terminal::tools;
-use hermes_tools::{SandboxSettings, Tool, ToolContext, ToolOutput};
+use hermes_tools::{SandboxSettings, ToolContext, ToolOutput};
 use serde_json::json;
 
 const SECRET: &str = "sk-canary-SECRET-7f3a9c";
@@ -67,16 +67,28 @@ impl World {
         write(&w.ws.join("notes.txt"), "workspace file\n");
         write(&w.out.join("canary.txt"), "outside canary\n");
         write(&w.out.join("dir/deep.txt"), "deep canary\n");
-        write(&w.home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA user\n");
+        write(
+            &w.home.join(".ssh/authorized_keys"),
+            "ssh-ed25519 AAAA user\n",
+        );
         write(&w.home.join(".bashrc"), "# rc\n");
         write(&w.home.join(".profile"), "# profile\n");
         write(&w.home.join(".gitconfig"), "[user]\n\tname = u\n");
         write(&w.home.join(".aws/credentials"), "[default]\n");
-        write(&w.home.join(".config/systemd/user/keep.service"), "[Unit]\n");
+        write(
+            &w.home.join(".config/systemd/user/keep.service"),
+            "[Unit]\n",
+        );
         write(&w.home.join("projects/readme.md"), "home file\n");
         write(&w.hh.join(".env"), &format!("OPENAI_API_KEY={SECRET}\n"));
-        write(&w.hh.join("auth.json"), &format!("{{\"token\":\"{SECRET}\"}}"));
-        write(&w.hh.join("mcp-tokens/srv.json"), &format!("{{\"t\":\"{SECRET}\"}}"));
+        write(
+            &w.hh.join("auth.json"),
+            &format!("{{\"token\":\"{SECRET}\"}}"),
+        );
+        write(
+            &w.hh.join("mcp-tokens/srv.json"),
+            &format!("{{\"t\":\"{SECRET}\"}}"),
+        );
         write(&w.hh.join("config.yaml"), "model: m\n");
         write(&w.hh.join("hooks/keep/HOOK.yaml"), "name: keep\n");
         write(&w.hh.join("cron/jobs.json"), "{\"jobs\":[]}\n");
@@ -86,10 +98,7 @@ impl World {
             let log = w.root.join("ws/loggers.log");
             write(
                 &w.bin.join(name),
-                &format!(
-                    "#!/bin/sh\necho \"{name} $*\" >> '{}'\n",
-                    log.display()
-                ),
+                &format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n", log.display()),
             );
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(w.bin.join(name), std::fs::Permissions::from_mode(0o755))
@@ -307,11 +316,7 @@ fn corpus_holds(mode: SandboxMode, failures: &mut Vec<String>) {
 fn allowed_work(failures: &mut Vec<String>) {
     println!("allowed work");
     let w = World::new();
-    let ctx = w.ctx(
-        w.settings(SandboxMode::WorkspaceWrite, true),
-        &w.ws,
-        &w.hh,
-    );
+    let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
     let out = run(
         &ctx,
         &format!(
@@ -367,7 +372,7 @@ fn allowed_work(failures: &mut Vec<String>) {
         let out = run(&ctx, &format!("echo x >> '{}'", p.display()));
         check(
             &format!("policy and Landlock agree on {}", p.display()),
-            allowed == !out.is_error,
+            allowed != out.is_error,
             &format!("policy allows: {allowed}; command: {}", out.content),
             failures,
         );
@@ -434,11 +439,7 @@ fn network(failures: &mut Vec<String>) {
     let probe = format!(
         "python3 -c \"import socket\nfor fam, kind, addr in [(socket.AF_INET, socket.SOCK_STREAM, ('127.0.0.1', {port})), (socket.AF_INET, socket.SOCK_DGRAM, None), (socket.AF_INET6, socket.SOCK_STREAM, None), (socket.AF_UNIX, socket.SOCK_STREAM, None)]:\n  try:\n    s = socket.socket(fam, kind)\n    if addr: s.connect(addr)\n    print(fam.name, kind.name, 'open')\n  except OSError as e:\n    print(fam.name, kind.name, 'blocked', e.errno)\""
     );
-    let off = w.ctx(
-        w.settings(SandboxMode::WorkspaceWrite, false),
-        &w.ws,
-        &w.hh,
-    );
+    let off = w.ctx(w.settings(SandboxMode::WorkspaceWrite, false), &w.ws, &w.hh);
     let out = run(&off, &probe);
     check(
         "network: false blocks TCP, UDP and IPv6 sockets, keeps AF_UNIX",
@@ -462,11 +463,7 @@ fn network(failures: &mut Vec<String>) {
 fn background_process_tool(failures: &mut Vec<String>) {
     println!("process tool");
     let w = World::new();
-    let ctx = w.ctx(
-        w.settings(SandboxMode::WorkspaceWrite, true),
-        &w.ws,
-        &w.hh,
-    );
+    let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
     let terminal = tools().into_iter().next().unwrap();
     let cmd = format!(
         "{}echo pwned > \"$O\"/canary.txt; cat \"$H\"/.env; echo started > bg.txt",
@@ -493,12 +490,11 @@ fn background_process_tool(failures: &mut Vec<String>) {
 fn unsupported_child(failures: &mut Vec<String>) {
     println!("unsupported kernel (forced)");
     let w = World::new();
-    assert!(matches!(kernel_support(), KernelSupport::Unsupported { .. }));
-    let refuse = w.ctx(
-        w.settings(SandboxMode::WorkspaceWrite, true),
-        &w.ws,
-        &w.hh,
-    );
+    assert!(matches!(
+        kernel_support(),
+        KernelSupport::Unsupported { .. }
+    ));
+    let refuse = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
     let target = w.ws.join("ran.txt");
     let out = run(&refuse, &format!("echo x > '{}'", target.display()));
     check(

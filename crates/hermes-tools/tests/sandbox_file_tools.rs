@@ -9,7 +9,7 @@ use std::sync::Arc;
 use hermes_protocol::HermesHome;
 use hermes_protocol::config::SandboxMode;
 use hermes_tools::file::tools;
-use hermes_tools::{SandboxSettings, Tool, ToolContext, ToolOutput};
+use hermes_tools::{SandboxSettings, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 
 const SECRET: &str = "sk-file-tools-SECRET";
@@ -57,10 +57,7 @@ fn ctx(w: &World, mode: SandboxMode) -> ToolContext {
 }
 
 async fn call(name: &str, args: Value, ctx: &ToolContext) -> ToolOutput {
-    let tool = tools()
-        .into_iter()
-        .find(|t| t.spec().name == name)
-        .unwrap();
+    let tool = tools().into_iter().find(|t| t.spec().name == name).unwrap();
     tool.call(args, ctx).await
 }
 
@@ -97,7 +94,12 @@ async fn write_and_patch_follow_the_mode() {
         w.hh.join("config.yaml"),
         w.hh.join("hooks/evil/HOOK.yaml"),
     ] {
-        let out = call("write_file", json!({"path": path(&p), "content": "evil"}), &c).await;
+        let out = call(
+            "write_file",
+            json!({"path": path(&p), "content": "evil"}),
+            &c,
+        )
+        .await;
         assert!(out.is_error, "{p:?}: {out:?}");
     }
     assert_eq!(
@@ -139,7 +141,12 @@ async fn write_and_patch_follow_the_mode() {
 async fn search_files_skips_secret_files_inside_the_tree() {
     let w = world();
     let c = ctx(&w, SandboxMode::WorkspaceWrite);
-    let out = call("search_files", json!({"pattern": "sk-", "hidden": true}), &c).await;
+    let out = call(
+        "search_files",
+        json!({"pattern": "sk-", "hidden": true}),
+        &c,
+    )
+    .await;
     assert!(!out.content.contains(SECRET), "{out:?}");
     assert!(out.content.contains("code.txt"), "{out:?}");
     let out = call(

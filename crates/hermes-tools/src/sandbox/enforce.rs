@@ -72,9 +72,12 @@ pub fn kernel_support() -> KernelSupport {
     PROBED.get_or_init(probe).clone()
 }
 
+/// Asks for the rights of one ABI level on a fresh ruleset.
+type Probe = fn(Ruleset) -> Result<Ruleset, landlock::RulesetError>;
+
 fn probe() -> KernelSupport {
     let hard = |r: Ruleset| r.set_compatibility(CompatLevel::HardRequirement);
-    let probes: [(u32, fn(Ruleset) -> Result<Ruleset, landlock::RulesetError>); 6] = [
+    let probes: [(u32, Probe); 6] = [
         (6, |r| {
             r.handle_access(AccessFs::from_all(ABI::V5))?
                 .scope(Scope::from_all(ABI::V6))

@@ -85,7 +85,9 @@ fn run(args: &[OsString]) -> Result<std::convert::Infallible, LauncherError> {
         .ok_or_else(|| LauncherError::Usage("--policy needs a UTF-8 JSON value".into()))?;
     let policy: SandboxPolicy = serde_json::from_str(json)?;
     if it.next().map(OsString::as_os_str) != Some(OsStr::new("--")) {
-        return Err(LauncherError::Usage("expected -- before the program".into()));
+        return Err(LauncherError::Usage(
+            "expected -- before the program".into(),
+        ));
     }
     let program = it
         .next()
