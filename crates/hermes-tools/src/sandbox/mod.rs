@@ -162,7 +162,8 @@ impl SandboxSettings {
 
     /// The program and arguments that run `argv` (program first) for a session in
     /// `workspace`: through the launcher when sandboxed, directly when the mode is `off` or
-    /// `unsupported: warn` applies, or the docker / ssh client for those backends.
+    /// `unsupported: warn` applies, or the docker / ssh client for those backends
+    /// (`remote_workdir`: the directory the model asked for, on the backend's side).
     ///
     /// # Errors
     /// The refusal text for the model (unsupported kernel under `refuse`, unknown backend).
@@ -170,7 +171,7 @@ impl SandboxSettings {
         &self,
         argv: &[OsString],
         workspace: &Path,
-        workdir: &Path,
+        remote_workdir: Option<&Path>,
         home: &HermesHome,
     ) -> Result<Vec<OsString>, String> {
         let Some((program, args)) = argv.split_first() else {
@@ -178,7 +179,7 @@ impl SandboxSettings {
         };
         match &self.backend {
             Backend::Local => {}
-            other => return other.wrap(argv, workdir),
+            other => return other.wrap(argv, workspace, remote_workdir),
         }
         if self.local_readiness()?.is_some() || self.mode == SandboxMode::Off {
             return Ok(argv.to_vec());

@@ -53,12 +53,22 @@ pub(crate) fn shell_command(
     workdir: &Path,
     ctx: &ToolContext,
 ) -> Result<CommandWrap, String> {
+    // On a remote backend the working directory is the backend's; the local client runs in
+    // the session's directory.
+    let remote = !matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local);
+    let (workdir, remote_workdir) = if remote {
+        (ctx.cwd.as_path(), (workdir != ctx.cwd).then_some(workdir))
+    } else {
+        (workdir, None)
+    };
     let argv: Vec<OsString> = vec![
         "bash".into(),
         "-c".into(),
         format!("set +m\nexec 2>&1\n{command}").into(),
     ];
-    let argv = ctx.sandbox.wrap(&argv, &ctx.cwd, workdir, &ctx.home)?;
+    let argv = ctx
+        .sandbox
+        .wrap(&argv, &ctx.cwd, remote_workdir, &ctx.home)?;
     let Some((program, args)) = argv.split_first() else {
         return Err("no command given".into());
     };

@@ -150,7 +150,13 @@ impl Tool for TerminalTool {
                     .unwrap_or(ctx.terminal_timeout_s)
                     .max(1),
                 opt_bool(&args, "background")?.unwrap_or(false),
-                opt_str(&args, "workdir").map(|w| ctx.resolve_path(w)),
+                opt_str(&args, "workdir").map(|w| {
+                    if matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local) {
+                        ctx.resolve_path(w)
+                    } else {
+                        std::path::PathBuf::from(w)
+                    }
+                }),
             ))
         })();
         let (command, timeout_s, background, workdir) = match parsed {
@@ -161,7 +167,8 @@ impl Tool for TerminalTool {
             return ToolOutput::error("command is empty");
         }
         let workdir = workdir.unwrap_or_else(|| ctx.cwd.clone());
-        if !workdir.is_dir() {
+        let local = matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local);
+        if local && !workdir.is_dir() {
             return ToolOutput::error(format!(
                 "working directory {} does not exist or is not a directory",
                 workdir.display()
