@@ -10,7 +10,7 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Par
 
 use super::code::CodeBlock;
 use super::style::{Line, Rgb, Span, Style, line_width, truncate, width, wrap};
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// The colors Markdown is drawn with (from the skin).
 #[derive(Debug, Clone)]

@@ -4,11 +4,22 @@
 //! per tool call per `display.tool_progress`, reasoning dimmed or hidden per
 //! `display.show_reasoning`, and status messages. `--json` writes one JSON object per line
 //! instead (ARCHITECTURE §3). Only events are consumed; nothing here reaches into the agent.
+//!
+//! The folder owns everything drawn on the terminal: [`output`] (the `outln!` macro, stdout
+//! that tolerates a closed pipe), [`skin`] (skin files), [`display`] (`display:` config, the
+//! banner, status line), [`markdown`], [`code`], [`stream`], [`progress`], [`status`],
+//! [`prompt`] and [`style`]. It depends on no other module of the CLI.
+
+// `output` first: its `outln!` macro is used by the modules after it and the whole crate.
+#[macro_use]
+pub mod output;
 
 pub mod code;
+pub mod display;
 pub mod markdown;
 pub mod progress;
 pub mod prompt;
+pub mod skin;
 pub mod status;
 pub mod stream;
 pub mod style;
@@ -23,7 +34,7 @@ use self::markdown::MdTheme;
 use self::progress::ToolProgress;
 use self::stream::MarkdownStream;
 use self::style::{Line, Span, Style, encode, encode_line};
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! the skin's colors, symbols and tool-line format.
 
 use super::style::{Line, Span, Style, line_width, truncate, width, wrap};
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// `display.tool_progress` (Hermes key and values): which tool calls get a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

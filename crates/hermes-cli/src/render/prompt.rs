@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch, PromptHistorySearchStatus};
 
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// A reedline prompt showing the skin's `branding.prompt_symbol`.
 pub struct SkinPrompt {

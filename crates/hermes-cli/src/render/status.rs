@@ -3,7 +3,7 @@
 //! enabled; `/statusbar` toggles it.
 
 use super::style::{Line, Span, Style, truncate, width};
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 /// What the status line shows.
 #[derive(Debug, Clone, Default, PartialEq)]

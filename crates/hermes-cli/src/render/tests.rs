@@ -10,7 +10,7 @@ use super::progress::{ToolProgress, spinner_line};
 use super::status::{StatusBar, status_line};
 use super::style::encode_line;
 use super::*;
-use crate::skin::Skin;
+use crate::render::skin::Skin;
 
 const ANSWER: &str = include_str!("testdata/answer.md");
 
@@ -435,7 +435,8 @@ fn turn_summary_estimates_context_from_the_events() {
 fn skin_card(skin: &Skin) -> String {
     let width = 64;
     let (mut r, cap) = renderer(opts(width, true, ToolProgress::All), skin.clone());
-    let banner = crate::display::banner(skin, "gpt-5", "openai", "20260101_120000_abc123", false);
+    let banner =
+        crate::render::display::banner(skin, "gpt-5", "openai", "20260101_120000_abc123", false);
     let spinner = encode_line(&spinner_line(skin, 3, "thinking…", 2_500, width), false);
     for e in tool_events() {
         r.handle(&e);

@@ -16,8 +16,8 @@ use clap::Args;
 use hermes_llm::ResolveError;
 use hermes_llm::runtime::{CanonicalProvider, canonical_provider};
 
-use crate::app::App;
-use crate::args::ChatArgs;
+use crate::assembly::app::App;
+use crate::assembly::args::ChatArgs;
 use ask::Prompter;
 use write::{Plan, mcp_entry};
 
@@ -72,7 +72,7 @@ pub async fn offer_if_unconfigured(
     profile: Option<&str>,
     chat: &ChatArgs,
 ) -> Result<Option<App>> {
-    match crate::session::resolve_runtime(&app, chat) {
+    match crate::assembly::runtime::resolve_runtime(&app, chat) {
         Err(e) if is_nothing_configured(&e) => {}
         _ => return Ok(Some(app)),
     }
@@ -97,7 +97,8 @@ pub async fn offer_if_unconfigured(
 /// model): the case where setup is the next step.
 pub fn nothing_configured(profile: Option<&str>, chat: &ChatArgs) -> bool {
     App::load(profile).is_ok_and(|app| {
-        crate::session::resolve_runtime(&app, chat).is_err_and(|e| is_nothing_configured(&e))
+        crate::assembly::runtime::resolve_runtime(&app, chat)
+            .is_err_and(|e| is_nothing_configured(&e))
     })
 }
 
@@ -189,7 +190,7 @@ fn checked_toolsets(app: &App, toolsets: Vec<String>) -> Result<Vec<String>> {
 }
 
 fn known_toolsets(app: &App) -> Vec<String> {
-    crate::tools_cmd::build_registry(app, &ChatArgs::default(), None)
+    crate::assembly::tools::build_registry(app, &ChatArgs::default(), None)
         .map(|r| r.toolset_names())
         .unwrap_or_else(|_| vec![hermes_tools::DEFAULT_TOOLSET.to_string()])
 }
@@ -218,7 +219,7 @@ async fn interview(
         ));
     }
     let has_key = |var: &str| app.env.get(var).is_some_and(|k| !k.trim().is_empty());
-    let local_installed = crate::session::local_model_path(app).is_some();
+    let local_installed = crate::assembly::runtime::local_model_path(app).is_some();
     let mut ids = vec!["local".to_string()];
     let mut labels = vec![format!(
         "local — the embedded model, works offline on this CPU ({})",
@@ -423,9 +424,10 @@ async fn apply(app: &App, plan: &Plan, pull: bool) -> Result<()> {
             .map(|m| format!(", model {m}"))
             .unwrap_or_default()
     );
-    if plan.provider == "local" && crate::session::local_model_path(app).is_none() {
+    if plan.provider == "local" && crate::assembly::runtime::local_model_path(app).is_none() {
         if pull {
-            crate::model_cmd::pull(app, None).await?;
+            let path = crate::assembly::runtime::pull_model(app, None).await?;
+            outln!("{}", path.display());
         } else {
             println!("the local model is not installed yet: run `hermes model pull` (98 MB)");
         }

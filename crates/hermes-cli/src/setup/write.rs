@@ -188,7 +188,7 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
     }
 }
 
-/// `plan` applied to `text` line by line (see [`crate::config_edit_keys`] and
+/// `plan` applied to `text` line by line (see [`crate::config_edit::keys`] and
 /// [`crate::config_edit`]); `old_model_keys` are the keys of the old `model:` table, of which
 /// those the plan does not set are removed.
 fn edit_in_place(
@@ -211,9 +211,9 @@ fn edit_in_place(
         .map(String::as_str)
         .filter(|k| !set.iter().any(|(s, _)| s == k))
         .collect();
-    let mut out = crate::config_edit_keys::edit_section(text, "model", &set, &remove)?;
+    let mut out = crate::config_edit::keys::edit_section(text, "model", &set, &remove)?;
     if !plan.toolsets.is_empty() {
-        out = crate::config_edit_keys::set_list(&out, "toolsets", &plan.toolsets)?;
+        out = crate::config_edit::keys::set_list(&out, "toolsets", &plan.toolsets)?;
     }
     if let Some((name, entry)) = &plan.mcp {
         out = crate::config_edit::set_server(&out, name, entry)?;

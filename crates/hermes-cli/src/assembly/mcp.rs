@@ -1,0 +1,89 @@
+//! A session's MCP servers (FEATURES §11): the configured servers start concurrently at
+//! session start and their tools are appended after the built-ins. `hermes mcp` and
+//! `hermes doctor` use the same resolution and start options.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_mcp::config::{ServerSpec, resolve_section};
+use hermes_mcp::server::{ServerState, SessionFacts};
+use hermes_mcp::{McpManager, StartOptions};
+use hermes_tools::Tool;
+
+use crate::assembly::app::App;
+
+/// How long a session start waits for MCP servers before the first prompt; slower servers
+/// keep starting and are used once ready (reconnect on first call).
+pub const DISCOVERY_WAIT: Duration = Duration::from_secs(5);
+
+fn lookup(app: &App) -> impl Fn(&str) -> Option<String> + '_ {
+    move |k: &str| app.env.get(k).cloned()
+}
+
+/// The configured servers, resolved; bad entries are reported on stderr once.
+pub fn configured(app: &App) -> Vec<ServerSpec> {
+    let look = lookup(app);
+    let (specs, errors) = resolve_section(app.config.mcp_servers.as_ref(), &look);
+    for e in errors {
+        eprintln!("warning: {e}");
+    }
+    specs
+}
+
+/// Who answers the requests MCP servers make of a session.
+#[derive(Clone, Default)]
+pub struct ServerRequests {
+    /// Serves `sampling/createMessage` (the session's model); `None` declines.
+    pub sampler: Option<Arc<dyn hermes_mcp::sampling::Sampler>>,
+    /// Answers `elicitation/create` (the user at a terminal); `None` declines (headless).
+    pub elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
+}
+
+/// Starts the enabled servers of `config.yaml` for a session (waiting at most
+/// [`DISCOVERY_WAIT`]); `None` when none are configured. Failures are reported once on stderr.
+pub async fn start_for_session(
+    app: &App,
+    cwd: &std::path::Path,
+    builtin: &[Arc<dyn Tool>],
+    requests: ServerRequests,
+) -> Option<McpManager> {
+    let specs: Vec<ServerSpec> = configured(app).into_iter().filter(|s| s.enabled).collect();
+    if specs.is_empty() {
+        return None;
+    }
+    let mut opts = options(app, cwd, builtin, DISCOVERY_WAIT);
+    opts.facts.sampler = requests.sampler;
+    opts.facts.elicitor = requests.elicitor;
+    let manager = McpManager::start(specs, opts).await;
+    for r in manager.reports() {
+        if let ServerState::Failed(e) = &r.state {
+            eprintln!("warning: MCP server `{}` did not start: {e}", r.name);
+        }
+    }
+    Some(manager)
+}
+
+/// Start options for servers of `app` in `cwd`: log and token folders in the home, the
+/// built-in tool names MCP tools may not shadow, and how long to wait for discovery.
+pub fn options(
+    app: &App,
+    cwd: &std::path::Path,
+    builtin: &[Arc<dyn Tool>],
+    wait: Duration,
+) -> StartOptions {
+    StartOptions {
+        facts: SessionFacts {
+            cwd: cwd.to_path_buf(),
+            log_dir: Some(app.home.root().join("logs")),
+            token_dir: Some(app.home.root().join("mcp-tokens")),
+            sampler: None,
+            elicitor: None,
+        },
+        builtin_names: builtin
+            .iter()
+            .map(|t| t.spec().name)
+            .collect::<HashSet<_>>(),
+        discovery_wait: wait,
+    }
+}

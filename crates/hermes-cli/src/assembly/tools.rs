@@ -1,0 +1,74 @@
+//! The built-in tools of a session: the registry (built-ins, web, memory, skills, session
+//! search, the `cronjob` tool, delegation) and the toolsets enabled by flags or config.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use hermes_store::SessionStore;
+use hermes_tools::Registry;
+
+use crate::assembly::app::App;
+use crate::assembly::args::ChatArgs;
+
+/// The `web` toolset's tools (`web_extract`, `web_search`) from config `web:` and the
+/// environment/`.env` keys (FEATURES §4; `hermes_tools::web`).
+///
+/// # Errors
+/// An invalid `web.*` value, named with the config file's path.
+pub fn web_tools(app: &App) -> Result<Vec<Arc<dyn hermes_tools::Tool>>> {
+    hermes_tools::web::tools(&app.config.web, &app.env)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", app.home.config_file().display()))
+}
+
+/// Every tool a CLI session can have: the built-in tools, the web tools, then memory, skills
+/// and (with a store) session search, with config `memory:` applied. MCP tools join at
+/// session start.
+///
+/// # Errors
+/// A duplicate tool name (a programming error) or an invalid `web.*` value.
+pub fn build_registry(
+    app: &App,
+    args: &ChatArgs,
+    store: Option<Arc<SessionStore>>,
+) -> Result<Registry> {
+    let mut registry = Registry::builtin();
+    for tool in web_tools(app)? {
+        registry
+            .register(tool)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    for tool in hermes_context::learning_tools_with(&app.home, store, &app.config.memory) {
+        registry
+            .register(tool)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    registry
+        .register(crate::assembly::cron::session_tool(app, args)?)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    registry
+        .register(std::sync::Arc::new(hermes_agent::DelegateTool::new(
+            crate::assembly::delegation::settings(app, None),
+        )))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(registry)
+}
+
+/// The toolsets to enable and where the choice came from: `-t`, config `toolsets:`, or the
+/// default `hermes-cli`.
+pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static str) {
+    let (mut toolsets, source) = match &args.toolsets {
+        Some(t) => (t.clone(), "-t/--toolsets"),
+        None if !app.config.toolsets.is_empty() => {
+            (app.config.toolsets.clone(), "config.yaml toolsets")
+        }
+        None => (
+            vec![hermes_tools::DEFAULT_TOOLSET.to_string()],
+            "the default",
+        ),
+    };
+    // Interactive sessions may schedule work; cron runs never get this tool.
+    if toolsets.iter().any(|t| t == hermes_tools::DEFAULT_TOOLSET) {
+        toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
+    }
+    (toolsets, source)
+}

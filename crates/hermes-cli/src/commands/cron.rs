@@ -1,0 +1,322 @@
+//! `hermes cron …` (FEATURES §1 Cron): manage `HERMES_HOME/cron/jobs.json`, run due jobs once
+//! (`tick`, for system cron) or one job by hand (`run`, which never moves `next_run_at`, C41),
+//! and show run history. Runs go through the scheduler of `crate::assembly::cron` (the
+//! same model resolution as chat; the job's own model, when set, replaces the model name).
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use hermes_cron::{JobPatch, JobStore, NewJob, RunLog, Target, Tz};
+use tokio_util::sync::CancellationToken;
+
+use crate::assembly::app::App;
+use crate::assembly::args::ChatArgs;
+use crate::assembly::cron::{scheduler, timezone};
+
+/// `hermes cron …`
+#[derive(Debug, Subcommand)]
+pub enum CronCmd {
+    /// Every job with its state and next run.
+    List,
+    /// Creates a job: `hermes cron create "every 2h" "check the build"` (`-m` sets its model).
+    Create {
+        /// `every 30m|2h|1d`, a 5-field cron expression, an ISO time, or a delay like `45m`.
+        schedule: String,
+        /// The task for the agent (may be empty with `--script … --no-agent`).
+        #[arg(default_value = "")]
+        prompt: String,
+        /// Display name (default: the start of the prompt).
+        #[arg(long)]
+        name: Option<String>,
+        /// Delivery targets, comma-separated: local, origin, <platform>[:<chat>[:<thread>]], URL.
+        #[arg(long)]
+        deliver: Option<String>,
+        /// A skill whose SKILL.md the run loads; repeatable.
+        #[arg(long = "skill")]
+        skills: Vec<String>,
+        /// Stop after this many runs.
+        #[arg(long)]
+        repeat: Option<u32>,
+        /// Shell command whose output is given to the agent as context.
+        #[arg(long)]
+        script: Option<String>,
+        /// Deliver the script's output only; no agent runs.
+        #[arg(long, requires = "script")]
+        no_agent: bool,
+    },
+    /// Changes a job (`-m` sets its model).
+    Edit {
+        /// Job id, name or unique id prefix.
+        job: String,
+        /// New schedule (recomputes the next run).
+        #[arg(long)]
+        schedule: Option<String>,
+        /// New prompt.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// New name.
+        #[arg(long)]
+        name: Option<String>,
+        /// New delivery targets.
+        #[arg(long)]
+        deliver: Option<String>,
+        /// Replace the skills with these; repeatable.
+        #[arg(long = "skill")]
+        skills: Vec<String>,
+        /// New run limit.
+        #[arg(long)]
+        repeat: Option<u32>,
+        /// New script command.
+        #[arg(long)]
+        script: Option<String>,
+    },
+    /// Stops a job from running until resumed.
+    Pause {
+        /// Job id, name or unique id prefix.
+        job: String,
+    },
+    /// Resumes a paused job (no catch-up for the paused time).
+    Resume {
+        /// Job id, name or unique id prefix.
+        job: String,
+    },
+    /// Runs a job now; its schedule stays as it was.
+    Run {
+        /// Job id, name or unique id prefix.
+        job: String,
+    },
+    /// Deletes a job.
+    Remove {
+        /// Job id, name or unique id prefix.
+        job: String,
+    },
+    /// Recent runs, newest first.
+    Runs {
+        /// Only this job.
+        job: Option<String>,
+        /// How many.
+        #[arg(short = 'n', long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Job counts, the next due job, failing jobs and how jobs get run.
+    Status,
+    /// Runs every due job once and exits (call it from system cron, e.g. every minute).
+    Tick,
+}
+
+/// Runs `hermes cron <action>`; returns the exit code.
+pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Result<i32> {
+    let app = App::load(profile)?;
+    app.warn_config();
+    let tz = timezone(&app)?;
+    let store = JobStore::new(&app.home);
+    let now = chrono::Utc::now();
+    let blocking = |f: Box<dyn FnOnce() -> Result<String> + Send>| async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .context("jobs file task")?
+    };
+    let s = store.clone();
+    let text = match action {
+        CronCmd::List => blocking(Box::new(move || {
+            Ok(hermes_cron::jobs_table(&s.list()?, tz))
+        })),
+        CronCmd::Create {
+            schedule,
+            prompt,
+            name,
+            deliver,
+            skills,
+            repeat,
+            script,
+            no_agent,
+        } => {
+            if let Some(d) = deliver {
+                Target::parse_list(d)?;
+            }
+            let new = NewJob {
+                name: name.clone(),
+                prompt: prompt.clone(),
+                schedule: schedule.clone(),
+                skills: skills.clone(),
+                model: args.model.clone(),
+                deliver: deliver.clone(),
+                repeat: *repeat,
+                origin: None,
+                script: script.clone(),
+                no_agent: *no_agent,
+            };
+            blocking(Box::new(move || {
+                let job = s.create(new, now, tz)?;
+                Ok(format!(
+                    "created job {} \"{}\" ({}); next run {}",
+                    job.id,
+                    job.name,
+                    job.schedule.display(tz),
+                    when(job.next_run_at, tz)
+                ))
+            }))
+        }
+        CronCmd::Edit {
+            job,
+            schedule,
+            prompt,
+            name,
+            deliver,
+            skills,
+            repeat,
+            script,
+        } => {
+            if let Some(d) = deliver {
+                Target::parse_list(d)?;
+            }
+            let patch = JobPatch {
+                name: name.clone(),
+                prompt: prompt.clone(),
+                schedule: schedule.clone(),
+                skills: (!skills.is_empty()).then(|| skills.clone()),
+                model: args.model.clone().map(Some),
+                deliver: deliver.clone(),
+                repeat: repeat.map(Some),
+                script: script.clone().map(Some),
+                no_agent: None,
+            };
+            let key = job.clone();
+            blocking(Box::new(move || {
+                let job = s.edit(&key, patch, now, tz)?;
+                Ok(format!(
+                    "updated job {} \"{}\"; next run {}",
+                    job.id,
+                    job.name,
+                    when(job.next_run_at, tz)
+                ))
+            }))
+        }
+        CronCmd::Pause { job } => {
+            let key = job.clone();
+            blocking(Box::new(move || {
+                let job = s.pause(&key)?;
+                Ok(format!("paused job {} \"{}\"", job.id, job.name))
+            }))
+        }
+        CronCmd::Resume { job } => {
+            let key = job.clone();
+            blocking(Box::new(move || {
+                let job = s.resume(&key, now, tz)?;
+                Ok(format!(
+                    "resumed job {} \"{}\"; next run {}",
+                    job.id,
+                    job.name,
+                    when(job.next_run_at, tz)
+                ))
+            }))
+        }
+        CronCmd::Remove { job } => {
+            let key = job.clone();
+            blocking(Box::new(move || {
+                let job = s.remove(&key)?;
+                Ok(format!("removed job {} \"{}\"", job.id, job.name))
+            }))
+        }
+        CronCmd::Runs { job, limit } => {
+            let (key, limit) = (job.clone(), *limit);
+            let log = RunLog::new(s.clone(), app.open_store()?);
+            blocking(Box::new(move || {
+                // A removed job's runs stay in the history: an unknown key is taken as a
+                // job id.
+                let id = key.map(|k| s.get(&k).map(|j| j.id).unwrap_or(k));
+                let runs = log.list(id.as_deref(), limit)?;
+                Ok(hermes_cron::runs_table(&runs, tz))
+            }))
+        }
+        CronCmd::Status => {
+            let log = RunLog::new(s.clone(), app.open_store()?);
+            blocking(Box::new(move || {
+                let jobs = s.list()?;
+                let latest = log.latest_per_job()?;
+                let beat = hermes_cron::SchedulerBeat::read(&s);
+                Ok(hermes_cron::status_text(
+                    &jobs,
+                    &latest,
+                    beat.as_ref(),
+                    tz,
+                    chrono::Utc::now(),
+                ))
+            }))
+        }
+        CronCmd::Tick => return tick(app, args, tz).await,
+        CronCmd::Run { job } => return run_one(app, args, tz, job).await,
+    };
+    outln!("{}", text.await?);
+    Ok(0)
+}
+
+fn when(t: Option<chrono::DateTime<chrono::Utc>>, tz: Tz) -> String {
+    t.map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z").to_string())
+        .unwrap_or_else(|| "none (finished)".to_string())
+}
+
+/// Cancels `token` on Ctrl-C.
+fn cancel_on_ctrl_c() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            t.cancel();
+        }
+    });
+    token
+}
+
+fn print_run(rec: &hermes_cron::RunRecord) {
+    let path = rec.output_path.as_deref().unwrap_or("(output not saved)");
+    outln!(
+        "{} {} \"{}\": {} — {path}",
+        rec.run_id,
+        rec.job_id,
+        rec.job_name,
+        rec.status
+    );
+    if let Some(e) = &rec.error {
+        eprintln!("  error: {e}");
+    }
+    for d in &rec.deliveries {
+        if !d.ok {
+            eprintln!("  not delivered to {}: {}", d.target, d.detail);
+        }
+    }
+}
+
+async fn tick(app: App, args: &ChatArgs, tz: Tz) -> Result<i32> {
+    let sched = scheduler(&app, args, tz)?;
+    let report = sched.tick(&cancel_on_ctrl_c()).await?;
+    for rec in &report.runs {
+        print_run(rec);
+    }
+    if report.runs.is_empty() {
+        eprintln!("no jobs due");
+    }
+    Ok(0)
+}
+
+async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
+    let store = JobStore::new(&app.home);
+    let k = key.to_string();
+    let job = tokio::task::spawn_blocking(move || store.get(&k))
+        .await
+        .context("jobs file task")??;
+    let sched = scheduler(&app, args, tz)?;
+    match sched.run_now(&job.id, &cancel_on_ctrl_c()).await? {
+        Some(rec) => {
+            print_run(&rec);
+            Ok(if matches!(rec.status.as_str(), "ok" | "silent") {
+                0
+            } else {
+                1
+            })
+        }
+        None => {
+            eprintln!("job {} is already running", job.id);
+            Ok(1)
+        }
+    }
+}

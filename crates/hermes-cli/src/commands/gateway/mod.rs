@@ -1,0 +1,425 @@
+//! `hermes gateway {run,status}` (FEATURES §1 Gateway) and the agent factory the gateway uses
+//! (agents from an `assembly::AgentKit`). [`cron`] ticks the scheduler inside the gateway and
+//! delivers to its platforms; [`process_memory`] returns idle memory to the system.
+
+pub mod cron;
+#[cfg(test)]
+mod cron_e2e;
+pub mod process_memory;
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use clap::Subcommand;
+use hermes_agent::Agent;
+use hermes_gateway::config::GatewayConfig;
+use hermes_gateway::status::{GatewayStatus, pairing_overview};
+use hermes_gateway::{AgentFactory, AgentSpec, Gateway, PlatformAdapter};
+use hermes_protocol::HermesHome;
+use tokio_util::sync::CancellationToken;
+
+use crate::assembly::AgentKit;
+use crate::assembly::app::App;
+use crate::assembly::args::ChatArgs;
+use crate::commands::gateway::cron::GatewayCron;
+
+/// `hermes gateway …`
+#[derive(Debug, Subcommand)]
+pub enum GatewayCmd {
+    /// Serve every configured messaging platform until Ctrl-C or SIGTERM.
+    Run,
+    /// Configured platforms, credentials present, access rules, pairing and routed sessions.
+    Status,
+}
+
+/// Builds gateway agents from the CLI's model resolution, tools and prompt.
+pub struct CliAgentFactory {
+    kit: AgentKit,
+    home: HermesHome,
+    signature: String,
+    cron: Option<GatewayCron>,
+    /// Resolves chats' `/model` choices against the kit's runtime (never switched itself).
+    models: crate::assembly::model_switch::ModelSwitcher,
+}
+
+impl CliAgentFactory {
+    /// A factory over `kit` (built from `app`); the signature digests the settings agents are
+    /// built from.
+    pub fn new(app: &App, kit: AgentKit) -> CliAgentFactory {
+        let mut h = DefaultHasher::new();
+        kit.runtime.provider.hash(&mut h);
+        kit.runtime.model.hash(&mut h);
+        kit.runtime.base_url.hash(&mut h);
+        kit.toolsets.hash(&mut h);
+        kit.opts.max_turns.hash(&mut h);
+        kit.opts.yolo.hash(&mut h);
+        let signature = format!("{:016x}", h.finish());
+        CliAgentFactory {
+            models: crate::assembly::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
+            kit,
+            home: app.home.clone(),
+            signature,
+            cron: None,
+        }
+    }
+
+    /// Gives every agent the `cronjob` tool of `cron` (bound to the gateway's scheduler and
+    /// to the session's chat) in place of the kit's own.
+    pub fn with_cron(mut self, cron: GatewayCron) -> CliAgentFactory {
+        self.cron = Some(cron);
+        self
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentFactory for CliAgentFactory {
+    async fn build(&self, spec: AgentSpec) -> Result<Agent, String> {
+        let mut opts = self.kit.opts.clone();
+        opts.source = spec.source;
+        opts.ephemeral_prompt = spec.ephemeral_prompt;
+        opts.session_key = Some(spec.session_key);
+        // The chat's `/model` choice; one that no longer resolves (a key removed since) falls
+        // back to the configured model rather than locking the chat out.
+        let chosen = match &spec.model {
+            Some(choice) => match self.models.connect(choice).await {
+                Ok((client, _)) => Some(client),
+                Err(e) => {
+                    tracing::warn!(error = %hermes_llm::redact_secrets(&format!("{e:#}")), "the chat's /model choice is unavailable; using the configured model");
+                    None
+                }
+            },
+            None => None,
+        };
+        let kit = if self.cron.is_some() || chosen.is_some() {
+            let mut kit = self.kit.clone();
+            if let Some(cron) = &self.cron {
+                for tool in kit.tools.iter_mut() {
+                    if tool.toolset() == hermes_cron::CRONJOB_TOOLSET {
+                        *tool = cron.tool_for(spec.origin.as_ref());
+                    }
+                }
+            }
+            if let Some(client) = chosen {
+                kit.client = client;
+            }
+            std::borrow::Cow::Owned(kit)
+        } else {
+            std::borrow::Cow::Borrowed(&self.kit)
+        };
+        kit.agent(spec.approver, opts, spec.resume.as_deref(), &self.home)
+            .await
+            .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
+    }
+
+    fn config_signature(&self) -> String {
+        self.signature.clone()
+    }
+
+    async fn model_client(
+        &self,
+        choice: &hermes_llm::ModelChoice,
+    ) -> Result<Arc<dyn hermes_llm::ModelClient>, String> {
+        self.models
+            .connect(choice)
+            .await
+            .map(|(client, _)| client)
+            .map_err(|e| hermes_llm::redact_secrets(&format!("{e:#}")))
+    }
+}
+
+fn gateway_config(app: &App, profile: Option<&str>) -> Result<GatewayConfig> {
+    let (config, warnings) = GatewayConfig::from_config(&app.config, &app.env, profile)
+        .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))?;
+    for w in warnings {
+        eprintln!("warning: {}: {w}", app.home.config_file().display());
+    }
+    Ok(config)
+}
+
+/// A non-empty value of `name` from the environment or `.env`.
+fn credential(app: &App, name: &str) -> Option<String> {
+    app.env
+        .get(name)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The adapters whose credentials are set, each behind its cargo feature: Telegram
+/// (`TELEGRAM_BOT_TOKEN`), Discord (`DISCORD_BOT_TOKEN`), Slack (`SLACK_BOT_TOKEN` and
+/// `SLACK_APP_TOKEN`; one without the other is an error naming the missing one), webhook
+/// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
+/// `HERMES_HOME/cache/media/<platform>/`.
+async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+    #[allow(unused_variables)]
+    let media = app.home.cache_dir().join("media");
+    #[allow(unused_mut)]
+    let mut out: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
+    #[cfg(feature = "telegram")]
+    if let Some(token) = credential(app, "TELEGRAM_BOT_TOKEN") {
+        use hermes_gateway::platforms::telegram::{TelegramAdapter, TelegramSettings};
+        let mut settings = TelegramSettings::new(token, media.join("telegram"));
+        settings.offset_file = Some(app.home.root().join("gateway").join("telegram_offset"));
+        let adapter =
+            TelegramAdapter::new(settings).map_err(|e| anyhow!("cannot set up Telegram: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "discord")]
+    if let Some(token) = credential(app, "DISCORD_BOT_TOKEN") {
+        let settings = hermes_gateway::DiscordSettings::new(token, media.join("discord"));
+        let adapter = hermes_gateway::DiscordAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Discord: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "slack")]
+    match (
+        credential(app, "SLACK_BOT_TOKEN"),
+        credential(app, "SLACK_APP_TOKEN"),
+    ) {
+        (Some(bot), Some(app_token)) => {
+            let settings = hermes_gateway::SlackSettings::new(bot, app_token, media.join("slack"));
+            let adapter = hermes_gateway::SlackAdapter::new(settings)
+                .map_err(|e| anyhow!("cannot set up Slack: {e}"))?;
+            out.push(Arc::new(adapter));
+        }
+        (Some(_), None) => {
+            return Err(anyhow!(
+                "cannot set up Slack: SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-, Socket Mode) is not"
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(anyhow!(
+                "cannot set up Slack: SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-) is not"
+            ));
+        }
+        (None, None) => {}
+    }
+    #[cfg(feature = "webhook")]
+    if let Some(secret) = credential(app, "WEBHOOK_SECRET") {
+        let settings = webhook_settings(app, secret)?;
+        let adapter = hermes_gateway::platforms::webhook::WebhookAdapter::bind(settings)
+            .await
+            .map_err(|e| anyhow!("cannot set up the webhook adapter: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    Ok(out)
+}
+
+/// The webhook adapter's settings: `WEBHOOK_SECRET`, `WEBHOOK_HOST` (default `127.0.0.1`),
+/// `WEBHOOK_PORT` (default 8644), `WEBHOOK_PATH` (default `/webhook`) and
+/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only).
+///
+/// Errors: a host that is not an IP address or a port outside 1–65535, naming the variable.
+#[cfg(feature = "webhook")]
+fn webhook_settings(
+    app: &App,
+    secret: String,
+) -> Result<hermes_gateway::platforms::webhook::WebhookSettings> {
+    let mut s = hermes_gateway::platforms::webhook::WebhookSettings::new(secret);
+    let mut host = s.bind.ip();
+    let mut port = s.bind.port();
+    if let Some(v) = credential(app, "WEBHOOK_HOST") {
+        host = if v.eq_ignore_ascii_case("localhost") {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            v.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| anyhow!("WEBHOOK_HOST: `{v}` is not an IP address"))?
+        };
+    }
+    if let Some(v) = credential(app, "WEBHOOK_PORT") {
+        port = v.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+            anyhow!("WEBHOOK_PORT: `{v}` is not a port number between 1 and 65535")
+        })?;
+    }
+    s.bind = std::net::SocketAddr::new(host, port);
+    if let Some(v) = credential(app, "WEBHOOK_PATH") {
+        s.path = v;
+    }
+    s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
+    Ok(s)
+}
+
+/// The API server's settings when `API_SERVER_ENABLED` is true (`None` otherwise).
+#[cfg(feature = "api-server")]
+fn api_settings(
+    app: &App,
+    profile: Option<&str>,
+) -> Result<Option<hermes_gateway::api::ApiSettings>> {
+    let mut settings = hermes_gateway::api::ApiSettings::from_env(|k| credential(app, k))?;
+    settings.profile = profile.unwrap_or("main").to_string();
+    Ok(settings.enabled.then_some(settings))
+}
+
+/// Serves the API server beside the gateway with the same factory and store; a failure to
+/// start (bind, exposure rule) cancels the whole gateway and is returned.
+#[cfg(feature = "api-server")]
+fn spawn_api(
+    settings: Option<hermes_gateway::api::ApiSettings>,
+    factory: Arc<CliAgentFactory>,
+    store: Arc<hermes_store::SessionStore>,
+    activity: hermes_gateway::Activity,
+    cancel: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<Result<()>>> {
+    let settings = settings?;
+    let addr = settings.addr();
+    let state =
+        hermes_gateway::api::ApiState::new(factory, store, settings).with_activity(activity);
+    let cancel = cancel.clone();
+    Some(tokio::spawn(async move {
+        eprintln!("API server listening on http://{addr}");
+        let result = hermes_gateway::api::serve(addr, state, cancel.clone()).await;
+        if result.is_err() {
+            cancel.cancel();
+        }
+        result.map_err(|e| anyhow!("API server: {e}"))
+    }))
+}
+
+/// Runs `hermes gateway …`.
+pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) -> Result<i32> {
+    let app = App::load(profile)?;
+    app.warn_config();
+    let config = gateway_config(&app, profile)?;
+    match action {
+        GatewayCmd::Status => {
+            let store = app.open_store()?;
+            let routed = store.count_session_keys()?;
+            let pairing = pairing_overview(&app.home)?;
+            let mut status = GatewayStatus::collect(&config, &app.env, &pairing, routed);
+            status.cron_scheduler = cron_scheduler_enabled(&app)?;
+            println!("{status}");
+            Ok(0)
+        }
+        GatewayCmd::Run => {
+            let adapters = build_adapters(&app).await?;
+            let cancel = CancellationToken::new();
+            tokio::spawn(stop_on_signal(cancel.clone()));
+            serve(&app, profile, args, config, adapters, cancel).await?;
+            eprintln!("gateway stopped");
+            Ok(0)
+        }
+    }
+}
+
+/// Serves `adapters` (and the API server when enabled) with the cron scheduler beside them
+/// until `cancel`: builds the agent kit, loads hooks, starts the scheduler task whose platform
+/// deliveries go through these adapters (unless `cron.enabled: false`), runs the gateway, then waits for the scheduler and
+/// the API server to stop.
+///
+/// Errors: no adapter and no API server ([`hermes_gateway::GatewayError::NoPlatforms`]),
+/// model or tool setup failures, a gateway or API server failure.
+pub(crate) async fn serve(
+    app: &App,
+    profile: Option<&str>,
+    args: &ChatArgs,
+    config: GatewayConfig,
+    adapters: Vec<Arc<dyn PlatformAdapter>>,
+    cancel: CancellationToken,
+) -> Result<()> {
+    #[cfg(feature = "api-server")]
+    let api = api_settings(app, profile)?;
+    #[cfg(feature = "api-server")]
+    let api_enabled = api.is_some();
+    #[cfg(not(feature = "api-server"))]
+    let api_enabled = {
+        let _ = profile;
+        false
+    };
+    if adapters.is_empty() && !api_enabled {
+        return Err(hermes_gateway::GatewayError::NoPlatforms.into());
+    }
+    let mut kit = AgentKit::prepare(app, args).await?;
+    crate::assembly::sandbox::warn_at_start(&kit.opts.sandbox);
+    // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
+    let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
+    for e in hook_errors {
+        eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
+    }
+    kit.opts.hooks = hooks.clone();
+    let store = kit.store.clone();
+    // Issue 8: one scheduler per gateway; results reach chats through these adapters.
+    let outbox = hermes_gateway::Outbox::new(
+        &adapters,
+        hermes_gateway::outbox::home_channels_from_env(&app.env),
+    )
+    .with_sethome(app.home.clone());
+    // `cron.enabled: false` keeps the scheduler off; the sessions' `cronjob` tool still
+    // records each job's chat, and `hermes cron tick` runs due jobs.
+    let scheduler_on = cron_scheduler_enabled(app)?;
+    let cron = GatewayCron::prepare(app, args, outbox)?;
+    let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
+    let cron_task = if scheduler_on {
+        Some(cron.spawn(cancel.clone()))
+    } else {
+        eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
+        None
+    };
+    // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
+    let gateway = Gateway::new(
+        config,
+        adapters,
+        factory.clone(),
+        store.clone(),
+        app.home.clone(),
+    );
+    gateway.set_hooks(hooks);
+    // Issue 7 "Memory": once idle, the process gives back free heap and code pages.
+    gateway.set_memory_release(Arc::new(
+        crate::commands::gateway::process_memory::ProcessMemory,
+    ));
+    #[cfg(feature = "api-server")]
+    let api_task = spawn_api(api, factory, store, gateway.activity(), &cancel);
+    if api_enabled {
+        gateway.set_front_ends(vec!["api_server".to_string()]);
+    }
+    let served = gateway.run(cancel.clone()).await;
+    cancel.cancel();
+    if let Some(Err(e)) = match cron_task {
+        Some(task) => Some(task.await),
+        None => None,
+    } {
+        tracing::error!(error = %e, "cron scheduler task failed");
+    }
+    #[cfg(feature = "api-server")]
+    if let Some(task) = api_task {
+        task.await.map_err(|e| anyhow!("API server task: {e}"))??;
+    }
+    served?;
+    Ok(())
+}
+
+/// `cron.enabled` of config.yaml (default true): whether `gateway run` runs its scheduler.
+///
+/// Errors: a value that is not a boolean, naming the key and the file.
+fn cron_scheduler_enabled(app: &App) -> Result<bool> {
+    hermes_cron::CronSettings::scheduler_enabled(app.config.cron.as_ref())
+        .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))
+}
+
+/// Cancels on Ctrl-C (SIGINT) or SIGTERM.
+async fn stop_on_signal(cancel: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    eprintln!("stopping: interrupting running turns…");
+    cancel.cancel();
+}
