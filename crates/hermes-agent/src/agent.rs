@@ -91,6 +91,11 @@ pub struct AgentOptions {
     /// `delegate_task` subagents, whose transcript is linked to the session that delegated
     /// (FEATURES §4). `None` by default.
     pub parent_session_id: Option<SessionId>,
+    /// The OS sandbox of the agent's commands and the path policy of its file tools
+    /// (`terminal.sandbox`, `terminal.backend`). The default is `workspace-write` without a
+    /// launcher, which refuses commands until the front end sets the launcher
+    /// (issue 18).
+    pub sandbox: Arc<hermes_tools::SandboxSettings>,
 }
 
 impl Default for AgentOptions {
@@ -113,6 +118,7 @@ impl Default for AgentOptions {
             hooks: Hooks::default(),
             learning: crate::review::LearningOptions::default(),
             parent_session_id: None,
+            sandbox: Arc::new(hermes_tools::SandboxSettings::default()),
         }
     }
 }

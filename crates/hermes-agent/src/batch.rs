@@ -195,6 +195,7 @@ impl Agent {
             approver: self.deps.approver.clone(),
             yolo: self.opts.yolo,
             terminal_timeout_s: self.opts.terminal_timeout_s,
+            sandbox: self.opts.sandbox.clone(),
             progress: Arc::new(move |message: String| {
                 let _ = progress_events.send(AgentEvent::Status { message });
             }),

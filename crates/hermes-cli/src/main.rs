@@ -30,6 +30,10 @@ use clap::Parser;
 use crate::commands::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The sandbox launcher (`hermes __sandbox-exec …`) runs before anything else.
+    if let Some(code) = assembly::sandbox::launcher_if_requested() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Some(Command::Version) = cli.command {
         println!("hermes {}", env!("CARGO_PKG_VERSION"));

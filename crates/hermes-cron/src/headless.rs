@@ -84,6 +84,9 @@ pub struct HeadlessOptions {
     /// `web` toolset's `web_extract` and `web_search`); only those in [`CRON_TOOLSET`] are
     /// offered. A name that is already registered is skipped.
     pub extra_tools: Vec<Arc<dyn hermes_tools::Tool>>,
+    /// The sandbox of the jobs' commands and file tools (issue 18; `unsupported` defaults to
+    /// `refuse` for cron).
+    pub sandbox: Arc<hermes_tools::SandboxSettings>,
 }
 
 /// Runs jobs with a fresh agent each time.
@@ -351,6 +354,7 @@ impl JobRunner for AgentRunner {
             terminal_timeout_s: self.opts.terminal_timeout_s,
             source: "cron".to_string(),
             ephemeral_prompt: Some(CRON_PREAMBLE.trim().to_string()),
+            sandbox: self.opts.sandbox.clone(),
             ..AgentOptions::default()
         };
         let mut agent = match Agent::start(deps, opts, None).await {

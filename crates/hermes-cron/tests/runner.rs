@@ -62,6 +62,7 @@ async fn env(inactivity: Duration) -> Env {
                 hermes_agent::DelegationSettings::default(),
             )) as Arc<dyn hermes_tools::Tool>])
             .collect(),
+        sandbox: Arc::new(hermes_tools::SandboxSettings::off()),
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),

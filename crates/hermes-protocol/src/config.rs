@@ -11,9 +11,13 @@ use serde::{Deserialize, Serialize};
 
 pub mod custom_providers;
 pub mod python_keys;
+pub mod terminal;
 pub mod web;
 pub use custom_providers::CustomProvider;
 pub use python_keys::IgnoredPythonKeys;
+pub use terminal::{
+    DEFAULT_DOCKER_IMAGE, SandboxConfig, SandboxMode, TerminalConfig, UnsupportedPolicy,
+};
 pub use web::{
     DEFAULT_EXTRACT_CHAR_LIMIT, SEARCH_BACKENDS, SearchBackendKind, WebConfig, WebConfigError,
 };
@@ -247,25 +251,6 @@ impl Default for AgentConfig {
             prompt_profile: None,
             tool_use_enforcement: None,
             verify_on_stop: None,
-        }
-    }
-}
-
-/// `terminal:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TerminalConfig {
-    /// Working directory for tools (default: the process's cwd).
-    pub cwd: Option<PathBuf>,
-    /// Default command timeout in seconds (default 180).
-    pub timeout: u64,
-}
-
-impl Default for TerminalConfig {
-    fn default() -> Self {
-        TerminalConfig {
-            cwd: None,
-            timeout: DEFAULT_TERMINAL_TIMEOUT_S,
         }
     }
 }

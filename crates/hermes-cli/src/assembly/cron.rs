@@ -91,6 +91,10 @@ pub fn scheduler_with(
             .into_iter()
             .chain([crate::assembly::delegation::cron_tool(&app, compact)])
             .collect(),
+        sandbox: crate::assembly::sandbox::settings(
+            &app,
+            hermes_protocol::config::UnsupportedPolicy::Refuse,
+        ),
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),

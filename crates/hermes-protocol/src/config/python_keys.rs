@@ -23,8 +23,7 @@ use KeyStatus::{Honoured, Ignored};
 
 const GATEWAY_PLATFORM: &str = "hermes' gateway reads its platform settings from the `gateway:` section and the platform's environment variables (e.g. TELEGRAM_ALLOWED_USERS)";
 const NO_VOICE: &str = "hermes has no voice input or speech output";
-const LOCAL_TERMINAL: &str =
-    "hermes runs commands on this machine only (local backend, in its sandbox)";
+const LOCAL_TERMINAL: &str = "hermes runs commands on this machine (`local`, in its sandbox), in a docker container (`docker`) or over ssh (`ssh`); other backends refuse to run commands";
 
 /// `(key, status)`: a key covers itself and everything below it; the longest matching key
 /// decides. Keys are dotted paths as written in `config.yaml`.
@@ -83,6 +82,22 @@ pub const PYTHON_KEYS: &[(&str, KeyStatus)] = &[
     ("terminal", Ignored(LOCAL_TERMINAL)),
     ("terminal.cwd", Honoured),
     ("terminal.timeout", Honoured),
+    ("terminal.backend", Honoured),
+    ("terminal.docker_image", Honoured),
+    ("terminal.docker_forward_env", Honoured),
+    ("terminal.docker_env", Honoured),
+    ("terminal.docker_volumes", Honoured),
+    ("terminal.docker_mount_cwd_to_workspace", Honoured),
+    ("terminal.docker_network", Honoured),
+    ("terminal.docker_extra_args", Honoured),
+    ("terminal.docker_run_as_host_user", Honoured),
+    ("terminal.container_cpu", Honoured),
+    ("terminal.container_memory", Honoured),
+    ("terminal.container_persistent", Honoured),
+    (
+        "terminal.container_disk",
+        Ignored("hermes sets no disk quota on its docker containers"),
+    ),
     (
         "web",
         Ignored(

@@ -134,6 +134,12 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
     check_web(&app, &mut report);
+    let sandbox = crate::assembly::sandbox::settings(
+        &app,
+        hermes_protocol::config::UnsupportedPolicy::Refuse,
+    );
+    let (warning, text) = crate::assembly::sandbox::status(&sandbox);
+    report.add(if warning { Level::Warn } else { Level::Ok }, text);
 
     let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
     report.add(
