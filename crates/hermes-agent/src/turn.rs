@@ -536,7 +536,10 @@ impl Agent {
             return;
         }
         let sid = self.session_id.clone();
-        if let Err(e) = self.blocking(move |s| s.set_title(&sid, &title)).await {
+        if let Err(e) = self
+            .blocking(move |s| s.set_title_numbered(&sid, &title))
+            .await
+        {
             tracing::warn!(error = %e, "could not set session title");
         }
     }

@@ -237,6 +237,37 @@ fn check_store(app: &App, fix: bool, report: &mut Report) {
                 ),
                 Err(e) => report.add(Level::Broken, format!("state.db: {e}")),
             }
+            match store.schema_check() {
+                Ok(s) if s.is_current() => report.add(
+                    Level::Ok,
+                    format!(
+                        "state.db schema version {} (shared with Python Hermes)",
+                        s.supported
+                    ),
+                ),
+                Ok(s) => report.add(
+                    Level::Warn,
+                    format!(
+                        "state.db schema version {} differs from the {} this hermes writes{}",
+                        s.found
+                            .map_or_else(|| "none".to_string(), |v| v.to_string()),
+                        s.supported,
+                        if s.missing.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; missing columns: {}", s.missing.join(", "))
+                        }
+                    ),
+                ),
+                Err(e) => report.add(Level::Broken, format!("state.db schema check: {e}")),
+            }
+            match store.write_probe() {
+                Ok(()) => report.add(Level::Ok, "state.db accepts writes (probe rolled back)"),
+                Err(e) => report.add(
+                    Level::Broken,
+                    format!("state.db cannot store messages: {e}; every turn would fail"),
+                ),
+            }
             crate::doctor_fix::check_search_index(&store, fix, report);
             if let Ok(stats) = store.stats() {
                 report.add(
@@ -249,6 +280,9 @@ fn check_store(app: &App, fix: bool, report: &mut Report) {
                     ),
                 );
             }
+        }
+        Err(e @ hermes_store::StoreError::SchemaMismatch { .. }) => {
+            report.add(Level::Broken, format!("state.db cannot be used: {e}"))
         }
         Err(e) => report.add(
             Level::Broken,

@@ -4,7 +4,9 @@
 //! The key→session mapping is persisted in `state.db` itself: every session an agent creates
 //! for the gateway carries its session key (`sessions.session_key`), and a key routes to the
 //! newest session with that key. `/new` and resets therefore re-route by creating a session,
-//! and a restarted gateway continues every conversation.
+//! and a restarted gateway continues every conversation. The file is shared with Python
+//! Hermes: its `gateway_routing` entries are followed when newer, and a new session moves
+//! them (`hermes_store` `gateway.rs`), so a chat continues across a switch of program.
 //!
 //! Live agents sit in an LRU keyed by session key and checked against the factory's config
 //! signature; an evicted agent is dropped and later rebuilt from the store.
@@ -19,12 +21,13 @@ use lru::LruCache;
 
 use crate::runner::approval::ApprovalSlot;
 
-/// The stored session a key routes to: the newest session carrying the key.
+/// The stored session a key routes to: the newest session carrying the key, or Python
+/// Hermes' routing entry for it when that is newer ([`SessionStore::route_session`]).
 pub fn routed_session(
     store: &SessionStore,
     session_key: &str,
 ) -> Result<Option<String>, hermes_store::StoreError> {
-    Ok(store.latest_session_for_key(session_key)?.map(|s| s.id))
+    store.route_session(session_key)
 }
 
 /// A live agent with what the runner knows about it.

@@ -1,12 +1,14 @@
 //! Context compression support (FEATURES §9): replacing the active tail of a session's
 //! history in one transaction, and updating the stored system prompt after the rebuild that
-//! follows a compression. Replaced messages stay in the store, inactive and searchable.
+//! follows a compression. Replaced messages stay in the store, inactive and searchable
+//! (`active = 0, compacted = 1`: Python's mark for turns summarized away, which its search
+//! includes too).
 
 use chrono::Utc;
 use hermes_protocol::Message;
 
 use crate::error::StoreError;
-use crate::messages::{Encoded, encode, insert_row};
+use crate::messages::{Encoded, bump_version, encode, insert_row};
 use crate::store::{SessionStore, to_ts};
 
 /// The body of [`SessionStore::replace_active_from`], shared with the version-checked form.
@@ -20,7 +22,7 @@ pub(crate) fn replace_in(
 ) -> Result<Vec<i64>, StoreError> {
     let changed = match from_id {
         Some(id) => tx.execute(
-            "UPDATE messages SET active = 0 WHERE session_id = ?1 AND id >= ?2 \
+            "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ?1 AND id >= ?2 \
              AND active = 1",
             rusqlite::params![session_id, id],
         )?,
@@ -29,8 +31,8 @@ pub(crate) fn replace_in(
     let delta = i64::try_from(replacement.len()).unwrap_or(i64::MAX)
         - i64::try_from(changed).unwrap_or(i64::MAX);
     let n = tx.execute(
-        "UPDATE sessions SET message_count = max(message_count + ?2, 0), \
-         history_version = history_version + 1 WHERE id = ?1",
+        "UPDATE sessions SET message_count = max(COALESCE(message_count, 0) + ?2, 0) \
+         WHERE id = ?1",
         rusqlite::params![session_id, delta],
     )?;
     if n == 0 {
@@ -38,6 +40,7 @@ pub(crate) fn replace_in(
             id: session_id.to_string(),
         });
     }
+    bump_version(tx, session_id)?;
     replacement
         .iter()
         .zip(encoded)

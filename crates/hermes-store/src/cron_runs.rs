@@ -1,4 +1,4 @@
-//! Cron run history (table `cron_runs`, schema V3; issue 8, FEATURES §1 Cron): one row per
+//! Cron run history (table `hermes_cron_runs`; `cron_runs` in hermes' own schema V3; issue 8, FEATURES §1 Cron): one row per
 //! finished run of a scheduled job. The agent session of a run is an ordinary `sessions` row
 //! with `source = 'cron'`, linked by [`CronRun::session_id`]. The scheduler (hermes-cron)
 //! writes rows; `hermes cron runs` and `hermes cron status` read them.
@@ -105,7 +105,7 @@ impl SessionStore {
         self.write("record_cron_runs", |tx| {
             let mut added = 0;
             let mut st = tx.prepare_cached(&format!(
-                "INSERT OR IGNORE INTO cron_runs ({COLUMNS}) \
+                "INSERT OR IGNORE INTO hermes_cron_runs ({COLUMNS}) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
             ))?;
             for (run, (deliveries, due, started, duration)) in runs.iter().zip(&rows) {
@@ -142,7 +142,7 @@ impl SessionStore {
         let conn = self.lock();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM cron_runs WHERE (?1 IS NULL OR job_id = ?1) \
+            "SELECT {COLUMNS} FROM hermes_cron_runs WHERE (?1 IS NULL OR job_id = ?1) \
              ORDER BY started_at DESC, rowid DESC LIMIT ?2"
         ))
         .and_then(|mut st| {
@@ -156,7 +156,7 @@ impl SessionStore {
     pub fn latest_cron_runs(&self) -> Result<Vec<CronRun>, StoreError> {
         let conn = self.lock();
         conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM cron_runs c WHERE c.rowid = (SELECT c2.rowid FROM cron_runs c2 \
+            "SELECT {COLUMNS} FROM hermes_cron_runs c WHERE c.rowid = (SELECT c2.rowid FROM hermes_cron_runs c2 \
              WHERE c2.job_id = c.job_id ORDER BY c2.started_at DESC, c2.rowid DESC LIMIT 1) \
              ORDER BY c.started_at DESC"
         ))
@@ -173,7 +173,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
+    use crate::SCHEMA_VERSION;
+    use crate::legacy::LEGACY_STEPS;
 
     fn run(id: &str, job: &str, at: &str, status: &str) -> CronRun {
         CronRun {
@@ -229,15 +230,15 @@ mod tests {
         assert_eq!(c.failed_deliveries().count(), 1);
     }
 
-    /// A `state.db` written before V3 (schema version 2, with a session in it) gains the
-    /// `cron_runs` table on open and keeps its sessions.
+    /// A `state.db` of hermes' own schema version 2 (with a session in it) is migrated to the
+    /// shared schema on open, keeps its sessions and records cron runs.
     #[test]
-    fn a_version_2_database_migrates_to_v3_keeping_its_sessions() {
+    fn a_version_2_database_migrates_to_the_shared_schema_keeping_its_sessions() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            for step in &MIGRATIONS[..2] {
+            for step in &LEGACY_STEPS[..2] {
                 conn.execute_batch(step).unwrap();
             }
             conn.pragma_update(None, "user_version", 2).unwrap();

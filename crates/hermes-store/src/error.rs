@@ -59,18 +59,53 @@ pub enum StoreError {
         /// The SQLite error.
         source: rusqlite::Error,
     },
-    /// The file was written by a newer hermes with a schema this build does not know.
-    #[error(
-        "session store {db} has schema version {found}, newer than the {supported} this hermes \
-         understands; upgrade hermes"
-    )]
-    SchemaTooNew {
+    /// The file is not a session store hermes can use: not SQLite, cut short, or an SQLite
+    /// database of another program. Nothing in it was changed.
+    #[error("{db} is not a usable Hermes session database: {detail} (the file was not changed)")]
+    NotASessionStore {
         /// The database file.
         db: String,
-        /// `PRAGMA user_version` found in the file.
-        found: i64,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The file has Python Hermes' layout at a schema version whose tables lack columns
+    /// hermes reads or writes. Nothing in it was changed.
+    #[error(
+        "session store {db} has schema version {found} (Python Hermes' `schema_version` table); \
+         this hermes uses version {supported} and needs columns it lacks: {}. Nothing was \
+         changed. Open it once with Python Hermes 0.19.0 (`hermes sessions list`) to bring it \
+         to version {supported}, or upgrade hermes if the file is newer",
+        missing.join(", ")
+    )]
+    SchemaMismatch {
+        /// The database file.
+        db: String,
+        /// `schema_version.version` found in the file (`None`: no row).
+        found: String,
         /// [`crate::SCHEMA_VERSION`].
         supported: i64,
+        /// The missing `table.column` names.
+        missing: Vec<String>,
+    },
+    /// The copy made before migrating a file of hermes' earlier schema could not be written;
+    /// the file was not migrated.
+    #[error("session store {db}: cannot write the backup {backup} before migrating: {source}")]
+    Backup {
+        /// The database file.
+        db: String,
+        /// The backup file that could not be written.
+        backup: String,
+        /// The SQLite error.
+        source: rusqlite::Error,
+    },
+    /// Another session already has this title (titles are unique in the shared schema, as
+    /// in Python Hermes).
+    #[error("the title `{title}` is already used by session `{other}`")]
+    TitleTaken {
+        /// The title.
+        title: String,
+        /// The session that has it.
+        other: String,
     },
     /// No session has the given id.
     #[error("session `{id}` not found")]

@@ -85,7 +85,9 @@ impl SessionStore {
                 "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
             )
             .map_err(&err)?),
-            schema_version: one("PRAGMA user_version").map_err(&err)?,
+            schema_version: crate::migrate::python_version(&conn)
+                .map_err(&err)?
+                .unwrap_or_default(),
         })
     }
 }

@@ -1,7 +1,8 @@
 //! # hermes-store
 //!
 //! Owns the SQLite session store (`HERMES_HOME/state.db`, ARCHITECTURE §2 invariants 3–4,
-//! FEATURES §10): sessions, messages (each committed as soon as it is complete), per-model
+//! FEATURES §10), in Python Hermes 0.19.0's schema so both programs share the file
+//! (issue 17 item 1; `schema.rs`, `migrate.rs`): sessions, messages (each committed as soon as it is complete), per-model
 //! usage, the run history of scheduled jobs (`cron_runs`), schema migrations, and full-text
 //! search (FTS5 `unicode61` plus a trigram index for CJK) behind a query sanitizer that turns
 //! any user text into a valid query, and optimistic concurrency on each session's history
@@ -14,8 +15,11 @@ mod compaction;
 mod cron_runs;
 mod error;
 mod export;
+mod gateway;
+mod legacy;
 mod maintenance;
 mod messages;
+mod migrate;
 mod model_choice;
 mod sanitize;
 mod schema;
@@ -28,10 +32,10 @@ mod versioned;
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
-pub use maintenance::SearchIndexReport;
+pub use maintenance::{SchemaReport, SearchIndexReport};
 pub use messages::UsageRecord;
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
-pub use schema::SCHEMA_VERSION;
+pub use schema::{HERMES_LAYOUT, SCHEMA_VERSION};
 pub use store::{SessionStore, WRITE_RETRY_BUDGET};
 pub use subagents::SUBAGENT_SOURCE;
 pub use types::{

@@ -60,3 +60,80 @@ impl SessionStore {
         })
     }
 }
+
+/// What [`SessionStore::schema_check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaReport {
+    /// The file's Python schema version (`schema_version.version`; `None` when the row is
+    /// missing).
+    pub found: Option<i64>,
+    /// The version this build writes ([`crate::SCHEMA_VERSION`]).
+    pub supported: i64,
+    /// `PRAGMA user_version` (hermes' layout mark, [`crate::HERMES_LAYOUT`]).
+    pub hermes_layout: i64,
+    /// `table.column` names hermes reads or writes that the file lacks (empty when usable).
+    pub missing: Vec<String>,
+}
+
+impl SchemaReport {
+    /// True when the file is at the version this build writes and has every column.
+    pub fn is_current(&self) -> bool {
+        self.found == Some(self.supported) && self.missing.is_empty()
+    }
+}
+
+impl SessionStore {
+    /// Compares the open file's schema with the one this build uses (for `hermes doctor`):
+    /// its Python schema version and the columns hermes needs. Read-only.
+    pub fn schema_check(&self) -> Result<SchemaReport, StoreError> {
+        let conn = self.lock();
+        let err = self.sql_err("schema_check");
+        Ok(SchemaReport {
+            found: crate::migrate::python_version(&conn).map_err(&err)?,
+            supported: crate::SCHEMA_VERSION,
+            hermes_layout: conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(&err)?,
+            missing: crate::migrate::missing_columns(&conn, true).map_err(&err)?,
+        })
+    }
+
+    /// Proves that a message can be stored, without storing one (for `hermes doctor`): in a
+    /// `BEGIN IMMEDIATE` transaction (waiting for the lock like every write) it inserts a
+    /// session, a message (which runs the search triggers) and the session counters, and
+    /// then rolls everything back.
+    ///
+    /// Errors: whatever that write would meet ([`StoreError::Sqlite`] naming the failing
+    /// step, [`StoreError::Busy`], a read-only file, a full disk).
+    pub fn write_probe(&self) -> Result<(), StoreError> {
+        let probe = crate::NewSession {
+            id: format!("hermes-write-probe-{}", std::process::id()),
+            source: "cli".into(),
+            model: "probe".into(),
+            provider: "probe".into(),
+            ..crate::NewSession::default()
+        };
+        let message = hermes_protocol::Message::user("hermes write probe");
+        let enc = crate::messages::encode(&message)?;
+        let result = self.write("write_probe", |tx| {
+            tx.execute(
+                "INSERT INTO sessions (id, source, model, billing_provider, started_at, \
+                 message_count, tool_call_count) VALUES (?1, ?2, ?3, ?4, 0, 0, 0)",
+                rusqlite::params![probe.id, probe.source, probe.model, probe.provider],
+            )?;
+            crate::messages::append_in(tx, &probe.id, &message, &enc, 0.0, None, 0)?;
+            // Rolled back by returning an error: nothing of the probe is committed.
+            Err::<(), _>(StoreError::SessionNotFound {
+                id: PROBE_ROLLED_BACK.to_string(),
+            })
+        });
+        match result {
+            Err(StoreError::SessionNotFound { id }) if id == PROBE_ROLLED_BACK => Ok(()),
+            Err(e) => Err(e),
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+/// Marker of the probe's deliberate rollback.
+const PROBE_ROLLED_BACK: &str = "\u{0}write-probe-rolled-back";

@@ -4,58 +4,85 @@
 use chrono::Utc;
 use hermes_protocol::{ContentPart, FinishReason, Message, Reasoning, Role, ToolCall, Usage};
 use rusqlite::{Connection, Row};
+use serde_json::{Value, json};
 
 use crate::error::StoreError;
 use crate::store::{SessionStore, from_ts, to_ts};
 use crate::types::{ModelUsage, StoredMessage};
 
-const MESSAGE_COLUMNS: &str = "id, role, content, content_json, tool_calls, tool_call_id, \
-     tool_name, reasoning, finish_reason, timestamp, active";
+const MESSAGE_COLUMNS: &str = "m.id, m.role, m.content, h.content_parts, m.tool_calls, \
+     m.tool_call_id, m.tool_name, m.reasoning, m.reasoning_content, h.reasoning_signature, \
+     m.finish_reason, m.timestamp, m.active";
 
-/// The columns a message is stored as.
+/// Python's marker for a `content` cell holding JSON (a list of parts) instead of text
+/// (`SessionDB._CONTENT_JSON_PREFIX` in `hermes_state.py`).
+const CONTENT_JSON_PREFIX: &str = "\u{0}json:";
+
+/// How an image part reads in `messages.content` (what Python shows and searches); the image
+/// itself is kept in `hermes_messages.content_parts`.
+const IMAGE_PLACEHOLDER: &str = "[image]";
+
+/// The columns a message is stored as: Python's `messages` columns, plus the `hermes_messages`
+/// row when the content or the reasoning signature does not fit them.
 pub(crate) struct Encoded {
-    content: String,
-    content_json: Option<String>,
+    /// `messages.content`: the text (`NULL` when there is none).
+    content: Option<String>,
+    /// `messages.tool_calls`: OpenAI-shaped JSON, as Python's agent stores it.
     tool_calls: Option<String>,
+    /// `messages.reasoning`: the reasoning text.
     reasoning: Option<String>,
+    /// `hermes_messages.content_parts`: the exact parts when `content` is not all of them.
+    parts: Option<String>,
+    /// `hermes_messages.reasoning_signature`.
+    signature: Option<String>,
 }
 
+fn json_err(what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
+    move |source| StoreError::Json { what, source }
+}
+
+/// Maps a message to Python's columns (see [`Encoded`]). The content of one non-empty text
+/// part is `content` itself; any other content is written to `content` as its text (text
+/// parts joined by newlines, each image as `[image]`, as Python's agent stores images) and
+/// kept exactly in `hermes_messages`.
 pub(crate) fn encode(message: &Message) -> Result<Encoded, StoreError> {
-    let only_one_text = matches!(message.content.as_slice(), [] | [ContentPart::Text { .. }]);
-    let content_json = if only_one_text {
-        None
-    } else {
-        Some(
-            serde_json::to_string(&message.content).map_err(|source| StoreError::Json {
-                what: "message content",
-                source,
-            })?,
-        )
+    let (content, parts) = match message.content.as_slice() {
+        [] => (None, None),
+        [ContentPart::Text { text }] if !text.is_empty() => (Some(text.clone()), None),
+        parts => {
+            let shown: Vec<&str> = parts
+                .iter()
+                .map(|p| match p {
+                    ContentPart::Text { text } => text.as_str(),
+                    ContentPart::Image { .. } => IMAGE_PLACEHOLDER,
+                })
+                .collect();
+            let exact = serde_json::to_string(parts).map_err(json_err("message content"))?;
+            (Some(shown.join("\n")), Some(exact))
+        }
     };
     let tool_calls = if message.tool_calls.is_empty() {
         None
     } else {
-        Some(
-            serde_json::to_string(&message.tool_calls).map_err(|source| StoreError::Json {
-                what: "tool calls",
-                source,
-            })?,
-        )
+        let calls: Vec<Value> = message
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                })
+            })
+            .collect();
+        Some(serde_json::to_string(&calls).map_err(json_err("tool calls"))?)
     };
-    let reasoning = message
-        .reasoning
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|source| StoreError::Json {
-            what: "reasoning",
-            source,
-        })?;
     Ok(Encoded {
-        content: message.text(),
-        content_json,
+        content,
         tool_calls,
-        reasoning,
+        reasoning: message.reasoning.as_ref().map(|r| r.text.clone()),
+        parts,
+        signature: message.reasoning.as_ref().and_then(|r| r.signature.clone()),
     })
 }
 
@@ -70,19 +97,21 @@ fn finish_reason_from_str(s: &str) -> FinishReason {
     }
 }
 
-/// A message row before JSON columns are decoded.
-struct RawRow {
-    id: i64,
-    role: String,
-    content: String,
-    content_json: Option<String>,
-    tool_calls: Option<String>,
-    tool_call_id: Option<String>,
-    tool_name: Option<String>,
-    reasoning: Option<String>,
-    finish_reason: Option<String>,
-    timestamp: f64,
-    active: bool,
+/// A message row before its columns are decoded.
+pub(crate) struct RawRow {
+    pub(crate) id: i64,
+    pub(crate) role: String,
+    pub(crate) content: Option<String>,
+    pub(crate) parts: Option<String>,
+    pub(crate) tool_calls: Option<String>,
+    pub(crate) tool_call_id: Option<String>,
+    pub(crate) tool_name: Option<String>,
+    pub(crate) reasoning: Option<String>,
+    pub(crate) reasoning_content: Option<String>,
+    pub(crate) signature: Option<String>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) timestamp: f64,
+    pub(crate) active: bool,
 }
 
 fn raw_from_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
@@ -90,18 +119,115 @@ fn raw_from_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
         id: row.get(0)?,
         role: row.get(1)?,
         content: row.get(2)?,
-        content_json: row.get(3)?,
+        parts: row.get(3)?,
         tool_calls: row.get(4)?,
         tool_call_id: row.get(5)?,
         tool_name: row.get(6)?,
         reasoning: row.get(7)?,
-        finish_reason: row.get(8)?,
-        timestamp: row.get(9)?,
-        active: row.get::<_, i64>(10)? != 0,
+        reasoning_content: row.get(8)?,
+        signature: row.get(9)?,
+        finish_reason: row.get(10)?,
+        timestamp: row.get::<_, Option<f64>>(11)?.unwrap_or_default(),
+        active: row.get::<_, Option<i64>>(12)?.unwrap_or(1) != 0,
     })
 }
 
-/// Inserts one message row (no session counters) and returns its id.
+/// One content part as Python (OpenAI) writes it: `{"type": "text", "text"}`,
+/// `{"type": "image_url", "image_url": {"url"}}` (or the URL as a string), `input_image`;
+/// a bare string is text. Other parts (audio, files) are kept as their JSON text.
+fn python_part(v: &Value) -> ContentPart {
+    let url = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(o)) => o.get("url").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    };
+    match v {
+        Value::String(s) => ContentPart::Text { text: s.clone() },
+        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+            Some("text" | "input_text" | "output_text") => ContentPart::Text {
+                text: o
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            },
+            Some("image_url" | "input_image") => match url(o.get("image_url")) {
+                Some(url) => ContentPart::Image { url },
+                None => ContentPart::Text {
+                    text: v.to_string(),
+                },
+            },
+            _ => ContentPart::Text {
+                text: v.to_string(),
+            },
+        },
+        other => ContentPart::Text {
+            text: other.to_string(),
+        },
+    }
+}
+
+/// The content of a row: the exact parts hermes kept, else Python's `content` cell (text, or
+/// `\0json:` and a list of parts).
+fn decode_content(raw: &RawRow) -> Result<Vec<ContentPart>, (&'static str, String)> {
+    if let Some(parts) = &raw.parts {
+        return serde_json::from_str(parts).map_err(|e| ("content_parts", e.to_string()));
+    }
+    let Some(content) = raw.content.as_deref() else {
+        return Ok(Vec::new());
+    };
+    if let Some(json) = content.strip_prefix(CONTENT_JSON_PREFIX) {
+        let value: Value = serde_json::from_str(json).map_err(|e| ("content", e.to_string()))?;
+        return Ok(match &value {
+            Value::Array(items) => items.iter().map(python_part).collect(),
+            one => vec![python_part(one)],
+        });
+    }
+    if content.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(vec![ContentPart::Text {
+        text: content.to_string(),
+    }])
+}
+
+/// Tool calls as Python's agent stores them (`[{"id", "type", "function": {"name",
+/// "arguments"}}]`, sometimes also `call_id`), or the flat `[{"name", "arguments"}]` of its
+/// older writers; arguments that are JSON values rather than text are kept as their JSON text.
+fn decode_tool_calls(json: &str) -> Result<Vec<ToolCall>, String> {
+    let value: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let items = match value {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        one => vec![one],
+    };
+    items
+        .iter()
+        .map(|item| {
+            let Value::Object(o) = item else {
+                return Err(format!("a tool call is not an object: {item}"));
+            };
+            let function = o.get("function").and_then(Value::as_object).unwrap_or(o);
+            let text = |v: Option<&Value>| match v {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            let id = match o.get("id").or_else(|| o.get("call_id")) {
+                Some(Value::String(s)) => s.clone(),
+                _ => text(o.get("call_id")),
+            };
+            Ok(ToolCall::new(
+                id,
+                text(function.get("name")),
+                text(function.get("arguments")),
+            ))
+        })
+        .collect()
+}
+
+/// Inserts one message row (no session counters), and its `hermes_messages` row when it has
+/// one, and returns its id. `id` is given only when migrating (the old row id is kept).
 pub(crate) fn insert_row(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
@@ -110,25 +236,60 @@ pub(crate) fn insert_row(
     now: f64,
     token_count: Option<i64>,
 ) -> Result<i64, StoreError> {
-    tx.prepare_cached(
-        "INSERT INTO messages (session_id, role, content, content_json, tool_calls, \
-         tool_call_id, tool_name, reasoning, finish_reason, timestamp, token_count) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(rusqlite::params![
+    insert_row_with_id(
+        tx,
+        None,
         session_id,
         message.role.as_str(),
-        enc.content,
-        enc.content_json,
-        enc.tool_calls,
-        message.tool_call_id,
-        message.tool_name,
-        enc.reasoning,
-        message.finish_reason.as_ref().map(FinishReason::as_str),
+        message,
+        enc,
         now,
-        token_count
+        token_count,
+        true,
+    )
+}
+
+/// [`insert_row`] with an explicit row id, role text and active flag (the legacy migration).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn insert_row_with_id(
+    tx: &rusqlite::Transaction<'_>,
+    id: Option<i64>,
+    session_id: &str,
+    role: &str,
+    message: &Message,
+    enc: &Encoded,
+    timestamp: f64,
+    token_count: Option<i64>,
+    active: bool,
+) -> Result<i64, StoreError> {
+    tx.prepare_cached(
+        "INSERT INTO messages (id, session_id, role, content, tool_call_id, tool_calls, \
+         tool_name, timestamp, token_count, finish_reason, reasoning, observed, active, \
+         compacted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12, 0)",
+    )?
+    .execute(rusqlite::params![
+        id,
+        session_id,
+        role,
+        enc.content,
+        message.tool_call_id,
+        enc.tool_calls,
+        message.tool_name,
+        timestamp,
+        token_count,
+        message.finish_reason.as_ref().map(FinishReason::as_str),
+        enc.reasoning,
+        i64::from(active),
     ])?;
-    Ok(tx.last_insert_rowid())
+    let row = tx.last_insert_rowid();
+    if enc.parts.is_some() || enc.signature.is_some() {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO hermes_messages (message_id, content_parts, \
+             reasoning_signature) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(rusqlite::params![row, enc.parts, enc.signature])?;
+    }
+    Ok(row)
 }
 
 /// Appends one message row and updates the session counters (the body of
@@ -144,8 +305,8 @@ pub(crate) fn append_in(
 ) -> Result<i64, StoreError> {
     let n = tx
         .prepare_cached(
-            "UPDATE sessions SET message_count = message_count + 1, \
-             tool_call_count = tool_call_count + ?2 WHERE id = ?1",
+            "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 1, \
+             tool_call_count = COALESCE(tool_call_count, 0) + ?2 WHERE id = ?1",
         )?
         .execute(rusqlite::params![session_id, calls])?;
     if n == 0 {
@@ -154,6 +315,20 @@ pub(crate) fn append_in(
         });
     }
     insert_row(tx, session_id, message, enc, now, token_count)
+}
+
+/// Adds one to the hermes history version of `session_id` (creating its `hermes_sessions`
+/// row at 1 when it has none).
+pub(crate) fn bump_version(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO hermes_sessions (session_id, history_version) VALUES (?1, 1) \
+         ON CONFLICT (session_id) DO UPDATE SET history_version = history_version + 1",
+    )?
+    .execute([session_id])?;
+    Ok(())
 }
 
 /// Marks `message_id` and later messages inactive, fixes `message_count` and bumps
@@ -169,14 +344,17 @@ pub(crate) fn deactivate_in(
         rusqlite::params![session_id, message_id],
     )?;
     let n = tx.execute(
-        "UPDATE sessions SET message_count = max(message_count - ?2, 0), \
-         history_version = history_version + (?2 > 0) WHERE id = ?1",
+        "UPDATE sessions SET message_count = max(COALESCE(message_count, 0) - ?2, 0) \
+         WHERE id = ?1",
         rusqlite::params![session_id, i64::try_from(changed).unwrap_or(i64::MAX)],
     )?;
     if n == 0 {
         return Err(StoreError::SessionNotFound {
             id: session_id.to_string(),
         });
+    }
+    if changed > 0 {
+        bump_version(tx, session_id)?;
     }
     Ok(changed)
 }
@@ -215,33 +393,55 @@ pub(crate) fn add_usage_in(
     let cost_usd = record.cost_usd;
     let n = tx
         .prepare_cached(
-            "UPDATE sessions SET input_tokens = input_tokens + ?2, \
-             output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
-             cache_write_tokens = cache_write_tokens + ?5, \
-             reasoning_tokens = reasoning_tokens + ?6, \
-             cost_usd = CASE WHEN ?7 IS NULL THEN cost_usd ELSE coalesce(cost_usd, 0) + ?7 END \
-             WHERE id = ?1",
+            "UPDATE sessions SET input_tokens = COALESCE(input_tokens, 0) + ?2, \
+             output_tokens = COALESCE(output_tokens, 0) + ?3, \
+             cache_read_tokens = COALESCE(cache_read_tokens, 0) + ?4, \
+             cache_write_tokens = COALESCE(cache_write_tokens, 0) + ?5, \
+             reasoning_tokens = COALESCE(reasoning_tokens, 0) + ?6, \
+             estimated_cost_usd = CASE WHEN ?7 IS NULL THEN estimated_cost_usd \
+             ELSE COALESCE(estimated_cost_usd, 0) + ?7 END, \
+             cost_status = CASE WHEN ?7 IS NULL THEN cost_status ELSE 'estimated' END, \
+             api_call_count = COALESCE(api_call_count, 0) + 1, \
+             model = COALESCE(model, NULLIF(?8, '')), \
+             billing_provider = COALESCE(billing_provider, NULLIF(?9, '')) WHERE id = ?1",
         )?
         .execute(rusqlite::params![
-            session_id, vals[0], vals[1], vals[2], vals[3], vals[4], cost_usd
+            session_id,
+            vals[0],
+            vals[1],
+            vals[2],
+            vals[3],
+            vals[4],
+            cost_usd,
+            record.model,
+            record.provider
         ])?;
     if n == 0 {
         return Err(StoreError::SessionNotFound {
             id: session_id.to_string(),
         });
     }
+    let now = to_ts(Utc::now());
+    // Python's per-model table (schema v20/v22): one row per route and task; hermes' main
+    // loop is task ''. A call without a known cost adds 0 and leaves `cost_status` alone, so
+    // a row no call priced reads back as "no cost" (`usage_by_model`).
     tx.prepare_cached(
-        "INSERT INTO session_usage (session_id, model, provider, calls, input_tokens, \
-         output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd) \
-         VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9) \
-         ON CONFLICT (session_id, model, provider) DO UPDATE SET calls = calls + 1, \
+        "INSERT INTO session_model_usage (session_id, model, billing_provider, \
+         billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens, \
+         cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd, \
+         actual_cost_usd, cost_status, first_seen, last_seen) \
+         VALUES (?1, ?2, ?3, '', '', '', 1, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 0), 0, \
+         CASE WHEN ?9 IS NULL THEN NULL ELSE 'estimated' END, ?10, ?10) \
+         ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task) \
+         DO UPDATE SET api_call_count = api_call_count + 1, \
          input_tokens = input_tokens + excluded.input_tokens, \
          output_tokens = output_tokens + excluded.output_tokens, \
          cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens, \
          cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, \
          reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens, \
-         cost_usd = CASE WHEN excluded.cost_usd IS NULL THEN cost_usd \
-         ELSE coalesce(cost_usd, 0) + excluded.cost_usd END",
+         estimated_cost_usd = estimated_cost_usd + excluded.estimated_cost_usd, \
+         cost_status = COALESCE(excluded.cost_status, cost_status), \
+         last_seen = excluded.last_seen",
     )?
     .execute(rusqlite::params![
         session_id,
@@ -252,7 +452,8 @@ pub(crate) fn add_usage_in(
         vals[2],
         vals[3],
         vals[4],
-        cost_usd
+        cost_usd,
+        now
     ])?;
     Ok(())
 }
@@ -299,51 +500,17 @@ impl SessionStore {
             let conn = self.lock();
             load_raw(&conn, session_id, active_only).map_err(self.sql_err(op))?
         };
-        raws.into_iter().map(|r| self.decode(r)).collect()
+        let mut out = Vec::with_capacity(raws.len());
+        for raw in raws {
+            if let Some(m) = self.decode(raw)? {
+                out.push(m);
+            }
+        }
+        Ok(out)
     }
 
-    fn decode(&self, raw: RawRow) -> Result<StoredMessage, StoreError> {
-        let corrupt = |what: &'static str, detail: String| StoreError::Corrupt {
-            db: self.db().to_string(),
-            what,
-            message_id: raw.id,
-            detail,
-        };
-        let role = Role::parse(&raw.role)
-            .ok_or_else(|| corrupt("role", format!("unknown role `{}`", raw.role)))?;
-        let content = match &raw.content_json {
-            Some(json) => serde_json::from_str::<Vec<ContentPart>>(json)
-                .map_err(|e| corrupt("content_json", e.to_string()))?,
-            None if raw.content.is_empty() => Vec::new(),
-            None => vec![ContentPart::Text {
-                text: raw.content.clone(),
-            }],
-        };
-        let tool_calls = match &raw.tool_calls {
-            Some(json) => serde_json::from_str::<Vec<ToolCall>>(json)
-                .map_err(|e| corrupt("tool_calls", e.to_string()))?,
-            None => Vec::new(),
-        };
-        let reasoning = raw
-            .reasoning
-            .as_deref()
-            .map(serde_json::from_str::<Reasoning>)
-            .transpose()
-            .map_err(|e| corrupt("reasoning", e.to_string()))?;
-        Ok(StoredMessage {
-            id: raw.id,
-            message: Message {
-                role,
-                content,
-                tool_calls,
-                tool_call_id: raw.tool_call_id,
-                tool_name: raw.tool_name,
-                reasoning,
-                finish_reason: raw.finish_reason.as_deref().map(finish_reason_from_str),
-            },
-            timestamp: from_ts(raw.timestamp),
-            active: raw.active,
-        })
+    fn decode(&self, raw: RawRow) -> Result<Option<StoredMessage>, StoreError> {
+        decode_row(self.db(), raw)
     }
 
     /// Marks message `message_id` and every later message of the session inactive (for
@@ -387,9 +554,13 @@ impl SessionStore {
     pub fn usage_by_model(&self, session_id: &str) -> Result<Vec<ModelUsage>, StoreError> {
         let conn = self.lock();
         conn.prepare(
-            "SELECT model, provider, calls, input_tokens, output_tokens, cache_read_tokens, \
-             cache_write_tokens, reasoning_tokens, cost_usd FROM session_usage \
-             WHERE session_id = ?1 ORDER BY model, provider",
+            "SELECT model, billing_provider, sum(api_call_count), sum(input_tokens), \
+             sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), \
+             sum(reasoning_tokens), CASE WHEN count(cost_status) = 0 \
+             AND total(estimated_cost_usd) = 0 AND total(actual_cost_usd) = 0 THEN NULL \
+             ELSE total(max(estimated_cost_usd, actual_cost_usd)) END \
+             FROM session_model_usage WHERE session_id = ?1 \
+             GROUP BY model, billing_provider ORDER BY model, billing_provider",
         )
         .and_then(|mut st| {
             st.query_map([session_id], |r| {
@@ -421,10 +592,59 @@ fn load_raw(
     active_only: bool,
 ) -> rusqlite::Result<Vec<RawRow>> {
     let sql = format!(
-        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 {} ORDER BY id",
-        if active_only { "AND active = 1" } else { "" }
+        "SELECT {MESSAGE_COLUMNS} FROM messages m \
+         LEFT JOIN hermes_messages h ON h.message_id = m.id \
+         WHERE m.session_id = ?1 {} ORDER BY m.id",
+        if active_only { "AND m.active = 1" } else { "" }
     );
-    let mut st = conn.prepare(&sql)?;
+    let mut st = conn.prepare_cached(&sql)?;
     let rows = st.query_map([session_id], raw_from_row)?;
     rows.collect()
+}
+
+/// Decodes a row into a message; `None` (logged) for a role hermes has no message for
+/// (Python may store others), so the rest of the session still loads.
+pub(crate) fn decode_row(db: &str, raw: RawRow) -> Result<Option<StoredMessage>, StoreError> {
+    let corrupt = |(what, detail): (&'static str, String)| StoreError::Corrupt {
+        db: db.to_string(),
+        what,
+        message_id: raw.id,
+        detail,
+    };
+    let Some(role) = Role::parse(&raw.role) else {
+        tracing::warn!(db, message_id = raw.id, role = %raw.role, "skipping a message with a role hermes does not know");
+        return Ok(None);
+    };
+    let content = decode_content(&raw).map_err(corrupt)?;
+    let tool_calls = match &raw.tool_calls {
+        Some(json) if !json.is_empty() => {
+            decode_tool_calls(json).map_err(|e| corrupt(("tool_calls", e)))?
+        }
+        _ => Vec::new(),
+    };
+    let text = raw
+        .reasoning
+        .clone()
+        .or_else(|| raw.reasoning_content.clone());
+    let reasoning = match (text, raw.signature.clone()) {
+        (None, None) => None,
+        (text, signature) => Some(Reasoning {
+            text: text.unwrap_or_default(),
+            signature,
+        }),
+    };
+    Ok(Some(StoredMessage {
+        id: raw.id,
+        message: Message {
+            role,
+            content,
+            tool_calls,
+            tool_call_id: raw.tool_call_id,
+            tool_name: raw.tool_name,
+            reasoning,
+            finish_reason: raw.finish_reason.as_deref().map(finish_reason_from_str),
+        },
+        timestamp: from_ts(raw.timestamp),
+        active: raw.active,
+    }))
 }

@@ -1,4 +1,5 @@
-//! A session's model choice (schema V4): what `/model` picked in a gateway chat, kept with
+//! A session's model choice (`hermes_sessions.model_choice`; hermes' schema V4 before the
+//! shared schema): what `/model` picked in a gateway chat, kept with
 //! the session so that an agent rebuilt after an LRU eviction or a gateway restart uses the
 //! same provider and model (issue 7 item 6). The store keeps the text as given; the front end
 //! owns its format.
@@ -21,10 +22,16 @@ impl SessionStore {
     ) -> Result<(), StoreError> {
         self.write("set_model_choice", |tx| {
             let n = tx.execute(
-                "UPDATE sessions SET model = ?2, provider = ?3, model_choice = ?4 WHERE id = ?1",
-                rusqlite::params![id, model, provider, choice],
+                "UPDATE sessions SET model = ?2, billing_provider = ?3 WHERE id = ?1",
+                rusqlite::params![id, model, provider],
             )?;
-            found(n, id)
+            found(n, id)?;
+            tx.execute(
+                "INSERT INTO hermes_sessions (session_id, model_choice) VALUES (?1, ?2) \
+                 ON CONFLICT (session_id) DO UPDATE SET model_choice = excluded.model_choice",
+                rusqlite::params![id, choice],
+            )?;
+            Ok(())
         })
     }
 
@@ -33,7 +40,7 @@ impl SessionStore {
     pub fn model_choice(&self, id: &str) -> Result<Option<String>, StoreError> {
         let conn = self.lock();
         let mut stmt = conn
-            .prepare_cached("SELECT model_choice FROM sessions WHERE id = ?1")
+            .prepare_cached("SELECT model_choice FROM hermes_sessions WHERE session_id = ?1")
             .map_err(self.sql_err("model_choice"))?;
         let mut rows = stmt.query([id]).map_err(self.sql_err("model_choice"))?;
         match rows.next().map_err(self.sql_err("model_choice"))? {
@@ -49,7 +56,6 @@ impl SessionStore {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
     use crate::{NewSession, SessionStore, StoreError};
 
     fn session(store: &SessionStore, id: &str) {
@@ -92,31 +98,5 @@ mod tests {
             store.set_model_choice("nope", "m", "p", None),
             Err(StoreError::SessionNotFound { .. })
         ));
-    }
-
-    /// A `state.db` of schema version 3 gains the column on open and keeps its sessions.
-    #[test]
-    fn a_version_3_database_migrates_to_v4() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.db");
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            for step in &MIGRATIONS[..3] {
-                conn.execute_batch(step).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 3).unwrap();
-            conn.execute(
-                "INSERT INTO sessions (id, source, model, provider, started_at) \
-                 VALUES ('old', 'telegram', 'm', 'p', 1.0)",
-                [],
-            )
-            .unwrap();
-        }
-        let store = SessionStore::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-        assert_eq!(store.model_choice("old").unwrap(), None);
-        store.set_model_choice("old", "m2", "p", Some("x")).unwrap();
-        assert_eq!(store.model_choice("old").unwrap().as_deref(), Some("x"));
-        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 }

@@ -5,13 +5,14 @@
 //!    `bm25` over the newest 5,000 matches: [`RANK_WINDOW`]), which finds words, tool names
 //!    and tool arguments;
 //! 2. when any term contains CJK characters, the same terms also run as substring matches
-//!    (`LIKE '%term%'`) against the `trigram` table `messages_trgm` (the trigram index serves
+//!    (`LIKE '%term%'`) against the `trigram` table `messages_fts_trigram` (the trigram index serves
 //!    terms of 3+ chars; shorter ones scan), because `unicode61` keeps a run of CJK characters
 //!    as one token and cannot find `笔记` inside `我的笔记本`. Its extra hits are appended
 //!    after the ranked ones with rank `0.0`. OR-groups keep their meaning; `NOT term`
 //!    excludes, and AND (explicit or implicit) requires every term of a group. Only groups
-//!    with a CJK term run this way: since schema V2 the trigram table holds only messages
-//!    whose text contains CJK, and a group of non-CJK words is the word search's.
+//!    with a CJK term run this way: a group of non-CJK words is the word search's. (The
+//!    trigram table is Python's and indexes every message; a CJK term of one or two
+//!    characters cannot use it and scans it.)
 //!
 //! Inactive messages are included (FEATURES §9) and flagged in [`SearchHit::active`].
 
@@ -163,7 +164,7 @@ fn word_search(conn: &Connection, fts: &str, f: &Filters<'_>) -> rusqlite::Resul
 }
 
 /// Code-point ranges treated as CJK (Hangul, kana, Bopomofo, ideographs and their
-/// extensions). The trigram trigger of the schema (V2) uses the same ranges as a GLOB class.
+/// extensions).
 pub(crate) const CJK_RANGES: &[(u32, u32)] = &[
     (0x1100, 0x11FF),   // Hangul Jamo
     (0x2E80, 0x2FDF),   // CJK radicals
@@ -210,8 +211,7 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
     let mut params = Vec::new();
     let mut positives = Vec::new();
     let mut sql_groups = Vec::new();
-    // Only groups with a positive CJK term: the trigram table holds only messages with CJK
-    // text (schema V2), and groups without one are the word search's.
+    // Only groups with a positive CJK term: groups without one are the word search's.
     let has_positive_cjk = |g: &Vec<(bool, String)>| {
         g.iter()
             .any(|(positive, text)| *positive && text.chars().any(is_cjk))
@@ -220,7 +220,10 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
         let mut conds = Vec::new();
         for (positive, text) in group {
             params.push(format!("%{}%", escape_like(&text)));
-            let cond = format!("messages_trgm.body LIKE ?{} ESCAPE '\\'", params.len() + 3);
+            let cond = format!(
+                "messages_fts_trigram.content LIKE ?{} ESCAPE '\\'",
+                params.len() + 3
+            );
             if positive {
                 conds.push(cond);
                 positives.push(text);
@@ -254,8 +257,8 @@ fn substring_search(
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT {HIT_COLUMNS}, messages_trgm.body \
-         FROM messages_trgm JOIN messages m ON m.id = messages_trgm.rowid \
+        "SELECT {HIT_COLUMNS}, messages_fts_trigram.content \
+         FROM messages_fts_trigram JOIN messages m ON m.id = messages_fts_trigram.rowid \
          JOIN sessions s ON s.id = m.session_id \
          WHERE ({expr}) AND (?1 IS NULL OR m.session_id = ?1) \
          AND (?2 IS NULL OR m.role = ?2) ORDER BY m.id DESC LIMIT ?3"
@@ -318,7 +321,7 @@ mod tests {
         assert_eq!(params, vec!["%笔记%", "%记录%", "%draft%"]);
         assert_eq!(positives, vec!["笔记", "记录"]);
         assert!(sql.contains(" OR "));
-        assert!(sql.contains("NOT (messages_trgm.body LIKE ?6"));
+        assert!(sql.contains("NOT (messages_fts_trigram.content LIKE ?6"));
     }
 
     #[test]
@@ -328,17 +331,6 @@ mod tests {
         assert_eq!(params, vec!["%笔记%"]);
         assert_eq!(positives, vec!["笔记"]);
         assert!(!sql.contains(" OR "), "{sql}");
-    }
-
-    #[test]
-    fn schema_glob_class_matches_the_cjk_ranges() {
-        let mut class = String::new();
-        for &(lo, hi) in CJK_RANGES {
-            class.push(char::from_u32(lo).unwrap());
-            class.push('-');
-            class.push(char::from_u32(hi).unwrap());
-        }
-        assert_eq!(crate::schema::CJK_GLOB, format!("*[{class}]*"));
     }
 
     #[test]

@@ -10,7 +10,8 @@ use rand::Rng;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
 
 use crate::error::StoreError;
-use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
+use crate::messages::bump_version;
+use crate::migrate::{PrepError, check_header, check_readable, prepare};
 use crate::subagents::SUBAGENT_SOURCE;
 use crate::types::{NewSession, SessionRecord};
 
@@ -27,12 +28,30 @@ const CHECKPOINT_EVERY: u64 = 50;
 /// Preview length of the first user message in [`SessionRecord::preview`], in chars.
 const PREVIEW_CHARS: usize = 120;
 
-pub(crate) const SESSION_COLUMNS: &str = "s.id, s.source, s.session_key, s.title, s.model, \
-     s.provider, s.system_prompt, s.parent_session_id, s.started_at, s.ended_at, s.end_reason, \
-     s.message_count, s.tool_call_count, s.input_tokens, s.output_tokens, s.cache_read_tokens, \
-     s.cache_write_tokens, s.reasoning_tokens, s.cost_usd, s.cwd, s.history_version, \
+/// A session row as [`session_from_row`] reads it, from [`SESSION_FROM`]. Python's nullable
+/// columns read as empty or zero; the provider is Python's `billing_provider`; the history
+/// version is hermes' own count plus Python's `rewind_count` (so a rewind in Python also
+/// refuses hermes' version-checked writes).
+pub(crate) const SESSION_COLUMNS: &str = "s.id, s.source, s.session_key, s.title, \
+     COALESCE(s.model, ''), COALESCE(s.billing_provider, ''), COALESCE(s.system_prompt, ''), \
+     s.parent_session_id, s.started_at, s.ended_at, s.end_reason, \
+     COALESCE(s.message_count, 0), COALESCE(s.tool_call_count, 0), COALESCE(s.input_tokens, 0), \
+     COALESCE(s.output_tokens, 0), COALESCE(s.cache_read_tokens, 0), \
+     COALESCE(s.cache_write_tokens, 0), COALESCE(s.reasoning_tokens, 0), \
+     COALESCE(s.actual_cost_usd, s.estimated_cost_usd), s.cwd, \
+     COALESCE(h.history_version, 0) + COALESCE(s.rewind_count, 0), \
      (SELECT m.content FROM messages m WHERE m.session_id = s.id AND m.role = 'user' \
       ORDER BY m.id LIMIT 1)";
+
+/// The `FROM` of [`SESSION_COLUMNS`].
+pub(crate) const SESSION_FROM: &str =
+    "sessions s LEFT JOIN hermes_sessions h ON h.session_id = s.id";
+
+/// Sessions that are not conversations of their own: hermes' subagent sessions and Python's
+/// delegate children (marked `_delegate_from` in `model_config`).
+pub(crate) const NOT_A_CHILD: &str = "s.source != 'subagent' AND \
+     json_extract(CASE WHEN json_valid(s.model_config) THEN s.model_config ELSE '{}' END, \
+     '$._delegate_from') IS NULL";
 
 /// The SQLite session store (`HERMES_HOME/state.db`).
 ///
@@ -58,11 +77,16 @@ impl std::fmt::Debug for SessionStore {
 
 impl SessionStore {
     /// Opens (creating it and its parent directories if needed) the database at `path`, turns
-    /// on WAL, `synchronous=NORMAL`, foreign keys and a busy timeout, and applies pending
-    /// migrations.
+    /// on WAL, `synchronous=NORMAL`, foreign keys and a busy timeout, and brings the file to
+    /// the shared schema (Python Hermes 0.19.0's, see `migrate.rs`): a new file gets it, a
+    /// file of hermes' earlier schema is backed up and migrated, a Python file is used as it
+    /// is.
     ///
-    /// Errors: [`StoreError::CreateDir`], [`StoreError::Open`], [`StoreError::Migration`],
-    /// [`StoreError::SchemaTooNew`], [`StoreError::Busy`].
+    /// Errors: [`StoreError::CreateDir`], [`StoreError::Open`],
+    /// [`StoreError::NotASessionStore`] (not SQLite, cut short, another program's database),
+    /// [`StoreError::SchemaMismatch`] (columns hermes needs are missing), [`StoreError::Backup`]
+    /// and [`StoreError::Migration`] (earlier schema), [`StoreError::Busy`]. A refused file is
+    /// not changed.
     pub fn open(path: impl AsRef<Path>) -> Result<SessionStore, StoreError> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -71,12 +95,13 @@ impl SessionStore {
                 source,
             })?;
         }
+        check_header(path)?;
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             db: db.clone(),
             source,
         })?;
-        SessionStore::init(conn, db)
+        SessionStore::init(conn, db, Some(path))
     }
 
     /// An in-memory store (tests, `--no-persist` runs). Same schema, no file.
@@ -86,15 +111,16 @@ impl SessionStore {
             db: db.clone(),
             source,
         })?;
-        SessionStore::init(conn, db)
+        SessionStore::init(conn, db, None)
     }
 
-    fn init(conn: Connection, db: String) -> Result<SessionStore, StoreError> {
+    fn init(conn: Connection, db: String, path: Option<&Path>) -> Result<SessionStore, StoreError> {
         let open_err = |source| StoreError::Open {
             db: db.clone(),
             source,
         };
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        retry_store_busy(|| check_readable(&conn, &db))?;
         // journal_mode answers with a row; in-memory databases answer "memory".
         let _mode: String =
             retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))
@@ -109,24 +135,18 @@ impl SessionStore {
             writes: AtomicU64::new(0),
             retry_budget: WRITE_RETRY_BUDGET,
         };
-        store.migrate()?;
+        store.migrate(path)?;
         Ok(store)
     }
 
-    fn migrate(&self) -> Result<(), StoreError> {
+    fn migrate(&self, path: Option<&Path>) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let start = Instant::now();
         loop {
-            match migrate_once(&mut conn) {
+            match prepare(&mut conn, &self.db, path) {
                 Ok(()) => return Ok(()),
-                Err(MigrateError::TooNew(found)) => {
-                    return Err(StoreError::SchemaTooNew {
-                        db: self.db.clone(),
-                        found,
-                        supported: SCHEMA_VERSION,
-                    });
-                }
-                Err(MigrateError::Sql(version, e)) => {
+                Err(PrepError::Store(e)) => return Err(e),
+                Err(PrepError::Sql(e)) => {
                     if is_busy(&e) && start.elapsed() < WRITE_RETRY_BUDGET {
                         std::thread::sleep(jitter(start.elapsed()));
                         continue;
@@ -139,7 +159,7 @@ impl SessionStore {
                         });
                     }
                     return Err(StoreError::Migration {
-                        version,
+                        version: crate::SCHEMA_VERSION,
                         db: self.db.clone(),
                         source: e,
                     });
@@ -236,15 +256,30 @@ impl SessionStore {
         }
     }
 
-    /// Creates a session row; does nothing if a session with `new.id` exists already
-    /// (`INSERT OR IGNORE`, case C21). `started_at` is now.
+    /// Creates a session row; does nothing if a session with `new.id` exists already (case
+    /// C21). `started_at` is now. The row is complete for Python Hermes: `source`, `model`,
+    /// `billing_provider` (the provider), `system_prompt`, `cwd`, zero counters; a subagent
+    /// session also gets Python's `_delegate_from` marker in `model_config`. A session with a
+    /// `session_key` becomes where Python's gateway routes that key too (`gateway.rs`).
+    ///
+    /// Errors: [`StoreError::TitleTaken`] when `new.title` names another session,
+    /// [`StoreError::Sqlite`] (for example a `parent_session_id` that names no session).
     pub fn create_session(&self, new: &NewSession) -> Result<(), StoreError> {
         let now = to_ts(Utc::now());
+        let model_config = match (&new.parent_session_id, new.source == SUBAGENT_SOURCE) {
+            (Some(parent), true) => {
+                Some(serde_json::json!({ "_delegate_from": parent }).to_string())
+            }
+            _ => None,
+        };
         self.write("create_session", |tx| {
+            title_free(tx, new.title.as_deref(), &new.id)?;
             tx.execute(
-                "INSERT OR IGNORE INTO sessions (id, source, session_key, title, model, provider, \
-                 system_prompt, parent_session_id, started_at, cwd) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO sessions (id, source, session_key, title, model, billing_provider, \
+                 system_prompt, parent_session_id, started_at, cwd, model_config, \
+                 message_count, tool_call_count) \
+                 VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), NULLIF(?6, ''), ?7, ?8, ?9, ?10, ?11, 0, 0) \
+                 ON CONFLICT (id) DO NOTHING",
                 rusqlite::params![
                     new.id,
                     new.source,
@@ -255,9 +290,13 @@ impl SessionStore {
                     new.system_prompt,
                     new.parent_session_id,
                     now,
-                    new.cwd
+                    new.cwd,
+                    model_config
                 ],
             )?;
+            if let (Some(key), false) = (&new.session_key, new.source == SUBAGENT_SOURCE) {
+                crate::gateway::move_routes(tx, key, &new.id, now)?;
+            }
             Ok(())
         })
     }
@@ -306,8 +345,8 @@ impl SessionStore {
     ) -> Result<Option<SessionRecord>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE \
-             (?1 IS NULL AND s.source != '{SUBAGENT_SOURCE}' OR s.source = ?1) \
+            "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE \
+             (?1 IS NULL AND {NOT_A_CHILD} OR s.source = ?1) \
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
         );
         conn.query_row(&sql, [source], session_from_row)
@@ -325,7 +364,7 @@ impl SessionStore {
     ) -> Result<Vec<SessionRecord>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.source != '{SUBAGENT_SOURCE}' \
+            "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE {NOT_A_CHILD} \
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1 OFFSET ?2"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -338,14 +377,38 @@ impl SessionStore {
             .map_err(self.sql_err("list_sessions"))
     }
 
-    /// Sets the title. Errors with [`StoreError::SessionNotFound`] for an unknown id.
+    /// Sets the title. Titles are unique (Python's `idx_sessions_title_unique`).
+    ///
+    /// Errors: [`StoreError::SessionNotFound`] for an unknown id, [`StoreError::TitleTaken`]
+    /// when another session has this title (nothing is changed).
     pub fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError> {
-        self.update_session(
-            "set_title",
-            id,
-            "UPDATE sessions SET title = ?2 WHERE id = ?1",
-            title,
-        )
+        self.write("set_title", |tx| {
+            title_free(tx, Some(title), id)?;
+            let n = tx.execute("UPDATE sessions SET title = ?2 WHERE id = ?1", [id, title])?;
+            found(n, id)
+        })
+    }
+
+    /// Sets `title`, or when another session has it, the first free of `title #2`,
+    /// `title #3`, … (Python's numbering of repeated titles); returns the title set. For
+    /// titles made automatically (the first user message), which may repeat.
+    ///
+    /// Errors: [`StoreError::SessionNotFound`] for an unknown id.
+    pub fn set_title_numbered(&self, id: &str, title: &str) -> Result<String, StoreError> {
+        self.write("set_title_numbered", |tx| {
+            let mut candidate = title.to_string();
+            let mut n = 1u32;
+            while title_owner(tx, &candidate)?.is_some_and(|other| other != id) {
+                n += 1;
+                candidate = format!("{title} #{n}");
+            }
+            let changed = tx.execute(
+                "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                [id, candidate.as_str()],
+            )?;
+            found(changed, id)?;
+            Ok(candidate)
+        })
     }
 
     /// Records the end time (now) and a free-text reason, and bumps `history_version` so an
@@ -356,40 +419,35 @@ impl SessionStore {
         let now = to_ts(Utc::now());
         self.write("end_session", |tx| {
             let n = tx.execute(
-                "UPDATE sessions SET ended_at = ?2, end_reason = ?3, \
-                 history_version = history_version + 1 WHERE id = ?1",
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1",
                 rusqlite::params![id, now, reason],
             )?;
-            found(n, id)
+            found(n, id)?;
+            bump_version(tx, id)?;
+            Ok(())
         })
     }
 
-    /// Deletes a session with its messages (and their search entries) and usage rows.
-    /// Returns false when no such session existed.
+    /// Deletes a session with its messages (and their search entries), usage rows and
+    /// hermes' rows for it; sessions that named it as their parent keep existing without the
+    /// link (as Python's `delete_session` does). Returns false when no such session existed.
     pub fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         self.write("delete_session", |tx| {
-            tx.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
-            tx.execute("DELETE FROM session_usage WHERE session_id = ?1", [id])?;
-            Ok(tx.execute("DELETE FROM sessions WHERE id = ?1", [id])? > 0)
+            Ok(delete_where(tx, "SELECT ?1", rusqlite::params![id])? > 0)
         })
     }
 
-    /// Deletes every session started before `cutoff` (with messages, search entries and
-    /// usage rows), for `hermes sessions prune --older-than 90d` (FEATURES §10). Returns how
-    /// many sessions were deleted.
+    /// Deletes every session started before `cutoff` (as [`SessionStore::delete_session`]
+    /// does), for `hermes sessions prune --older-than 90d` (FEATURES §10). Returns how many
+    /// sessions were deleted.
     pub fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let cutoff = to_ts(cutoff);
         self.write("prune_sessions", |tx| {
-            let old = "SELECT id FROM sessions WHERE started_at < ?1";
-            tx.execute(
-                &format!("DELETE FROM messages WHERE session_id IN ({old})"),
-                [cutoff],
-            )?;
-            tx.execute(
-                &format!("DELETE FROM session_usage WHERE session_id IN ({old})"),
-                [cutoff],
-            )?;
-            Ok(tx.execute("DELETE FROM sessions WHERE started_at < ?1", [cutoff])?)
+            delete_where(
+                tx,
+                "SELECT id FROM sessions WHERE started_at < ?1",
+                rusqlite::params![cutoff],
+            )
         })
     }
 
@@ -401,19 +459,6 @@ impl SessionStore {
         let conn = self.lock();
         query_session(&conn, "s.session_key = ?1", session_key)
             .map_err(self.sql_err("latest_session_for_key"))
-    }
-
-    fn update_session(
-        &self,
-        op: &'static str,
-        id: &str,
-        sql: &str,
-        value: &str,
-    ) -> Result<(), StoreError> {
-        self.write(op, |tx| {
-            let n = tx.execute(sql, [id, value])?;
-            found(n, id)
-        })
     }
 
     /// How many distinct gateway session keys have sessions (the gateway's routed
@@ -461,10 +506,13 @@ impl SessionStore {
             .map_err(self.sql_err("journal_mode"))
     }
 
-    /// `PRAGMA user_version` (equals [`SCHEMA_VERSION`] after opening).
+    /// The file's Python schema version (`schema_version.version`; [`crate::SCHEMA_VERSION`]
+    /// for a file this build created or migrated, possibly higher for a file a newer Python
+    /// Hermes wrote).
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         let conn = self.lock();
-        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        crate::migrate::python_version(&conn)
+            .map(Option::unwrap_or_default)
             .map_err(self.sql_err("schema_version"))
     }
 }
@@ -480,6 +528,61 @@ fn checkpoint(conn: &Connection, mode: &str, db: &str) {
     let sql = format!("PRAGMA wal_checkpoint({mode})");
     if let Err(e) = conn.query_row(&sql, [], |_| Ok(())) {
         tracing::debug!(db, mode, error = %e, "WAL checkpoint skipped");
+    }
+}
+
+/// Deletes the sessions whose ids `ids` (a `SELECT` of one column using `params`) returns,
+/// with everything that belongs to them; returns how many sessions went.
+fn delete_where(
+    tx: &Transaction<'_>,
+    ids: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> Result<usize, StoreError> {
+    tx.execute(
+        &format!(
+            "DELETE FROM hermes_messages WHERE message_id IN \
+             (SELECT id FROM messages WHERE session_id IN ({ids}))"
+        ),
+        params,
+    )?;
+    for sql in [
+        "DELETE FROM messages WHERE session_id IN ({ids})",
+        "DELETE FROM session_model_usage WHERE session_id IN ({ids})",
+        "DELETE FROM hermes_sessions WHERE session_id IN ({ids})",
+        "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({ids}) \
+         AND id NOT IN ({ids})",
+    ] {
+        tx.execute(&sql.replace("{ids}", ids), params)?;
+    }
+    // Children deleted in the same call may still name each other.
+    tx.execute(
+        &format!(
+            "UPDATE sessions SET parent_session_id = NULL WHERE id IN ({ids}) \
+             AND parent_session_id IS NOT NULL"
+        ),
+        params,
+    )?;
+    Ok(tx.execute(&format!("DELETE FROM sessions WHERE id IN ({ids})"), params)?)
+}
+
+/// The session that has `title`, if any.
+fn title_owner(tx: &Transaction<'_>, title: &str) -> rusqlite::Result<Option<String>> {
+    tx.prepare_cached("SELECT id FROM sessions WHERE title = ?1")?
+        .query_row([title], |r| r.get(0))
+        .optional()
+}
+
+/// [`StoreError::TitleTaken`] when a session other than `id` has `title`.
+fn title_free(tx: &Transaction<'_>, title: Option<&str>, id: &str) -> Result<(), StoreError> {
+    let Some(title) = title else {
+        return Ok(());
+    };
+    match title_owner(tx, title)? {
+        Some(other) if other != id => Err(StoreError::TitleTaken {
+            title: title.to_string(),
+            other,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -525,46 +628,27 @@ fn run_immediate<T>(
     Ok(value)
 }
 
-enum MigrateError {
-    TooNew(i64),
-    Sql(i64, rusqlite::Error),
-}
-
-fn migrate_once(conn: &mut Connection) -> Result<(), MigrateError> {
-    let current: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| MigrateError::Sql(0, e))?;
-    if current > SCHEMA_VERSION {
-        return Err(MigrateError::TooNew(current));
-    }
-    if current == SCHEMA_VERSION {
-        return Ok(());
-    }
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| MigrateError::Sql(current + 1, e))?;
-    // Re-read under the write lock: another process may have migrated meanwhile.
-    let current: i64 = tx
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| MigrateError::Sql(current + 1, e))?;
-    if current > SCHEMA_VERSION {
-        return Err(MigrateError::TooNew(current));
-    }
-    for (index, step) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-        let version = index as i64 + 1;
-        tx.execute_batch(step)
-            .and_then(|()| tx.pragma_update(None, "user_version", version))
-            .map_err(|e| MigrateError::Sql(version, e))?;
-    }
-    tx.commit()
-        .map_err(|e| MigrateError::Sql(SCHEMA_VERSION, e))
-}
-
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
     )
+}
+
+/// [`retry_busy`] for a check that reports busy as a store error.
+fn retry_store_busy(mut f: impl FnMut() -> Result<(), StoreError>) -> Result<(), StoreError> {
+    let start = Instant::now();
+    loop {
+        match f() {
+            Err(StoreError::NotASessionStore { detail, .. })
+                if (detail.contains("locked") || detail.contains("busy"))
+                    && start.elapsed() < WRITE_RETRY_BUDGET =>
+            {
+                std::thread::sleep(jitter(start.elapsed()));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Retries a statement that is not in a transaction (e.g. switching to WAL) while busy.
@@ -606,7 +690,7 @@ fn query_session(
     value: &str,
 ) -> rusqlite::Result<Option<SessionRecord>> {
     let sql = format!(
-        "SELECT {SESSION_COLUMNS} FROM sessions s WHERE {filter} \
+        "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE {filter} \
          ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
     );
     // Cached: the REPL reads its session after every turn (status line), and the few filters
@@ -649,6 +733,25 @@ pub(crate) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord>
 }
 
 fn make_preview(text: &str) -> Option<String> {
+    // Python's list-of-parts content (`\0json:[...]`): its text parts.
+    let parts;
+    let text = match text.strip_prefix("\u{0}json:") {
+        Some(json) => {
+            let value: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+            parts = value
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            parts.as_str()
+        }
+        None => text,
+    };
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
         return None;

@@ -1,6 +1,8 @@
 //! Subagent sessions (`delegate_task`, FEATURES §4): each child's transcript is a session of
 //! its own, with source [`SUBAGENT_SOURCE`] and `parent_session_id` naming the session that
-//! delegated. They are reachable by id and from their parent ([`SessionStore::child_sessions`]),
+//! delegated, and Python's `_delegate_from` marker in `model_config` (so Python Hermes hides
+//! and cascades it like its own delegate runs; Python's delegate children are likewise left
+//! out of hermes' lists). They are reachable by id and from their parent ([`SessionStore::child_sessions`]),
 //! but are never the "latest session" of `hermes -c`, never listed among the conversations,
 //! and their tokens are not counted twice in [`SessionStore::stats`] (the parent's totals
 //! already include them).
@@ -8,7 +10,7 @@
 use rusqlite::OptionalExtension;
 
 use crate::error::StoreError;
-use crate::store::{SESSION_COLUMNS, SessionStore, session_from_row};
+use crate::store::{SESSION_COLUMNS, SESSION_FROM, SessionStore, session_from_row};
 use crate::types::SessionRecord;
 
 /// The `source` of a subagent session.
@@ -19,7 +21,7 @@ impl SessionStore {
     pub fn child_sessions(&self, parent_id: &str) -> Result<Vec<SessionRecord>, StoreError> {
         let conn = self.lock();
         let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.parent_session_id = ?1 \
+            "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE s.parent_session_id = ?1 \
              AND s.source = '{SUBAGENT_SOURCE}' ORDER BY s.started_at, s.rowid"
         );
         conn.prepare(&sql)

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct NewSession {
     /// `YYYYMMDD_HHMMSS_<6 hex>` from [`hermes_protocol::new_session_id`].
     pub id: String,
-    /// Where the session came from: `cli`, `gateway:telegram`, `cron`, `api`, …
+    /// Where the session came from, as Python Hermes names it: `cli`, `cron`, `api_server`,
+    /// or the platform (`telegram`, `discord`, …); `subagent` for a delegated child.
     pub source: String,
     /// Gateway session key (platform + chat + user), if any.
     pub session_key: Option<String>,
@@ -150,7 +151,7 @@ pub struct StoreStats {
     pub total_tokens: u64,
     /// Database size in bytes (`page_count × page_size`, WAL not included).
     pub db_bytes: u64,
-    /// `PRAGMA user_version`.
+    /// The Python schema version of the file (`schema_version.version`).
     pub schema_version: i64,
 }
 

@@ -1,6 +1,7 @@
 //! Optimistic concurrency on a session's history (issue 7 item 4): every change that
 //! rewrites the active history (`/undo`, `/retry`, compression, ending the session) bumps
-//! `sessions.history_version`; a writer that loaded the history at version `v` passes `v` to
+//! the session's history version (`hermes_sessions.history_version`, plus Python's
+//! `sessions.rewind_count`, so Python's rewinds count too); a writer that loaded the history at version `v` passes `v` to
 //! these checked forms, and the write is refused with [`StoreError::HistoryChanged`] — in the
 //! same transaction that would have written — when someone else changed the history meanwhile.
 //! So an agent never appends to, or compacts over, a history it has not seen.
@@ -21,7 +22,10 @@ fn check(
     expected: u64,
 ) -> Result<u64, StoreError> {
     let found: Option<i64> = tx
-        .prepare_cached("SELECT history_version FROM sessions WHERE id = ?1")?
+        .prepare_cached(
+            "SELECT COALESCE(h.history_version, 0) + COALESCE(s.rewind_count, 0) \
+             FROM sessions s LEFT JOIN hermes_sessions h ON h.session_id = s.id WHERE s.id = ?1",
+        )?
         .query_row([session_id], |row| row.get(0))
         .map(Some)
         .or_else(|e| match e {

@@ -39,8 +39,8 @@ fn a_fresh_store_is_in_sync_and_a_damaged_index_is_found_and_rebuilt() {
         let conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
         conn.execute_batch(
             "DELETE FROM messages_fts WHERE rowid = (SELECT min(id) FROM messages);
-             INSERT INTO messages_fts(rowid, content, tools) VALUES (9999, 'ghost', '');
-             DELETE FROM messages_trgm;",
+             INSERT INTO messages_fts(rowid, content) VALUES (9999, 'ghost');
+             DELETE FROM messages_fts_trigram;",
         )
         .unwrap();
     }
