@@ -8,6 +8,7 @@
 //! exists outside this crate (ARCHITECTURE §1). It must not persist anything or run tools.
 
 pub mod anthropic;
+pub mod auth_file;
 mod client;
 pub mod context_length;
 pub mod credentials;
