@@ -74,7 +74,9 @@ async fn write_side(s: &Shared, c: &mut Checks, prog: Prog, tag: &str) -> Wrote 
     let results = s.tool_results_for(&marker);
     c.check(
         &format!("[{tag}] {p}: the memory tool reports success"),
-        results.iter().any(|t| t.contains("\"success\": true") || t.contains("\"success\":true")),
+        results
+            .iter()
+            .any(|t| t.contains("\"success\": true") || t.contains("\"success\":true")),
         || format!("tool results: {results:?}\n      {}", r.brief()),
     );
 
@@ -85,12 +87,16 @@ async fn write_side(s: &Shared, c: &mut Checks, prog: Prog, tag: &str) -> Wrote 
         json!({"action": "create", "name": skill, "content": skill_md(&skill, prog)})
     );
     let r = s.chat(prog, &q, None).await;
-    c.ran(&format!("[{tag}] {p}: chat calling skill_manage create"), &r);
+    c.ran(
+        &format!("[{tag}] {p}: chat calling skill_manage create"),
+        &r,
+    );
     let files = s.skill_files(&skill);
     c.check(
         &format!("[{tag}] {p}: skill_manage create writes skills/…/{skill}/SKILL.md"),
         files.len() == 1
-            && std::fs::read_to_string(&files[0]).is_ok_and(|t| t.contains(&skill_md(&skill, prog))),
+            && std::fs::read_to_string(&files[0])
+                .is_ok_and(|t| t.contains(&skill_md(&skill, prog))),
         || {
             format!(
                 "found {files:?}; tool results: {:?}\n      {}",
@@ -103,7 +109,14 @@ async fn write_side(s: &Shared, c: &mut Checks, prog: Prog, tag: &str) -> Wrote 
     let job = format!("job-{tag}-{}", if prog == Prog::Ours { "rs" } else { "py" });
     let prompt = format!("cron prompt {tag} of {p}");
     let workdir = s.cwd.path().to_string_lossy().into_owned();
-    let mut args = vec!["cron", "create", "every 2h", prompt.as_str(), "--name", &job];
+    let mut args = vec![
+        "cron",
+        "create",
+        "every 2h",
+        prompt.as_str(),
+        "--name",
+        &job,
+    ];
     if prog == Prog::Py {
         // A field hermes must keep and honour (issue 17 §2).
         args.extend(["--workdir", workdir.as_str()]);
@@ -113,7 +126,13 @@ async fn write_side(s: &Shared, c: &mut Checks, prog: Prog, tag: &str) -> Wrote 
     c.check(
         &format!("[{tag}] {p}: cron create writes the job to cron/jobs.json"),
         s.job_named(&job).is_some(),
-        || format!("jobs.json: {}\n      {}", s.read("cron/jobs.json"), r.brief()),
+        || {
+            format!(
+                "jobs.json: {}\n      {}",
+                s.read("cron/jobs.json"),
+                r.brief()
+            )
+        },
     );
 
     let key = format!("sk-or-interop-{tag}-{}-0123456789abcdef", prog.name());
@@ -122,7 +141,15 @@ async fn write_side(s: &Shared, c: &mut Checks, prog: Prog, tag: &str) -> Wrote 
         Prog::Ours => {
             s.run(
                 prog,
-                &["auth", "add", "openrouter", "--key", &key, "--label", &label],
+                &[
+                    "auth",
+                    "add",
+                    "openrouter",
+                    "--key",
+                    &key,
+                    "--label",
+                    &label,
+                ],
             )
             .await
         }
@@ -172,9 +199,11 @@ async fn read_side(
     let p = reader.name();
     let t = format!("[{} → {p}]", w.tag);
     let Some(sid) = w.session.clone() else {
-        c.check(&format!("{t} sessions: {}'s session id is known", w.prog.name()), false, || {
-            "the writer printed no session id (its chat failed above)".into()
-        });
+        c.check(
+            &format!("{t} sessions: {}'s session id is known", w.prog.name()),
+            false,
+            || "the writer printed no session id (its chat failed above)".into(),
+        );
         return None;
     };
 
@@ -204,22 +233,28 @@ async fn read_side(
         );
     }
     let marker = format!("search {} by {p}", w.tag);
-    let q = format!(
-        "{marker}\nCALL session_search {}",
-        json!({"query": w.word})
-    );
+    let q = format!("{marker}\nCALL session_search {}", json!({"query": w.word}));
     let r = s.chat(reader, &q, None).await;
     c.ran(&format!("{t} chat calling session_search"), &r);
     let results = s.tool_results_for(&marker);
     c.check(
         &format!("{t} session_search tool finds {}'s session", w.prog.name()),
         results.iter().any(|x| x.contains(&sid)),
-        || format!("searched {}, looked for {sid}; tool results: {results:?}\n      {}", w.word, r.brief()),
+        || {
+            format!(
+                "searched {}, looked for {sid}; tool results: {results:?}\n      {}",
+                w.word,
+                r.brief()
+            )
+        },
     );
     // A new session's system prompt carries MEMORY.md as it is on disk now.
     let system = s.system_prompt_for(&marker);
     c.check(
-        &format!("{t} {}'s memory entry is in the system prompt", w.prog.name()),
+        &format!(
+            "{t} {}'s memory entry is in the system prompt",
+            w.prog.name()
+        ),
         system.contains(&w.memory),
         || {
             format!(
@@ -243,7 +278,8 @@ async fn read_side(
     c.ran(&format!("{t} sessions export"), &r);
     c.check(
         &format!("{t} the export holds {}'s messages", w.prog.name()),
-        r.stdout.contains(&w.first_message) && r.stdout.contains(&format!("Noted: {}", w.first_message)),
+        r.stdout.contains(&w.first_message)
+            && r.stdout.contains(&format!("Noted: {}", w.first_message)),
         || r.brief(),
     );
 
@@ -286,12 +322,23 @@ async fn read_side(
     }
     let turn = format!("continuing {} in {p}", w.tag);
     let r = s.chat(reader, &turn, Some(&sid)).await;
-    c.ran(&format!("{t} continues {}'s session (-r)", w.prog.name()), &r);
+    c.ran(
+        &format!("{t} continues {}'s session (-r)", w.prog.name()),
+        &r,
+    );
     let history = s.history_for(&turn);
     c.check(
-        &format!("{t} the continued turn carries {}'s earlier messages", w.prog.name()),
+        &format!(
+            "{t} the continued turn carries {}'s earlier messages",
+            w.prog.name()
+        ),
         history.contains(&w.first_message),
-        || format!("history sent to the model: {history:?}\n      {}", r.brief()),
+        || {
+            format!(
+                "history sent to the model: {history:?}\n      {}",
+                r.brief()
+            )
+        },
     );
     c.check(
         &format!("{t} the continued turn stays in the same session"),
@@ -311,12 +358,21 @@ async fn read_back(s: &Shared, c: &mut Checks, w: &Wrote, continued: Option<&str
     };
     if let Some(turn) = continued {
         let r = match w.prog {
-            Prog::Ours => s.run(w.prog, &["sessions", "export", &sid, "--format", "json"]).await,
-            Prog::Py => s.run(w.prog, &["sessions", "export", "-", "--session-id", &sid]).await,
+            Prog::Ours => {
+                s.run(w.prog, &["sessions", "export", &sid, "--format", "json"])
+                    .await
+            }
+            Prog::Py => {
+                s.run(w.prog, &["sessions", "export", "-", "--session-id", &sid])
+                    .await
+            }
         };
         c.ran(&format!("{t} sessions export of its own session"), &r);
         c.check(
-            &format!("{t} its session holds its own and {}'s turns", w.prog.other().name()),
+            &format!(
+                "{t} its session holds its own and {}'s turns",
+                w.prog.other().name()
+            ),
             r.stdout.contains(&w.first_message)
                 && r.stdout.contains(turn)
                 && r.stdout.contains(&format!("Noted: {turn}")),
@@ -333,11 +389,23 @@ async fn read_back(s: &Shared, c: &mut Checks, w: &Wrote, continued: Option<&str
         );
     }
     let r = s.run(w.prog, &["skills", "list"]).await;
-    c.check(&format!("{t} its skill is still listed"), r.stdout.contains(&w.skill), || r.brief());
+    c.check(
+        &format!("{t} its skill is still listed"),
+        r.stdout.contains(&w.skill),
+        || r.brief(),
+    );
     let r = s.run(w.prog, &["cron", "list"]).await;
-    c.check(&format!("{t} its job is still listed"), r.stdout.contains(&w.job), || r.brief());
+    c.check(
+        &format!("{t} its job is still listed"),
+        r.stdout.contains(&w.job),
+        || r.brief(),
+    );
     let r = s.run(w.prog, &["auth", "list"]).await;
-    c.check(&format!("{t} its key is still listed"), r.stdout.contains(&w.label), || r.brief());
+    c.check(
+        &format!("{t} its key is still listed"),
+        r.stdout.contains(&w.label),
+        || r.brief(),
+    );
     c.check(
         &format!("{t} MEMORY.md still holds its entry"),
         s.read("memories/MEMORY.md").contains(&w.memory),
@@ -345,18 +413,90 @@ async fn read_back(s: &Shared, c: &mut Checks, w: &Wrote, continued: Option<&str
     );
 }
 
-/// Every key Python writes for a job that `job` lacks.
+/// Fields of Python's job records it does not need to show or run a job: the creation-time
+/// `provider_snapshot` / `model_snapshot` only arm its spend-drift guard, which stays off
+/// for a job without them (`cron/scheduler.py`, "Back-compat: an axis with no snapshot …").
+const OPTIONAL_PYTHON_JOB_KEYS: [&str; 2] = ["provider_snapshot", "model_snapshot"];
+
+/// Every key Python writes for a job that `job` lacks (but [`OPTIONAL_PYTHON_JOB_KEYS`]).
 fn missing_job_keys(python_job: &Value, job: &Value) -> Vec<String> {
-    let has = |k: &str| job.get(k).is_some();
+    let has = |k: &str| job.get(k).is_some() || OPTIONAL_PYTHON_JOB_KEYS.contains(&k);
     python_job
         .as_object()
         .map(|o| o.keys().filter(|k| !has(k)).cloned().collect())
         .unwrap_or_default()
 }
 
+/// `runner` runs the job `w`'s program made (hermes: `cron run`; Python: `cron run` marks it
+/// due, `cron tick` runs it); then `w`'s program shows that run's status.
+async fn run_others_job(s: &Shared, c: &mut Checks, runner: Prog, w: &Wrote) {
+    let t = format!("[{}'s job run by {}]", w.prog.name(), runner.name());
+    let Some(id) = s
+        .job_named(&w.job)
+        .and_then(|j| j.get("id").and_then(Value::as_str).map(str::to_string))
+    else {
+        c.check(&format!("{t} the job is in jobs.json"), false, || {
+            format!("jobs.json: {}", s.read("cron/jobs.json"))
+        });
+        return;
+    };
+    match runner {
+        Prog::Ours => {
+            let r = s.run(runner, &["cron", "run", &id]).await;
+            c.ran(&format!("{t} cron run"), &r);
+        }
+        Prog::Py => {
+            let r = s.run(runner, &["cron", "run", &id]).await;
+            c.ran(&format!("{t} cron run"), &r);
+            let r = s.run(runner, &["cron", "tick"]).await;
+            c.ran(&format!("{t} cron tick"), &r);
+        }
+    }
+    let prompt_seen = !s.requests_for(&format!("cron prompt {}", w.tag)).is_empty();
+    c.check(
+        &format!("{t} the run sent the job's prompt to the model"),
+        prompt_seen,
+        || format!("jobs.json: {}", s.read("cron/jobs.json")),
+    );
+    let job = s.job_named(&w.job).unwrap_or_default();
+    c.check(
+        &format!("{t} jobs.json records the run: last_status ok, last_run_at set"),
+        job.get("last_status").and_then(Value::as_str) == Some("ok")
+            && job.get("last_run_at").is_some_and(|v| !v.is_null()),
+        || format!("job: {job}"),
+    );
+    let r = s.run(w.prog, &["cron", "list"]).await;
+    let shown = match w.prog {
+        // One table row per job: id, state, next run, last status, schedule, name.
+        Prog::Ours => r
+            .stdout
+            .lines()
+            .find(|l| l.contains(&w.job))
+            .is_some_and(|l| l.split_whitespace().any(|f| f == "ok")),
+        // A block per job, starting at its id: "Last run:  <time>  ok".
+        Prog::Py => r.stdout.split("\n\n").any(|block| {
+            block.contains(&id)
+                && block.lines().any(|l| {
+                    l.trim_start().starts_with("Last run:") && l.trim_end().ends_with("ok")
+                })
+        }),
+    };
+    c.check(
+        &format!("{t} {}'s cron list shows the run's status", w.prog.name()),
+        shown,
+        || r.brief(),
+    );
+}
+
 /// Checks after both programs wrote: job fields and keys survived the other's writes.
 /// `first_job`: `first`'s job as it was right after its own program wrote it.
-fn check_files(s: &Shared, c: &mut Checks, first: &Wrote, second: &Wrote, first_job: Option<Value>) {
+fn check_files(
+    s: &Shared,
+    c: &mut Checks,
+    first: &Wrote,
+    second: &Wrote,
+    first_job: Option<Value>,
+) {
     let t = format!("[{} then {}]", first.tag, second.tag);
     let now = s.job_named(&first.job);
     c.check(
@@ -369,7 +509,10 @@ fn check_files(s: &Shared, c: &mut Checks, first: &Wrote, second: &Wrote, first_
         || {
             format!(
                 "before: {}\n      after:  {}",
-                first_job.as_ref().map(|j| j.to_string()).unwrap_or_default(),
+                first_job
+                    .as_ref()
+                    .map(|j| j.to_string())
+                    .unwrap_or_default(),
                 now.map(|j| j.to_string()).unwrap_or_default()
             )
         },
@@ -414,7 +557,9 @@ fn check_files(s: &Shared, c: &mut Checks, first: &Wrote, second: &Wrote, first_
     let memory = s.read("memories/MEMORY.md");
     c.check(
         &format!("{t} MEMORY.md holds both entries in the § format"),
-        memory.contains(&first.memory) && memory.contains(&second.memory) && memory.contains("\n§\n"),
+        memory.contains(&first.memory)
+            && memory.contains(&second.memory)
+            && memory.contains("\n§\n"),
         || format!("MEMORY.md: {memory:?}"),
     );
 }
@@ -430,6 +575,7 @@ async fn round_trip(test: &str, first: Prog) {
     let continued = read_side(&s, &mut c, second, &a, true).await;
     let b = write_side(&s, &mut c, second, "b2").await;
     check_files(&s, &mut c, &a, &b, a_job);
+    run_others_job(&s, &mut c, second, &a).await;
     read_side(&s, &mut c, first, &b, false).await;
     read_back(&s, &mut c, &a, continued.as_deref()).await;
     c.finish();
@@ -450,7 +596,12 @@ async fn hermes_then_python_then_hermes() {
 /// One program's loop on the shared home: `turns` one-shot turns of one session (the first
 /// starts it, the rest resume it), each also adding a memory entry; then two cron jobs.
 /// Returns the session id and the memory entries it wrote.
-async fn chat_loop(s: &Shared, c: &mut Checks, prog: Prog, turns: usize) -> (Option<String>, Vec<String>) {
+async fn chat_loop(
+    s: &Shared,
+    c: &mut Checks,
+    prog: Prog,
+    turns: usize,
+) -> (Option<String>, Vec<String>) {
     let p = prog.name();
     let mut sid: Option<String> = None;
     let mut entries = Vec::new();
@@ -470,7 +621,17 @@ async fn chat_loop(s: &Shared, c: &mut Checks, prog: Prog, turns: usize) -> (Opt
     for j in 0..2 {
         let name = format!("at-once-{p}-{j}");
         let r = s
-            .run(prog, &["cron", "create", "every 3h", &format!("at once job {j} of {p}"), "--name", &name])
+            .run(
+                prog,
+                &[
+                    "cron",
+                    "create",
+                    "every 3h",
+                    &format!("at once job {j} of {p}"),
+                    "--name",
+                    &name,
+                ],
+            )
             .await;
         c.ran(&format!("[at once] {p}: cron create {name}"), &r);
     }
@@ -497,9 +658,11 @@ async fn both_programs_at_once() {
 
     let memory = s.read("memories/MEMORY.md");
     for e in ours.1.iter().chain(py.1.iter()) {
-        c.check(&format!("[at once] MEMORY.md holds {e:?}"), memory.contains(e.as_str()), || {
-            format!("MEMORY.md: {memory:?}")
-        });
+        c.check(
+            &format!("[at once] MEMORY.md holds {e:?}"),
+            memory.contains(e.as_str()),
+            || format!("MEMORY.md: {memory:?}"),
+        );
     }
     let jobs = s.jobs();
     for p in [Prog::Ours, Prog::Py] {
@@ -507,22 +670,31 @@ async fn both_programs_at_once() {
             let name = format!("at-once-{}-{j}", p.name());
             c.check(
                 &format!("[at once] jobs.json holds {name}"),
-                jobs.iter().any(|x| x.get("name").and_then(Value::as_str) == Some(name.as_str())),
+                jobs.iter()
+                    .any(|x| x.get("name").and_then(Value::as_str) == Some(name.as_str())),
                 || format!("jobs.json: {}", s.read("cron/jobs.json")),
             );
         }
     }
     for (loop_prog, (sid, _)) in [(Prog::Ours, &ours), (Prog::Py, &py)] {
         let Some(sid) = sid.clone() else {
-            c.check(&format!("[at once] {}'s loop has a session", loop_prog.name()), false, || {
-                "no session id printed".into()
-            });
+            c.check(
+                &format!("[at once] {}'s loop has a session", loop_prog.name()),
+                false,
+                || "no session id printed".into(),
+            );
             continue;
         };
         for reader in [Prog::Ours, Prog::Py] {
             let r = match reader {
-                Prog::Ours => s.run(reader, &["sessions", "export", &sid, "--format", "json"]).await,
-                Prog::Py => s.run(reader, &["sessions", "export", "-", "--session-id", &sid]).await,
+                Prog::Ours => {
+                    s.run(reader, &["sessions", "export", &sid, "--format", "json"])
+                        .await
+                }
+                Prog::Py => {
+                    s.run(reader, &["sessions", "export", "-", "--session-id", &sid])
+                        .await
+                }
             };
             let all = (0..TURNS).all(|i| {
                 let turn = format!("loop turn {i} of {}", loop_prog.name());
@@ -544,7 +716,11 @@ async fn both_programs_at_once() {
         let all = [Prog::Ours, Prog::Py]
             .iter()
             .all(|p| (0..2).all(|j| r.stdout.contains(&format!("at-once-{}-{j}", p.name()))));
-        c.check(&format!("[at once] {} lists all four jobs", reader.name()), all, || r.brief());
+        c.check(
+            &format!("[at once] {} lists all four jobs", reader.name()),
+            all,
+            || r.brief(),
+        );
     }
     c.finish();
 }

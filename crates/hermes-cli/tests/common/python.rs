@@ -430,7 +430,8 @@ impl Shared {
             for e in entries.flatten() {
                 let path = e.path();
                 if path.is_dir() {
-                    if path.file_name().is_some_and(|n| n == name) && path.join("SKILL.md").is_file()
+                    if path.file_name().is_some_and(|n| n == name)
+                        && path.join("SKILL.md").is_file()
                     {
                         out.push(path.join("SKILL.md"));
                     }
