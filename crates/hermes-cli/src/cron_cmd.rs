@@ -290,6 +290,7 @@ fn owned(app: &App) -> Arc<App> {
         home: app.home.clone(),
         config: app.config.clone(),
         config_warnings: Vec::new(),
+        startup_notes: Vec::new(),
         env: app.env.clone(),
     })
 }

@@ -94,6 +94,10 @@ impl SessionInfo {
     }
 }
 
+/// The platform name under which `skills.platform_disabled` lists skills for sessions built
+/// here (Python Hermes calls the terminal `cli`).
+pub const SKILLS_PLATFORM: &str = "cli";
+
 /// Where the local model file would be: `local.model_path` (relative to `models/`), else the
 /// default model file in `HERMES_HOME/models/`. Returns it only when the file exists.
 pub fn local_model_path(app: &App) -> Option<PathBuf> {
@@ -115,6 +119,7 @@ pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
         config: app.config.model.to_config(),
         env: app.env.clone(),
         local_model_available: local_model_path(app),
+        file: Some(app.config.clone()),
     };
     Ok(hermes_llm::resolve(&inputs)?)
 }
@@ -202,6 +207,10 @@ fn compression_config(
     if let Some(n) = settings.protect_last_n {
         config.protect_last_n = n;
     }
+    // An unusable value was reported among the config warnings; the default stays.
+    if let Ok(Some(ratio)) = settings.threshold_ratio() {
+        config.threshold_ratio = ratio;
+    }
     config
 }
 
@@ -217,6 +226,7 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
             config: entry.clone(),
             env: app.env.clone(),
             local_model_available: None,
+            file: Some(app.config.clone()),
         };
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
@@ -320,6 +330,7 @@ impl AgentKit {
             toolsets.clone(),
         )
         .with_memory(app.config.memory.clone())
+        .with_disabled_skills(app.config.skills.disabled_for(Some(SKILLS_PLATFORM)))
         .with_tool_use_enforcement(app.config.agent.tool_use_enforcement_setting());
         let opts = AgentOptions {
             max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),

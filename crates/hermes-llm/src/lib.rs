@@ -20,6 +20,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod pooled;
 pub mod pricing;
+pub mod python_providers;
 pub mod reachability;
 mod redact;
 pub mod replay;
