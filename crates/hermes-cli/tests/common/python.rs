@@ -460,6 +460,20 @@ impl Shared {
     }
 }
 
+/// This workspace's `hermes` binary, copied once per test process to a private place: a
+/// shared `CARGO_TARGET_DIR` (several worktrees building into one) could otherwise swap the
+/// file under a running suite, so the checks would mix two builds.
+fn ours_binary() -> PathBuf {
+    static COPY: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
+    let (_dir, path) = COPY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hermes");
+        std::fs::copy(env!("CARGO_BIN_EXE_hermes"), &path).unwrap();
+        (dir, path)
+    });
+    path.clone()
+}
+
 /// Runs one program (see [`Shared::run`]); blocking work on a blocking thread.
 pub async fn run_prog(
     prog: Prog,
@@ -471,7 +485,7 @@ pub async fn run_prog(
     stdin: Option<String>,
 ) -> Run {
     let program = match prog {
-        Prog::Ours => PathBuf::from(env!("CARGO_BIN_EXE_hermes")),
+        Prog::Ours => ours_binary(),
         Prog::Py => venv.join("bin/hermes"),
     };
     let home = home.to_path_buf();
