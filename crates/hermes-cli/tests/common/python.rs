@@ -257,6 +257,10 @@ pub struct Shared {
     pub cwd: tempfile::TempDir,
     /// The Python Hermes venv.
     pub venv: PathBuf,
+    /// Holds the private `hermes` binary.
+    bin_dir: tempfile::TempDir,
+    /// That binary.
+    pub ours: PathBuf,
 }
 
 impl Shared {
@@ -283,11 +287,18 @@ impl Shared {
             format!(r#"{{"ts": {now}, "behind": 0, "rev": null, "ver": "0.19.0"}}"#),
         )
         .unwrap();
+        // Beside the build (same file system, so a hard link), removed with this value.
+        let bin_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .or_else(|_| tempfile::tempdir())
+            .unwrap();
+        let ours = private_binary(bin_dir.path());
         Some(Shared {
             mock,
             home,
             cwd,
             venv,
+            bin_dir,
+            ours,
         })
     }
 
@@ -301,6 +312,7 @@ impl Shared {
     pub async fn run(&self, prog: Prog, args: &[&str]) -> Run {
         run_prog(
             prog,
+            &self.ours,
             &self.venv,
             self.root(),
             self.cwd.path(),
@@ -315,6 +327,7 @@ impl Shared {
     pub async fn run_stdin(&self, prog: Prog, args: &[&str], stdin: &str) -> Run {
         run_prog(
             prog,
+            &self.ours,
             &self.venv,
             self.root(),
             self.cwd.path(),
@@ -460,23 +473,22 @@ impl Shared {
     }
 }
 
-/// This workspace's `hermes` binary, copied once per test process to a private place: a
-/// shared `CARGO_TARGET_DIR` (several worktrees building into one) could otherwise swap the
-/// file under a running suite, so the checks would mix two builds.
-fn ours_binary() -> PathBuf {
-    static COPY: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
-    let (_dir, path) = COPY.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hermes");
-        std::fs::copy(env!("CARGO_BIN_EXE_hermes"), &path).unwrap();
-        (dir, path)
-    });
-    path.clone()
+/// A private link (or, across file systems, a copy) of this workspace's `hermes` binary in
+/// `dir`: a shared `CARGO_TARGET_DIR` (several worktrees building into one) could otherwise
+/// replace the file under a running suite, so the checks would mix two builds.
+fn private_binary(dir: &Path) -> PathBuf {
+    let path = dir.join("hermes");
+    let built = env!("CARGO_BIN_EXE_hermes");
+    if std::fs::hard_link(built, &path).is_err() {
+        std::fs::copy(built, &path).unwrap();
+    }
+    path
 }
 
 /// Runs one program (see [`Shared::run`]); blocking work on a blocking thread.
 pub async fn run_prog(
     prog: Prog,
+    ours: &Path,
     venv: &Path,
     home: &Path,
     cwd: &Path,
@@ -485,7 +497,7 @@ pub async fn run_prog(
     stdin: Option<String>,
 ) -> Run {
     let program = match prog {
-        Prog::Ours => ours_binary(),
+        Prog::Ours => ours.to_path_buf(),
         Prog::Py => venv.join("bin/hermes"),
     };
     let home = home.to_path_buf();
