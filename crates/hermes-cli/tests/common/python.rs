@@ -310,32 +310,49 @@ impl Shared {
     /// Runs `prog args…` on the shared home (only PATH, HOME, HERMES_HOME, LANG, NO_COLOR,
     /// COLUMNS from here), killed after [`RUN_TIMEOUT`].
     pub async fn run(&self, prog: Prog, args: &[&str]) -> Run {
-        run_prog(
-            prog,
-            &self.ours,
-            &self.venv,
-            self.root(),
-            self.cwd.path(),
-            args,
-            &[],
-            None,
-        )
-        .await
+        self.run_with(prog, args, None).await
     }
 
     /// Same, with `stdin` as its standard input.
     pub async fn run_stdin(&self, prog: Prog, args: &[&str], stdin: &str) -> Run {
-        run_prog(
-            prog,
-            &self.ours,
-            &self.venv,
-            self.root(),
-            self.cwd.path(),
-            args,
-            &[],
-            Some(stdin.to_string()),
-        )
+        self.run_with(prog, args, Some(stdin.to_string())).await
+    }
+
+    /// Runs one program (see [`Shared::run`]); blocking work on a blocking thread.
+    async fn run_with(&self, prog: Prog, args: &[&str], stdin: Option<String>) -> Run {
+        let program = match prog {
+            Prog::Ours => self.ours.clone(),
+            Prog::Py => self.venv.join("bin/hermes"),
+        };
+        let home = self.root().to_path_buf();
+        let cwd = self.cwd.path().to_path_buf();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = assert_cmd::Command::new(program);
+            cmd.env_clear()
+                .env("HERMES_HOME", &home)
+                .env("HOME", &home)
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("LANG", "C.UTF-8")
+                .env("NO_COLOR", "1")
+                .env("COLUMNS", "200")
+                .current_dir(&cwd)
+                .args(&args)
+                .timeout(RUN_TIMEOUT);
+            if let Some(input) = stdin {
+                cmd.write_stdin(input);
+            }
+            let out = cmd.output().unwrap();
+            Run {
+                prog,
+                args: args.join(" "),
+                code: out.status.code(),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        })
         .await
+        .unwrap()
     }
 
     /// One one-shot chat turn (`chat -q QUERY`, resuming `resume` when given: `-r` for
@@ -483,57 +500,6 @@ fn private_binary(dir: &Path) -> PathBuf {
         std::fs::copy(built, &path).unwrap();
     }
     path
-}
-
-/// Runs one program (see [`Shared::run`]); blocking work on a blocking thread.
-pub async fn run_prog(
-    prog: Prog,
-    ours: &Path,
-    venv: &Path,
-    home: &Path,
-    cwd: &Path,
-    args: &[&str],
-    vars: &[(&str, &str)],
-    stdin: Option<String>,
-) -> Run {
-    let program = match prog {
-        Prog::Ours => ours.to_path_buf(),
-        Prog::Py => venv.join("bin/hermes"),
-    };
-    let home = home.to_path_buf();
-    let cwd = cwd.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let vars: Vec<(String, String)> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    tokio::task::spawn_blocking(move || {
-        let mut cmd = assert_cmd::Command::new(program);
-        cmd.env_clear()
-            .env("HERMES_HOME", &home)
-            .env("HOME", &home)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("LANG", "C.UTF-8")
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "200")
-            .envs(vars)
-            .current_dir(&cwd)
-            .args(&args)
-            .timeout(RUN_TIMEOUT);
-        if let Some(input) = stdin {
-            cmd.write_stdin(input);
-        }
-        let out = cmd.output().unwrap();
-        Run {
-            prog,
-            args: args.join(" "),
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    })
-    .await
-    .unwrap()
 }
 
 /// Named assertions of one test, collected so a run reports all of them.
