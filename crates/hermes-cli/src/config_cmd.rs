@@ -17,7 +17,7 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
         ConfigCmd::Show => {
             let app = App::load(profile)?;
             app.warn_config();
-            print!("{}", redacted(&app.config).to_yaml());
+            print!("{}", redacted_yaml(&app.config));
             Ok(0)
         }
         ConfigCmd::Check => {
@@ -46,6 +46,24 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
                 }
             }
         }
+    }
+}
+
+/// `config` as YAML with every secret field masked (`sk-pro...7890`, or `***` when short):
+/// the typed keys below, then, on the whole tree, every field whose name looks like a key,
+/// token, secret or password and every MCP `headers`/`env` value
+/// ([`hermes_protocol::secrets::mask_secret_fields`], the rule the redactor uses).
+pub(crate) fn redacted_yaml(config: &Config) -> String {
+    let shown = redacted(config);
+    match yaml_serde::to_value(&shown) {
+        Ok(mut tree) => {
+            hermes_protocol::secrets::mask_secret_fields(&mut tree, &|v| {
+                hermes_llm::mask_secret(v)
+            });
+            yaml_serde::to_string(&tree).unwrap_or_default()
+        }
+        // Never print the unmasked tree.
+        Err(e) => format!("# config could not be shown: {e}\n"),
     }
 }
 

@@ -138,7 +138,12 @@ fn walk(node: &Node, path: &str, scope: Scope, out: &mut Vec<(String, String)>) 
         },
         Node::List(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(item, &format!("{path}.{i}"), scope, out);
+                let child = if path.is_empty() {
+                    i.to_string()
+                } else {
+                    format!("{path}.{i}")
+                };
+                walk(item, &child, scope, out);
             }
         }
         Node::Map(entries) => {
