@@ -1,6 +1,8 @@
 //! Issue 18 item 2 at the agent layer: the secrets of the home are masked in every tool
 //! result before the model, the store, the spill files and the events see them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{Harness, tool_messages};

@@ -9,6 +9,8 @@
 //! redaction). Modes: every file hermes created is 0600 and every folder 0700, `doctor`
 //! reports the loose ones the test planted and `doctor --fix` repairs them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -19,7 +19,8 @@ pub const PRIVATE_FILE_MODE: u32 = 0o600;
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
 
 /// Creates `path` and its missing parents with mode 0700; an existing `path` that others
-/// can read or enter is tightened to 0700 (parents that exist are left as they are).
+/// can read or enter is tightened to 0700 when we may (parents that exist are left as they
+/// are; a folder we cannot change is used as it is).
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
@@ -28,7 +29,8 @@ pub fn create_dir_all(path: &Path) -> io::Result<()> {
             .recursive(true)
             .mode(PRIVATE_DIR_MODE)
             .create(path)?;
-        tighten(path)
+        tighten_best_effort(path);
+        Ok(())
     }
     #[cfg(not(unix))]
     {
@@ -68,7 +70,7 @@ fn open(path: &Path, append: bool) -> io::Result<File> {
         opts.mode(PRIVATE_FILE_MODE);
     }
     let file = opts.open(path)?;
-    tighten(path)?;
+    tighten_best_effort(path);
     Ok(file)
 }
 
@@ -113,6 +115,13 @@ pub fn tighten(path: &Path) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = path;
     Ok(())
+}
+
+/// [`tighten`], ignoring a failure (a file owned by another user, a read-only mount): the
+/// write that follows must not fail because an existing file could not be tightened;
+/// `hermes doctor` reports what stays loose ([`loose_modes`]).
+fn tighten_best_effort(path: &Path) {
+    let _ = tighten(path);
 }
 
 /// The mode `path` should get, or `None` when it is already private (or missing, or a
@@ -164,7 +173,7 @@ pub fn prepare_sqlite(path: &Path) -> io::Result<()> {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
-        tighten(Path::new(&p))?;
+        tighten_best_effort(Path::new(&p));
     }
     Ok(())
 }
