@@ -50,12 +50,11 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
 }
 
 /// `config` as YAML with every secret field masked (`sk-pro...7890`, or `***` when short):
-/// the typed keys below, then, on the whole tree, every field whose name looks like a key,
-/// token, secret or password and every MCP `headers`/`env` value
+/// every field whose name looks like a key, token, secret or password (`model.api_key`,
+/// `api_keys`, `delegation.api_key`, platform tokens) and every MCP `headers`/`env` value
 /// ([`hermes_protocol::secrets::mask_secret_fields`], the rule the redactor uses).
 pub(crate) fn redacted_yaml(config: &Config) -> String {
-    let shown = redacted(config);
-    match yaml_serde::to_value(&shown) {
+    match yaml_serde::to_value(config) {
         Ok(mut tree) => {
             hermes_protocol::secrets::mask_secret_fields(&mut tree, &|v| {
                 hermes_llm::mask_secret(v)
@@ -65,28 +64,4 @@ pub(crate) fn redacted_yaml(config: &Config) -> String {
         // Never print the unmasked tree.
         Err(e) => format!("# config could not be shown: {e}\n"),
     }
-}
-
-/// A copy of `config` whose API keys are masked (`sk-pro...7890`), for display.
-fn redacted(config: &Config) -> Config {
-    let mut shown = config.clone();
-    let mask = |key: &mut Option<String>| {
-        if let Some(k) = key.as_mut() {
-            *k = hermes_llm::mask_secret(k);
-        }
-    };
-    let mask_all = |keys: &mut Vec<String>| {
-        for k in keys.iter_mut() {
-            *k = hermes_llm::mask_secret(k);
-        }
-    };
-    if let hermes_protocol::config::ModelSetting::Table(model) = &mut shown.model {
-        mask(&mut model.api_key);
-        mask_all(&mut model.api_keys);
-    }
-    for fallback in &mut shown.fallback_providers {
-        mask(&mut fallback.api_key);
-        mask_all(&mut fallback.api_keys);
-    }
-    shown
 }
