@@ -12,7 +12,7 @@
 //!
 //! Blocking: every call takes the lock and does file I/O — call it from `spawn_blocking`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -130,14 +130,10 @@ impl JobStore {
         &self,
         f: impl FnOnce(&mut Vec<Job>) -> Result<(bool, T), JobStoreError>,
     ) -> Result<T, JobStoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io_err(&self.dir))?;
         let lock_path = self.dir.join(JOBS_LOCK_FILE);
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_err(&lock_path))?;
+        let lock_file =
+            hermes_protocol::private_fs::open_append(&lock_path).map_err(io_err(&lock_path))?;
         let mut lock = RwLock::new(lock_file);
         let _guard = lock.write().map_err(io_err(&lock_path))?;
         let mut file = self.read_unlocked()?;

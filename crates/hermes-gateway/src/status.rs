@@ -176,13 +176,8 @@ pub fn set_home_channel(
             thread_id: target.thread_id.clone(),
         },
     );
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let text = serde_json::to_string_pretty(&all).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &path)
+    hermes_protocol::private_fs::write_atomic(&path, text)
 }
 
 #[cfg(test)]

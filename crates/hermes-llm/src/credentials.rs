@@ -254,17 +254,9 @@ impl CredentialPool {
 
 /// Writes `text` to `path` atomically (temp file + rename), mode 0600 on Unix.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(tmp, path)
+    // Created 0600 (folders 0700) before any byte is written: no window where the key is
+    // readable by others.
+    hermes_protocol::private_fs::write_atomic(path, text)
 }
 
 /// The bookkeeping of one pooled key, persisted without the secret.

@@ -196,10 +196,8 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
             yaml_serde::to_string(&doc)?
         }
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    hermes_protocol::private_fs::write_atomic(&path, out)
+        .with_context(|| format!("writing {}", path.display()))?;
     lines.push(format!(
         "default model set to {} on {} ({}) in {}",
         rt.model,

@@ -98,33 +98,9 @@ fn dotenv_value(value: &str) -> String {
 
 /// Writes `text` to `path` through a temporary file with mode 0600 and a rename.
 fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent folder", path.display()))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = path.with_extension("tmp-setup");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    #[cfg(unix)]
-    {
-        // A leftover temporary file keeps its old mode; make sure.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
-    Ok(())
+    // 0600 from creation (folders 0700), written beside and renamed over `path`.
+    hermes_protocol::private_fs::write_atomic(path, text)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The `model:` keys setup decides: each is set from the plan or removed (a hosted provider
@@ -200,20 +176,14 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         None => {
             if let Some(old) = &old {
                 let backup = path.with_extension("yaml.bak");
-                std::fs::write(&backup, old)
+                hermes_protocol::private_fs::write(&backup, old)
                     .with_context(|| format!("writing {}", backup.display()))?;
             }
             yaml_serde::to_string(&doc).context("serializing config.yaml")?
         }
     };
-    if plan.config_api_key.is_some() {
-        write_private(path, &text)
-    } else {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-    }
+    // Always owner-only: config.yaml may hold keys, MCP headers and tokens.
+    write_private(path, &text)
 }
 
 /// `plan` applied to `text` line by line (see [`crate::config_edit::keys`] and

@@ -236,7 +236,7 @@ impl SkillCatalog {
                 catalog,
             };
             if let Ok(json) = serde_json::to_vec(&snap)
-                && let Err(e) = fs::write(&snap_path, json)
+                && let Err(e) = hermes_protocol::private_fs::write(&snap_path, json)
             {
                 tracing::debug!(error = %e, "skills snapshot not written");
             }

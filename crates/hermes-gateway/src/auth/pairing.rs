@@ -241,13 +241,8 @@ impl PairingStore {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = hermes_protocol::private_fs::open_append(&path).map_err(io)?;
         file.lock().map_err(io)?;
         Ok(file)
     }
@@ -258,7 +253,7 @@ impl PairingStore {
             path: path.to_path_buf(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
         let text = serde_json::to_string_pretty(value).map_err(|e| PairingError::Corrupt {
             path: path.to_path_buf(),
             detail: e.to_string(),
