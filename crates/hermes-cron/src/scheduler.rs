@@ -230,7 +230,7 @@ impl Scheduler {
             let store = self.store.clone();
             let next = blocking(move || store.list()).await.ok().and_then(|jobs| {
                 jobs.iter()
-                    .filter(|j| j.enabled && j.lease.is_none())
+                    .filter(|j| j.is_runnable())
                     .filter_map(|j| j.next_run_at)
                     .min()
             });

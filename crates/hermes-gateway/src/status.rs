@@ -136,7 +136,7 @@ impl fmt::Display for GatewayStatus {
 
 /// The pairing overview of `home` now (for the status).
 pub fn pairing_overview(home: &HermesHome) -> Result<PairingOverview, crate::auth::PairingError> {
-    PairingStore::new(home.root().join("pairing")).overview(now_unix())
+    PairingStore::new(PairingStore::dir_for_home(home.root())).overview(now_unix())
 }
 
 /// A platform's home channel (where cron deliveries go), set by `/sethome`.

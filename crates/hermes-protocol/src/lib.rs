@@ -8,6 +8,7 @@
 //! (ARCHITECTURE §1: the protocol layer is at the bottom).
 
 pub mod config;
+pub mod dotenv;
 mod events;
 mod home;
 mod ids;

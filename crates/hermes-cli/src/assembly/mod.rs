@@ -41,7 +41,7 @@ use hermes_tools::{Approver, ToolsetSelection};
 use crate::assembly::app::App;
 use crate::assembly::args::ChatArgs;
 use crate::assembly::runtime::{
-    build_client, prompt_is_compact, resolve_context_window, resolve_runtime,
+    SKILLS_PLATFORM, build_client, prompt_is_compact, resolve_context_window, resolve_runtime,
 };
 
 /// `compression:` settings over the compressor's defaults.
@@ -54,6 +54,10 @@ fn compression_config(
     }
     if let Some(n) = settings.protect_last_n {
         config.protect_last_n = n;
+    }
+    // An unusable value was reported among the config warnings; the default stays.
+    if let Ok(Some(ratio)) = settings.threshold_ratio() {
+        config.threshold_ratio = ratio;
     }
     config
 }
@@ -70,6 +74,7 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
             config: entry.clone(),
             env: app.env.clone(),
             local_model_available: None,
+            file: Some(app.config.clone()),
         };
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
@@ -173,6 +178,7 @@ impl AgentKit {
             toolsets.clone(),
         )
         .with_memory(app.config.memory.clone())
+        .with_disabled_skills(app.config.skills.disabled_for(Some(SKILLS_PLATFORM)))
         .with_tool_use_enforcement(app.config.agent.tool_use_enforcement_setting());
         let opts = AgentOptions {
             max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),

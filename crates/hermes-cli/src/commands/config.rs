@@ -44,6 +44,12 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
                     for w in &loaded.warnings {
                         outln!("warning: {w}");
                     }
+                    for line in loaded.ignored_python.lines() {
+                        outln!("not used by hermes: {line}");
+                    }
+                    if let Err(w) = loaded.config.compression.threshold_ratio() {
+                        outln!("warning: {w}");
+                    }
                     if let Err(e) = loaded.config.web.validate() {
                         eprintln!("error: {}: {e}", path.display());
                         return Ok(1);

@@ -385,8 +385,12 @@ impl MemoryStore {
         })
     }
 
+    /// Takes the lock Python Hermes 0.19.0 takes around a memory update
+    /// (`tools/memory_tool.py` `_file_lock`): an exclusive `flock(2)` on `<file>.lock` beside
+    /// the file (`memories/MEMORY.md.lock`, `memories/USER.md.lock`), so both programs can
+    /// update the same memory at once without losing entries.
     fn lock(&self, target: MemoryTarget) -> Result<File, MemoryError> {
-        let path = self.dir.join(format!(".{}.lock", target.file_name()));
+        let path = self.dir.join(format!("{}.lock", target.file_name()));
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)

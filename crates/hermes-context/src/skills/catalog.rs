@@ -245,6 +245,12 @@ impl SkillCatalog {
         catalog
     }
 
+    /// The catalog without the skills named in `disabled` (`skills.disabled`).
+    pub fn without(mut self, disabled: &std::collections::BTreeSet<String>) -> SkillCatalog {
+        self.skills.retain(|s| !disabled.contains(&s.name));
+        self
+    }
+
     /// The skill called `name` (frontmatter name or directory name).
     pub fn find(&self, name: &str) -> Option<&SkillEntry> {
         self.skills.iter().find(|s| s.name == name).or_else(|| {
