@@ -103,7 +103,7 @@ fn repl_with_dead_mcp_and_provider_draws_no_log_line() {
         }
     });
     let mut screen = Vec::new();
-    let mut wait_for = |needle: &str, screen: &mut Vec<u8>| {
+    let wait_for = |needle: &str, screen: &mut Vec<u8>| {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if String::from_utf8_lossy(screen).contains(needle) {

@@ -17,9 +17,15 @@ fn fence_problems(md: &str) -> Vec<(usize, String)> {
                 let src = md[range.clone()].trim_end();
                 let fence: String = src.chars().take_while(|c| *c == '`' || *c == '~').collect();
                 let closed = src.lines().count() > 1
-                    && src.lines().last().is_some_and(|l| l.trim().starts_with(&fence));
+                    && src
+                        .lines()
+                        .last()
+                        .is_some_and(|l| l.trim().starts_with(&fence));
                 if !closed {
-                    out.push((line_of(range.start), format!("```{info} block is never closed")));
+                    out.push((
+                        line_of(range.start),
+                        format!("```{info} block is never closed"),
+                    ));
                 }
             }
             Event::Text(text) if open.is_some() => {
