@@ -19,6 +19,7 @@ mod render;
 mod assembly;
 mod commands;
 mod config_edit;
+mod logfile;
 mod repl;
 mod setup;
 mod views;
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
         println!("hermes {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    init_logging(cli.chat.verbose, cli.chat.profile.as_deref());
+    init_logging(&cli);
     if let Some(Command::Gateway {
         action: commands::gateway::GatewayCmd::Run,
         ..
@@ -67,25 +68,66 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr through a writer that masks every secret of the home (issue 18 item 2:
-/// `.env`, `auth.json`, config keys, MCP headers/env, OAuth tokens).
-fn init_logging(verbose: bool, profile: Option<&str>) {
+/// Sets up `tracing`: every record goes to `HERMES_HOME/logs/` ([`logfile`]); only commands
+/// that are not a conversation (the gateway, `cron`, `mcp test`, …) also log to stderr, with
+/// ANSI colours only when stderr is a terminal. The REPL and `chat` never draw a log line.
+/// `HERMES_LOG` (an `EnvFilter`) overrides the level; the default is `info` for the files
+/// and `warn` (`info` with `-v`) for stderr. Both mask every secret of the home (issue 18
+/// item 2: `.env`, `auth.json`, config keys, MCP headers/env, OAuth tokens).
+fn init_logging(cli: &Cli) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
+
+    let env = |default: &str| {
+        EnvFilter::try_from_env("HERMES_LOG").unwrap_or_else(|_| EnvFilter::new(default))
+    };
+    let conversation = matches!(cli.command, None | Some(Command::Chat { .. }));
+    let home = hermes_protocol::HermesHome::resolve(cli.chat.profile.as_deref());
     let redactor = std::sync::Arc::new(
-        hermes_protocol::HermesHome::resolve(profile)
-            .map(|home| hermes_protocol::SecretRedactor::load(&home))
+        home.as_ref()
+            .map(hermes_protocol::SecretRedactor::load)
             .unwrap_or_default(),
     );
-    let default = if verbose { "info" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(move || {
-            hermes_protocol::RedactingWriter::new(redactor.clone(), std::io::stderr())
-        })
-        .with_target(false)
-        // A closed stderr (the terminal went away) must not turn a log line into a panic:
-        // tracing-subscriber reports its own write failures with `eprintln!`, which panics.
-        .log_internal_errors(false)
+    let files = home.and_then(|h| {
+        let dir = h.logs_dir();
+        hermes_protocol::private_fs::create_dir_all(&dir).ok()?;
+        let open = |name: &str| {
+            logfile::LogFile::open(&dir.join(name), logfile::MAX_BYTES, redactor.clone())
+        };
+        let agent = open(logfile::AGENT_LOG);
+        let errors = open(logfile::ERRORS_LOG);
+        Some((agent.ok()?, errors.ok()?))
+    });
+    let file_layers = files.map(|(agent, errors)| {
+        let agent = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(agent)
+            .log_internal_errors(false)
+            .with_filter(env("info"));
+        let errors = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(errors)
+            .log_internal_errors(false)
+            .with_filter(LevelFilter::WARN);
+        agent.and_then(errors)
+    });
+    let stderr_layer = (!conversation).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(move || {
+                hermes_protocol::RedactingWriter::new(redactor.clone(), std::io::stderr())
+            })
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+            // A closed stderr (the terminal went away) must not turn a log line into a panic:
+            // tracing-subscriber reports its own write failures with `eprintln!`, which panics.
+            .log_internal_errors(false)
+            .with_filter(env(if cli.chat.verbose { "info" } else { "warn" }))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(file_layers)
+        .with(stderr_layer)
         .try_init();
 }

@@ -278,4 +278,35 @@ async fn gateway_run_listens_for_signed_webhooks_and_stops_on_sigterm() {
     let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("gateway stopped"), "{}", stderr(&out));
+    // Issue 20 item 8: the start-up lines name the webhook's listener.
+    let expected = format!("webhook listening on http://127.0.0.1:{port}/hooks/in");
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+}
+
+/// Issue 20 item 8: without `API_SERVER_KEY` on a public address the gateway refuses before
+/// anything listens: no `listening` line, the webhook's port stays free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_run_checks_the_api_key_before_listening() {
+    let env = Env::new().await;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("API_SERVER_ENABLED", "true")
+        .env("API_SERVER_HOST", "0.0.0.0")
+        .env("WEBHOOK_SECRET", "fake-secret")
+        .env("WEBHOOK_PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_bounded(cmd.spawn().unwrap(), Duration::from_secs(60), "gateway run");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("without API_SERVER_KEY"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "ANSI codes in redirected output: {err:?}"
+    );
 }

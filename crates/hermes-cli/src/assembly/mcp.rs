@@ -58,10 +58,37 @@ pub async fn start_for_session(
     let manager = McpManager::start(specs, opts).await;
     for r in manager.reports() {
         if let ServerState::Failed(e) = &r.state {
-            eprintln!("warning: MCP server `{}` did not start: {e}", r.name);
+            tracing::warn!(server = %r.name, error = %e, "MCP server did not start");
+            eprintln!(
+                "warning: MCP server `{}` did not start: {} (details: `hermes logs`)",
+                r.name,
+                friendly_reason(&e.to_string())
+            );
         }
     }
     Some(manager)
+}
+
+/// A one-line reason for the terminal from an MCP start error: Rust type names in brackets
+/// (`[rmcp::transport::…<…>]`) removed, whitespace collapsed, at most 160 characters. The
+/// whole error goes to the log file.
+fn friendly_reason(error: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in error.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    if out.chars().count() > 160 {
+        let cut: String = out.chars().take(159).collect();
+        return format!("{cut}…");
+    }
+    out
 }
 
 /// Start options for servers of `app` in `cwd`: log and token folders in the home, the
@@ -85,5 +112,18 @@ pub fn options(
             .map(|t| t.spec().name)
             .collect::<HashSet<_>>(),
         discovery_wait: wait,
+    }
+}
+
+#[cfg(test)]
+mod friendly_tests {
+    #[test]
+    fn friendly_reason_drops_type_names() {
+        let e = "initialize failed: Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: error sending request";
+        let r = super::friendly_reason(e);
+        assert_eq!(
+            r,
+            "initialize failed: Send message error Transport error: Client error: error sending request"
+        );
     }
 }

@@ -88,6 +88,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::commands::gateway::GatewayCmd,
     },
+    /// View and filter the internal logs in HERMES_HOME/logs/ (agent.log, errors.log).
+    Logs(crate::commands::logs::LogsArgs),
     /// DM pairing codes of the gateway: list, approve, revoke.
     Pairing {
         /// What to do.

@@ -9,6 +9,7 @@ pub mod config;
 pub mod cron;
 pub mod doctor;
 pub mod gateway;
+pub mod logs;
 pub mod mcp;
 pub mod memory;
 pub mod model;
@@ -38,6 +39,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Cron { action }) => cron::run(profile, &cli.chat, action).await,
         Some(Command::Gateway { action }) => gateway::run(profile, &cli.chat, action).await,
         Some(Command::Pairing { action }) => pairing::run(profile, action),
+        Some(Command::Logs(args)) => logs::run(profile, args),
         Some(Command::Doctor { fix }) => doctor::run(profile, &cli.chat, *fix).await,
         Some(Command::Setup(args)) => crate::setup::run(profile, &cli.chat, args).await,
         Some(Command::Completion { shell }) => shell::completion(*shell),

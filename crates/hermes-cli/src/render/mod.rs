@@ -124,9 +124,13 @@ pub struct TurnSummary {
 impl TurnSummary {
     /// The prompt size of the turn's last model call in tokens: exact for a single call,
     /// otherwise the turn's prompt tokens divided by its calls (an estimate).
+    ///
+    /// `hermes-llm` normalizes every provider to the OpenAI convention: `input_tokens` is the
+    /// whole prompt and `cache_read_tokens`/`cache_write_tokens` are parts of it (Anthropic's
+    /// separate counts are summed into `input_tokens` by its stream parser), so the cached
+    /// tokens are not added again (issue 20 item 5).
     pub fn context_tokens(&self) -> Option<u64> {
-        let u = &self.usage;
-        let prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens;
+        let prompt = self.usage.input_tokens;
         (prompt > 0).then(|| prompt / u64::from(self.model_calls.max(1)))
     }
 }

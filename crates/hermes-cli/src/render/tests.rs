@@ -430,6 +430,23 @@ fn turn_summary_estimates_context_from_the_events() {
     assert_eq!(turn.context_tokens(), Some(4_500));
 }
 
+/// Issue 20 item 5: 4,911 of 9,833 input tokens read from the cache are 9,833 tokens of
+/// context, not 14,744: cached tokens are part of `input_tokens`.
+#[test]
+fn context_counts_cached_tokens_once() {
+    let turn = TurnSummary {
+        elapsed_ms: 1,
+        usage: Usage {
+            input_tokens: 9_833,
+            cache_read_tokens: 4_911,
+            cache_write_tokens: 100,
+            ..Usage::default()
+        },
+        model_calls: 1,
+    };
+    assert_eq!(turn.context_tokens(), Some(9_833));
+}
+
 /// What one skin looks like: banner, prompt, spinner, tool lines, a status message, a
 /// Markdown answer and the status line.
 fn skin_card(skin: &Skin) -> String {

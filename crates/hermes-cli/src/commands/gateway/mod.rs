@@ -198,9 +198,11 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
     #[cfg(feature = "webhook")]
     if let Some(secret) = credential(app, "WEBHOOK_SECRET") {
         let settings = webhook_settings(app, secret)?;
+        let path = settings.path.clone();
         let adapter = hermes_gateway::platforms::webhook::WebhookAdapter::bind(settings)
             .await
             .map_err(|e| anyhow!("cannot set up the webhook adapter: {e}"))?;
+        eprintln!("webhook listening on http://{}{path}", adapter.local_addr());
         out.push(Arc::new(adapter));
     }
     Ok(out)
@@ -250,7 +252,15 @@ fn api_settings(
 ) -> Result<Option<hermes_gateway::api::ApiSettings>> {
     let mut settings = hermes_gateway::api::ApiSettings::from_env(|k| credential(app, k))?;
     settings.profile = profile.unwrap_or("main").to_string();
-    Ok(settings.enabled.then_some(settings))
+    if !settings.enabled {
+        return Ok(None);
+    }
+    // Issue 20 item 8: the exposure rule is checked before anything listens.
+    let addr = settings.addr();
+    if settings.key.is_none() && !addr.ip().is_loopback() {
+        return Err(hermes_gateway::api::ApiError::UnprotectedBind { addr }.into());
+    }
+    Ok(Some(settings))
 }
 
 /// Serves the API server beside the gateway with the same factory and store; a failure to
@@ -269,8 +279,19 @@ fn spawn_api(
         hermes_gateway::api::ApiState::new(factory, store, settings).with_activity(activity);
     let cancel = cancel.clone();
     Some(tokio::spawn(async move {
-        eprintln!("API server listening on http://{addr}");
-        let result = hermes_gateway::api::serve(addr, state, cancel.clone()).await;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| anyhow!("API server: cannot listen on {addr}: {source}"));
+        let listener = match listener {
+            Ok(l) => l,
+            Err(e) => {
+                cancel.cancel();
+                return Err(e);
+            }
+        };
+        let shown = listener.local_addr().unwrap_or(addr);
+        eprintln!("API server listening on http://{shown}");
+        let result = hermes_gateway::api::serve_on(listener, state, cancel.clone()).await;
         if result.is_err() {
             cancel.cancel();
         }
@@ -294,7 +315,16 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             Ok(0)
         }
         GatewayCmd::Run => {
+            // The API server's settings (and its key rule) are checked before any adapter
+            // binds a port or connects.
+            #[cfg(feature = "api-server")]
+            api_settings(&app, profile)?;
             let adapters = build_adapters(&app).await?;
+            for adapter in &adapters {
+                if adapter.name() != "webhook" {
+                    eprintln!("{}: connecting", adapter.name());
+                }
+            }
             let cancel = CancellationToken::new();
             tokio::spawn(stop_on_signal(cancel.clone()));
             serve(&app, profile, args, config, adapters, cancel).await?;
