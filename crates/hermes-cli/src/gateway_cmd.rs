@@ -201,7 +201,8 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
 
 /// The webhook adapter's settings: `WEBHOOK_SECRET`, `WEBHOOK_HOST` (default `127.0.0.1`),
 /// `WEBHOOK_PORT` (default 8644), `WEBHOOK_PATH` (default `/webhook`) and
-/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only).
+/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only) and
+/// `WEBHOOK_ALLOWED_HOSTS` (comma-separated `Host` names served besides the bound address).
 ///
 /// Errors: a host that is not an IP address or a port outside 1–65535, naming the variable.
 #[cfg(feature = "webhook")]
@@ -232,6 +233,14 @@ fn webhook_settings(
         s.path = v;
     }
     s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
+    s.allowed_hosts = credential(app, "WEBHOOK_ALLOWED_HOSTS")
+        .map(|v| {
+            v.split(',')
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(s)
 }
 
@@ -243,7 +252,12 @@ fn api_settings(
 ) -> Result<Option<hermes_gateway::api::ApiSettings>> {
     let mut settings = hermes_gateway::api::ApiSettings::from_env(|k| credential(app, k))?;
     settings.profile = profile.unwrap_or("main").to_string();
-    Ok(settings.enabled.then_some(settings))
+    if !settings.enabled {
+        return Ok(None);
+    }
+    // Fail closed before anything starts or says it is listening.
+    settings.check_exposure()?;
+    Ok(Some(settings))
 }
 
 /// Serves the API server beside the gateway with the same factory and store; a failure to

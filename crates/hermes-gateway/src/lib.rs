@@ -25,6 +25,8 @@ mod platform;
 pub mod platforms;
 pub mod routing;
 pub mod runner;
+#[cfg(any(feature = "api-server", feature = "webhook"))]
+pub mod serve;
 pub mod status;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -196,8 +196,10 @@ async fn replay_history(
 }
 
 /// Runs the prepared turn in its own task. The turn stops early when `cancel` fires (client
-/// gone, server shutting down); the session slot and permit are released when the task
-/// ends. Events arrive on the returned channel, ending with `TurnFinished`.
+/// gone, server shutting down). Events arrive on the returned channel, ending with
+/// `TurnFinished`, which is held back until the session slot and the permit are released:
+/// a client that sends its next request as soon as it sees the answer never finds its
+/// session still busy.
 pub(crate) fn spawn_turn(
     prepared: PreparedTurn,
     cancel: CancellationToken,
@@ -210,7 +212,27 @@ pub(crate) fn spawn_turn(
             session_id,
             guards,
         } = prepared;
-        let outcome = agent.run_turn(&input, &tx, cancel).await;
+        let (inner_tx, mut inner_rx) = unbounded_channel();
+        let mut finished = None;
+        let mut forward = |e: AgentEvent| match e {
+            AgentEvent::TurnFinished { .. } => finished = Some(e),
+            other => {
+                let _ = tx.send(other);
+            }
+        };
+        let outcome = {
+            let run = agent.run_turn(&input, &inner_tx, cancel);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    outcome = &mut run => break outcome,
+                    Some(e) = inner_rx.recv() => forward(e),
+                }
+            }
+        };
+        while let Ok(e) = inner_rx.try_recv() {
+            forward(e);
+        }
         match outcome {
             TurnOutcome::Interrupted => {
                 tracing::info!(session = %session_id, "API turn interrupted");
@@ -219,6 +241,9 @@ pub(crate) fn spawn_turn(
         }
         drop(agent);
         drop(guards);
+        if let Some(e) = finished {
+            let _ = tx.send(e);
+        }
     });
     rx
 }
