@@ -20,6 +20,7 @@ mod error;
 mod factory;
 pub mod idle;
 pub mod keys;
+pub mod lease;
 pub mod outbox;
 mod platform;
 pub mod platforms;

@@ -308,3 +308,45 @@ async fn idle_keep_alive_connections_are_closed() {
     assert!(String::from_utf8_lossy(&all).starts_with("HTTP/1.1 200"));
     server.stop().await;
 }
+
+/// Issue 18 §4: a session whose turn runs in another process (a second handle on the same
+/// state.db holding the store lease) is busy for the API too: 409 with Retry-After, and no
+/// turn runs; once released, the session is served.
+#[tokio::test]
+async fn a_session_running_in_another_process_is_busy() {
+    let server = Server::start(None).await;
+    let other = hermes_store::SessionStore::open(server.store_path()).unwrap();
+    let lease = match other
+        .acquire_lease("shared-1", "webhook:other-process", Duration::from_secs(30))
+        .unwrap()
+    {
+        hermes_store::LeaseAttempt::Acquired(l) => l,
+        held => panic!("{held:?}"),
+    };
+    server.mock.push(MockResponse::text("served"));
+    let busy = server
+        .chat(user("hello"), Some("shared-1"))
+        .send()
+        .await
+        .unwrap();
+    let (status, headers, v) = error_of(busy).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(v["error"]["code"], "session_busy");
+    assert!(headers.get("retry-after").is_some());
+    assert!(server.mock.captured().is_empty(), "no turn ran");
+    assert!(other.release_lease(&lease).unwrap());
+    let ok = server
+        .chat(user("hello"), Some("shared-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    // The API gave its own lease back when the turn ended: the other process may go.
+    assert!(matches!(
+        other
+            .acquire_lease("shared-1", "webhook:other-process", Duration::from_secs(30))
+            .unwrap(),
+        hermes_store::LeaseAttempt::Acquired(_)
+    ));
+    server.stop().await;
+}

@@ -110,6 +110,7 @@ impl SessionStore {
             retry_budget: WRITE_RETRY_BUDGET,
         };
         store.migrate()?;
+        crate::leases::create_table(&store)?;
         Ok(store)
     }
 

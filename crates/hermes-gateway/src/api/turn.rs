@@ -70,7 +70,8 @@ pub(crate) struct PreparedTurn {
 
 /// Claims the session and a global permit, then builds the agent.
 ///
-/// Errors: 409 when the session runs a turn, 429 at the global cap, 503 when the factory
+/// Errors: 409 when the session runs a turn (here, in another front end or in another
+/// process: the store lease), 429 at the global cap, 503 when the factory
 /// cannot build an agent, 500 on store failures.
 pub(crate) async fn prepare(
     state: &ApiState,
@@ -82,8 +83,22 @@ pub(crate) async fn prepare(
         None => None,
     };
     let permit = state.turn_permit()?;
+    // The in-process claim answers this server's own requests; the store lease also sees
+    // other front ends and processes on the same state.db (issue 18 §4).
+    let lease = match &session {
+        Some(id) => Some(
+            crate::lease::TurnLease::try_acquire(&state.inner.store, id, API_SOURCE)
+                .await
+                .map_err(|e| match e {
+                    crate::lease::LeaseError::Busy { .. } => ApiFailure::session_busy(id),
+                    other => ApiFailure::store(other),
+                })?,
+        ),
+        None => None,
+    };
     let guards = TurnGuards {
         _claim: claim,
+        lease,
         _permit: permit,
         _busy: state.activity.busy(),
     };
@@ -240,7 +255,7 @@ pub(crate) fn spawn_turn(
             other => tracing::debug!(session = %session_id, outcome = ?other, "API turn ended"),
         }
         drop(agent);
-        drop(guards);
+        guards.release().await;
         if let Some(e) = finished {
             let _ = tx.send(e);
         }

@@ -162,6 +162,11 @@ impl Server {
         }
     }
 
+    /// The state.db file the server's store uses (open a second handle = another process).
+    pub fn store_path(&self) -> std::path::PathBuf {
+        self._home.home().state_db()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
