@@ -59,7 +59,9 @@ pub struct TurnLease {
 
 impl std::fmt::Debug for TurnLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnLease").field("lease", &self.lease).finish()
+        f.debug_struct("TurnLease")
+            .field("lease", &self.lease)
+            .finish()
     }
 }
 

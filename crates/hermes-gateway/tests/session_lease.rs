@@ -44,7 +44,11 @@ async fn a_turn_waits_for_a_session_running_in_another_process() {
         .append_message(&sid, &hermes_protocol::Message::user("from the API"), None)
         .unwrap();
     other
-        .append_message(&sid, &hermes_protocol::Message::assistant("API answer"), None)
+        .append_message(
+            &sid,
+            &hermes_protocol::Message::assistant("API answer"),
+            None,
+        )
         .unwrap();
 
     inject.send(dm("42", "second")).await.unwrap();
@@ -57,7 +61,10 @@ async fn a_turn_waits_for_a_session_running_in_another_process() {
     assert_eq!(adapter.texts()[1], "second answer");
     // The waiting turn saw the other process's rows; the stored order is whole turns.
     let users = request_users(&h.mock.requests()[1]);
-    assert!(users.iter().any(|u| u.contains("from the API")), "{users:?}");
+    assert!(
+        users.iter().any(|u| u.contains("from the API")),
+        "{users:?}"
+    );
     assert_eq!(h.user_texts(key), vec!["hi", "from the API", "second"]);
     cancel.cancel();
     tokio::time::timeout(Duration::from_secs(30), runner)
