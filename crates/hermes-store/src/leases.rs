@@ -162,6 +162,25 @@ impl SessionStore {
     }
 }
 
+impl SessionStore {
+    /// Ends whatever lease `session_id` has, whoever holds it (recovery when the holder is
+    /// known to be dead and waiting for the expiry is not wanted). The token is kept, so the
+    /// old holder's renew and release fail. Returns whether a lease was held.
+    ///
+    /// Errors: as [`SessionStore::acquire_lease`].
+    pub fn break_lease(&self, session_id: &str) -> Result<bool, StoreError> {
+        let changed = self.write("break_lease", |tx| {
+            tx.execute(
+                "UPDATE hermes_session_leases SET holder = '', expires_at = 0 \
+                 WHERE session_id = ?1 AND holder != ''",
+                params![session_id],
+            )
+            .map_err(self.sql_err("break_lease"))
+        })?;
+        Ok(changed == 1)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -216,6 +235,8 @@ mod tests {
                 .unwrap(),
         );
         assert_eq!(next.token, dead.token + 1);
+        assert!(a.break_lease("s1").unwrap());
+        assert!(!a.break_lease("s1").unwrap());
         assert!(!a.renew_lease(&mut dead, Duration::from_secs(30)).unwrap());
         assert!(!a.release_lease(&dead).unwrap());
     }
