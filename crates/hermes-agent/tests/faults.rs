@@ -21,7 +21,7 @@ const TIMEOUT: Duration = Duration::from_millis(800);
 /// An agent on `base_url` whose client gives up after [`TIMEOUT`] of silence.
 async fn agent_on(h: &Harness, base_url: &str) -> Agent {
     let mut config = OpenAiChatConfig::new(base_url.to_string(), "mock-model");
-    config.timeout = TIMEOUT;
+    config.timeouts.stream_idle = TIMEOUT;
     let mut deps = h.deps.clone();
     deps.client = std::sync::Arc::new(OpenAiChatClient::new(config).unwrap());
     Agent::start(deps, h.opts.clone(), None).await.unwrap()

@@ -96,7 +96,7 @@ async fn every_retry_of_a_connection_dropped_mid_answer_is_announced() {
     })
     .await;
     let mut config = hermes_llm::OpenAiChatConfig::new(raw.base_url(), "mock-model");
-    config.timeout = std::time::Duration::from_millis(800);
+    config.timeouts.total = std::time::Duration::from_millis(800);
     let mut deps = h.deps.clone();
     deps.client = std::sync::Arc::new(hermes_llm::OpenAiChatClient::new(config).unwrap());
     let mut agent = hermes_agent::Agent::start(deps, h.opts.clone(), None)

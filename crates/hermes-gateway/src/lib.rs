@@ -20,11 +20,14 @@ mod error;
 mod factory;
 pub mod idle;
 pub mod keys;
+pub mod lease;
 pub mod outbox;
 mod platform;
 pub mod platforms;
 pub mod routing;
 pub mod runner;
+#[cfg(any(feature = "api-server", feature = "webhook"))]
+pub mod serve;
 pub mod status;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -388,7 +388,13 @@ async fn restart_mid_turn_continues_with_valid_history() {
     first.handle(dm("5", "start the long job")).await;
     h.gate().wait_entered().await;
     // The first process is gone mid-turn (its agent never writes again); a new gateway on
-    // the same home picks the conversation up.
+    // the same home picks the conversation up. A dead process stops renewing its session
+    // lease; here it is still alive, so its lease is broken as the crash would let it expire.
+    let sid = h.store.latest_session_for_key(key).unwrap().unwrap().id;
+    assert!(
+        h.store.break_lease(&sid).unwrap(),
+        "the running turn held the lease"
+    );
     let (adapter_b, _ib) = FakeAdapter::new("telegram");
     let second = h.gateway(open_config("telegram"), adapter_b.clone());
     second.handle(dm("5", "are you there?")).await;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hermes_gateway::platforms::webhook::{
-    DELIVERY_HEADER, SIGNATURE_HEADER, Signer, WebhookAdapter, WebhookSettings,
+    DELIVERY_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, WebhookAdapter, WebhookSettings,
 };
 use hermes_gateway::{ChatTarget, ChatType, InboundMessage, PlatformAdapter, PlatformError};
 use serde_json::json;
@@ -65,17 +65,25 @@ async fn post(url: &str, body: &str, signature: Option<String>) -> (u16, serde_j
     if let Some(sig) = signature {
         req = req.header(SIGNATURE_HEADER, sig);
     }
+    req = req.header(TIMESTAMP_HEADER, ts().to_string());
     let resp = within("the webhook answer", req.send()).await.unwrap();
     let status = resp.status().as_u16();
     let body = resp.json().await.unwrap_or(serde_json::Value::Null);
     (status, body)
 }
 
+/// One timestamp per test process (well inside the 5-minute window), so a signature made
+/// by [`sign`] matches the header [`post`] sends.
+fn ts() -> i64 {
+    static NOW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *NOW.get_or_init(|| chrono::Utc::now().timestamp())
+}
+
 fn sign(body: &str) -> Option<String> {
     Some(
         Signer::new(SECRET.as_bytes())
             .unwrap()
-            .sign(body.as_bytes()),
+            .sign_timestamped(ts(), body.as_bytes()),
     )
 }
 
@@ -292,4 +300,105 @@ async fn configuration_errors_are_reported_at_bind() {
         adapter.send(&target, "hi").await,
         Err(PlatformError::Unsupported { .. })
     ));
+}
+
+async fn post_raw(
+    url: &str,
+    body: &str,
+    timestamp: i64,
+    extra: &[(&str, &str)],
+) -> (u16, serde_json::Value) {
+    let signature = Signer::new(SECRET.as_bytes())
+        .unwrap()
+        .sign_timestamped(timestamp, body.as_bytes());
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header(SIGNATURE_HEADER, signature)
+        .header(TIMESTAMP_HEADER, timestamp.to_string())
+        .body(body.to_string());
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    let resp = within("the webhook answer", req.send()).await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// Issue 18 §3: a signed body sent 4 times runs once; a stale timestamp is refused.
+#[tokio::test]
+async fn replayed_and_stale_requests_do_not_run_again() {
+    let mut run = start(settings()).await;
+    let body = r#"{"chat_id": 1, "user_id": 2, "text": "deploy"}"#;
+    let (status, _) = post(&run.url, body, sign(body)).await;
+    assert_eq!(status, 202);
+    for _ in 0..3 {
+        let (status, answer) = post(&run.url, body, sign(body)).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["duplicate"], true);
+    }
+    let first = within("the message", run.rx.recv()).await.unwrap();
+    assert_eq!(first.text, "deploy");
+    assert!(run.rx.try_recv().is_err(), "the replays were not forwarded");
+
+    // Correctly signed but 10 minutes old (or ahead): refused, nothing forwarded.
+    let now = chrono::Utc::now().timestamp();
+    for ts in [now - 600, now + 600] {
+        let (status, answer) = post_raw(&run.url, body, ts, &[]).await;
+        assert_eq!(status, 401, "{answer}");
+        assert!(
+            answer["error"].as_str().unwrap().contains(TIMESTAMP_HEADER),
+            "{answer}"
+        );
+    }
+    // The same message id re-signed later (a sender's retry) runs once.
+    let with_id = r#"{"chat_id": 1, "user_id": 2, "text": "once", "message_id": "m-9"}"#;
+    assert_eq!(post_raw(&run.url, with_id, now, &[]).await.0, 202);
+    assert_eq!(post_raw(&run.url, with_id, now + 1, &[]).await.0, 200);
+    assert_eq!(within("m-9", run.rx.recv()).await.unwrap().text, "once");
+    assert!(run.rx.try_recv().is_err());
+    run.cancel.cancel();
+}
+
+#[tokio::test]
+async fn rebinding_hosts_and_browser_requests_are_refused() {
+    let mut run = start(settings()).await;
+    let body = r#"{"chat_id": 1, "user_id": 2, "text": "x"}"#;
+    let now = chrono::Utc::now().timestamp();
+    let port = run.adapter.local_addr().port().to_string();
+    let evil = format!("evil.example:{port}");
+    let (status, answer) = post_raw(&run.url, body, now, &[("host", &evil)]).await;
+    assert_eq!(status, 421, "{answer}");
+    let (status, _) = post_raw(&run.url, body, now, &[("origin", "https://evil.example")]).await;
+    assert_eq!(status, 403);
+    let (status, _) = post_raw(&run.url, body, now, &[("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(status, 403);
+    assert!(run.rx.try_recv().is_err(), "nothing reached the gateway");
+    run.cancel.cancel();
+}
+
+#[tokio::test]
+async fn silent_sockets_do_not_take_the_listener_down() {
+    let mut s = settings();
+    s.limits.header_timeout = Duration::from_millis(300);
+    s.limits.max_connections = 32;
+    let mut run = start(s).await;
+    let mut silent = Vec::new();
+    for _ in 0..200 {
+        silent.push(
+            tokio::net::TcpStream::connect(run.adapter.local_addr())
+                .await
+                .unwrap(),
+        );
+    }
+    let body = r#"{"chat_id": 1, "user_id": 2, "text": "still here"}"#;
+    let now = chrono::Utc::now().timestamp();
+    let (status, _) = post_raw(&run.url, body, now, &[]).await;
+    assert_eq!(status, 202);
+    assert_eq!(
+        within("msg", run.rx.recv()).await.unwrap().text,
+        "still here"
+    );
+    drop(silent);
+    run.cancel.cancel();
 }

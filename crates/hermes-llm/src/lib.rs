@@ -27,6 +27,7 @@ pub mod replay;
 pub mod retry;
 pub mod runtime;
 pub mod sse;
+pub mod timeouts;
 mod transport;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
@@ -41,6 +42,7 @@ pub use runtime::{
     ApiMode, ClientOptions, DEFAULT_LOCAL_MODEL_FILE, ResolveError, ResolveInputs, Runtime,
     build_client, build_client_with, credential_pool, resolve,
 };
+pub use timeouts::Timeouts;
 pub use transport::init_tls;
 
 #[cfg(feature = "local")]

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use hermes_protocol::config::{Config, CustomProvider, ModelConfig};
 
@@ -22,6 +21,7 @@ use crate::openai_chat::{ChatWireOptions, OpenAiChatClient, OpenAiChatConfig};
 use crate::openai_responses::{ResponsesClient, ResponsesConfig};
 use crate::pooled::PooledClient;
 use crate::redact::mask_secret;
+use crate::timeouts::Timeouts;
 
 /// The wire protocol spoken with a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -754,6 +754,9 @@ pub struct ClientOptions {
     pub auth_file: Option<PathBuf>,
     /// `HERMES_HOME/cache/credential_state.json` (uses and cooldowns), if persisted.
     pub state_file: Option<PathBuf>,
+    /// Time limits of each model call (`model.stream_idle_timeout`,
+    /// `model.request_timeout_seconds`; [`Timeouts::from_section`]).
+    pub timeouts: Timeouts,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -771,16 +774,19 @@ impl std::fmt::Debug for ClientOptions {
             .field("strategy", &self.strategy)
             .field("auth_file", &self.auth_file)
             .field("state_file", &self.state_file)
+            .field("timeouts", &self.timeouts)
             .finish()
     }
 }
 
 impl ClientOptions {
-    /// Reads the options from `config.yaml`. An unusable value falls back to the default and
-    /// is reported in the returned warnings (e.g. ``prompt_caching.cache_ttl `2h` …``).
+    /// Reads the options from `config.yaml` (prompt caching, the `model:` section's time
+    /// limits). An unusable value falls back to the default and is reported in the returned
+    /// warnings (e.g. ``prompt_caching.cache_ttl `2h` …``).
     pub fn from_config(config: &Config) -> (ClientOptions, Vec<String>) {
-        let mut warnings = Vec::new();
         let mut opts = ClientOptions::default();
+        let (timeouts, mut warnings) = Timeouts::from_section(&config.model.to_config());
+        opts.timeouts = timeouts;
         if let Some(raw) = config.prompt_caching.cache_ttl.as_deref() {
             match CacheTtl::parse(raw) {
                 Some(ttl) => opts.cache_ttl = ttl,
@@ -903,7 +909,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.api_key = rt.api_key.clone();
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
-            cfg.timeout = Duration::from_secs(120);
+            cfg.timeouts = opts.timeouts;
             cfg.wire =
                 ChatWireOptions::detect(&rt.provider, &rt.base_url, &rt.model, opts.cache_ttl);
             if rt.provider == "openrouter" {
@@ -922,6 +928,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.api_key = rt.api_key.clone();
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
+            cfg.timeouts = opts.timeouts;
             cfg.body.cache = Some(opts.cache_ttl);
             Ok(Arc::new(AnthropicClient::new(cfg)?))
         }
@@ -930,6 +937,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.api_key = rt.api_key.clone();
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
+            cfg.timeouts = opts.timeouts;
             Ok(Arc::new(ResponsesClient::new(cfg)?))
         }
         ApiMode::Local => Err(LlmError::new(

@@ -1,6 +1,11 @@
 //! HTTP plumbing shared by the adapters: one [`Endpoint`] per client (URL, default headers,
 //! timeouts), a cancellable POST whose response becomes a classified [`LlmError`] (error
 //! status; body read, `Retry-After` honoured), a whole JSON body, or a byte stream to decode.
+//!
+//! Time limits ([`Timeouts`]): connecting is bounded by `connect`; the wait for the response
+//! head and every gap between two body pieces by `stream_idle` (a provider that stalls
+//! mid-stream is cut, the stream ends with a `timeout`-class error); the whole call by
+//! `total` (reqwest's request timeout, which covers the body too).
 
 use std::time::Duration;
 
@@ -11,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, LlmError};
+use crate::timeouts::Timeouts;
 
 /// Installs the `ring` rustls crypto provider as the process default, once. Safe to call any
 /// number of times from any thread (a provider already installed, by us or anyone, is kept).
@@ -42,6 +48,8 @@ pub(crate) struct Endpoint {
     pub(crate) headers: HeaderMap,
     /// The connection pool (rustls with ring, see [`crate::init_tls`]).
     pub(crate) http: reqwest::Client,
+    /// The limits every call through this endpoint runs under.
+    pub(crate) timeouts: Timeouts,
 }
 
 /// A `format_error` for a client that cannot be built as configured.
@@ -55,13 +63,13 @@ pub(crate) fn config_error(what: &str) -> LlmError {
 
 impl Endpoint {
     /// Builds an endpoint: `credential` is a header name and its value (e.g. `Authorization:
-    /// Bearer …`, marked sensitive), `extra` are more headers; `timeout` bounds connecting and
-    /// each read. Errors (`format_error`) name the header that is not valid.
+    /// Bearer …`, marked sensitive), `extra` are more headers; `timeouts` bound the calls
+    /// (see the module docs). Errors (`format_error`) name the header that is not valid.
     pub(crate) fn new(
         url: String,
         credential: Option<(HeaderName, String)>,
         extra: &[(String, String)],
-        timeout: Duration,
+        timeouts: Timeouts,
     ) -> Result<Endpoint, LlmError> {
         init_tls();
         let mut headers = HeaderMap::new();
@@ -82,11 +90,16 @@ impl Endpoint {
             headers.insert(name, value);
         }
         let http = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .read_timeout(timeout)
+            .connect_timeout(timeouts.connect)
+            .timeout(timeouts.total)
             .build()
             .map_err(|e| config_error(&format!("HTTP client: {e}")))?;
-        Ok(Endpoint { url, headers, http })
+        Ok(Endpoint {
+            url,
+            headers,
+            http,
+            timeouts,
+        })
     }
 
     /// POSTs `body` and splits the response (see [`split_response`]); stops at once with an
@@ -114,30 +127,72 @@ impl Endpoint {
             .headers(self.headers.clone())
             .body(body)
             .send();
-        finish(send, cancel).await
+        finish(send, self.timeouts, cancel).await
+    }
+
+    /// The body of a streamed response as bytes, cut after `stream_idle` without data (see
+    /// [`idle_cut`]); transport failures become `timeout`-class errors.
+    pub(crate) fn byte_stream(
+        &self,
+        response: reqwest::Response,
+    ) -> impl Stream<Item = Result<Bytes, LlmError>> + Send + 'static {
+        let body = response
+            .bytes_stream()
+            .map(|r| r.map_err(|e| LlmError::from_transport(&e)));
+        idle_cut(body, self.timeouts)
     }
 }
 
-/// Waits for the response head of `send` (or the interrupt) and splits the response.
+/// Waits for the response head of `send` (at most `stream_idle`, or until the interrupt)
+/// and splits the response.
 async fn finish(
     send: impl std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+    timeouts: Timeouts,
     cancel: &CancellationToken,
 ) -> Result<Body, LlmError> {
     let response = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(interrupted()),
-        r = send => r.map_err(|e| LlmError::from_transport(&e))?,
+        r = tokio::time::timeout(timeouts.stream_idle, send) => match r {
+            Ok(r) => r.map_err(|e| LlmError::from_transport(&e))?,
+            Err(_) => return Err(idle_error(timeouts.stream_idle, "before answering")),
+        },
     };
     split_response(response, cancel).await
 }
 
-/// The body of a streamed response as bytes; transport failures become `timeout`-class errors.
-pub(crate) fn byte_stream(
-    response: reqwest::Response,
-) -> impl Stream<Item = Result<Bytes, LlmError>> + Send + 'static {
-    response
-        .bytes_stream()
-        .map(|r| r.map_err(|e| LlmError::from_transport(&e)))
+/// The `timeout`-class error of a provider silent for `idle`.
+fn idle_error(idle: Duration, when: &str) -> LlmError {
+    LlmError::new(
+        ErrorClass::Timeout,
+        None,
+        format!(
+            "the provider sent no data for {} s {when} (model.stream_idle_timeout); the call \
+             was cut",
+            idle.as_secs_f64()
+        ),
+    )
+}
+
+/// Ends `body` with a `timeout`-class error when no item arrives for `timeouts.stream_idle`
+/// (a provider that stalls mid-stream), instead of waiting until the total limit. Nothing is
+/// yielded after that error.
+pub(crate) fn idle_cut<S>(
+    body: S,
+    timeouts: Timeouts,
+) -> impl Stream<Item = Result<Bytes, LlmError>> + Send + 'static
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Send + 'static,
+{
+    let idle = timeouts.stream_idle;
+    futures::stream::unfold(Some(Box::pin(body)), move |state| async move {
+        let mut body = state?;
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(item)) => Some((item, Some(body))),
+            Ok(None) => None,
+            Err(_) => Some((Err(idle_error(idle, "in the middle of its answer")), None)),
+        }
+    })
 }
 
 /// Splits a response: non-2xx → `Err` from [`LlmError::from_http`]; JSON → [`Body::Json`];

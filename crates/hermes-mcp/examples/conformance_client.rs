@@ -86,6 +86,7 @@ async fn main() -> std::process::ExitCode {
         parallel: false,
         sampling: None,
         enabled: true,
+        roots: Vec::new(),
     };
     let cwd = std::env::current_dir().unwrap_or_default();
     let options = StartOptions {

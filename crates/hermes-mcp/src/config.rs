@@ -54,6 +54,11 @@ pub struct McpServerConfig {
     pub auth: Option<String>,
     /// Client settings of `auth: oauth`; all optional.
     pub oauth: OAuthSettings,
+    /// Folders offered to this server as MCP roots (`roots/list`); absolute paths, `~/…`
+    /// and `${VAR}` allowed. Empty (the default): no roots capability is declared and no
+    /// folder is offered — the server keeps the folders its own arguments name (issue 18
+    /// §5: nothing implicit, not even the working directory).
+    pub roots: Vec<String>,
 }
 
 /// `oauth: {client_id, client_secret, scopes, redirect_uri}` of a server with `auth: oauth`.
@@ -137,6 +142,8 @@ pub struct ServerSpec {
     pub sampling: Option<crate::sampling::SamplingCaps>,
     /// Start it at all.
     pub enabled: bool,
+    /// Absolute folders offered as roots; empty offers none (see [`McpServerConfig::roots`]).
+    pub roots: Vec<std::path::PathBuf>,
 }
 
 /// A bad `mcp_servers:` entry.
@@ -293,6 +300,11 @@ impl McpServerConfig {
                 "`mcp_servers.{name}.auth` applies to `url:` servers only"
             )));
         }
+        let roots = self
+            .roots
+            .iter()
+            .map(|r| root_path(name, &expand(r)?, lookup))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(ServerSpec {
             name: name.to_string(),
             transport,
@@ -304,8 +316,50 @@ impl McpServerConfig {
             parallel: self.supports_parallel_tool_calls,
             sampling: self.sampling.caps(),
             enabled: self.enabled.unwrap_or(true),
+            roots,
         })
     }
+}
+
+/// One `roots` entry as an absolute path: `~` and `~/…` use `HOME` from `lookup`; `.` and
+/// `..` parts are removed lexically (the folder need not exist yet).
+///
+/// # Errors
+/// [`ConfigError::Shape`] naming `mcp_servers.<name>.roots` for a relative path or a `~`
+/// without `HOME`.
+fn root_path(
+    name: &str,
+    raw: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<std::path::PathBuf, ConfigError> {
+    use std::path::{Component, PathBuf};
+    let bad = |why: &str| {
+        ConfigError::Shape(format!(
+            "`mcp_servers.{name}.roots`: `{raw}` {why} (write an absolute path such as \
+             /home/me/project or ~/project)"
+        ))
+    };
+    let raw_trimmed = raw.trim();
+    let path = if raw_trimmed == "~" || raw_trimmed.starts_with("~/") {
+        let home = lookup("HOME").ok_or_else(|| bad("uses `~` but HOME is not set"))?;
+        PathBuf::from(home).join(raw_trimmed.trim_start_matches('~').trim_start_matches('/'))
+    } else {
+        PathBuf::from(raw_trimmed)
+    };
+    if !path.is_absolute() {
+        return Err(bad("is not an absolute path"));
+    }
+    let mut clean = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other.as_os_str()),
+        }
+    }
+    Ok(clean)
 }
 
 #[cfg(test)]
@@ -320,6 +374,44 @@ mod tests {
             "SECRET_ELSEWHERE" => Some("leak".into()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn roots_are_absolute_paths_and_default_to_none() {
+        let yaml: yaml_serde::Value = yaml_serde::from_str(
+            "fs:\n  command: npx\n  roots: ['/srv/a/../b', '~/proj', '${TOKEN}/x']\nplain:\n  command: npx\n",
+        )
+        .unwrap();
+        let lookup = |k: &str| match k {
+            "HOME" => Some("/home/me".to_string()),
+            other => env(other).map(|v| format!("/{v}")),
+        };
+        let (specs, errors) = resolve_section(Some(&yaml), &lookup);
+        assert!(errors.is_empty(), "{errors:?}");
+        let fs = specs.iter().find(|s| s.name == "fs").unwrap();
+        assert_eq!(
+            fs.roots,
+            vec![
+                std::path::PathBuf::from("/srv/b"),
+                std::path::PathBuf::from("/home/me/proj"),
+                std::path::PathBuf::from("/s3cret/x"),
+            ]
+        );
+        let plain = specs.iter().find(|s| s.name == "plain").unwrap();
+        assert!(plain.roots.is_empty());
+    }
+
+    #[test]
+    fn relative_roots_are_refused_naming_the_key() {
+        let yaml: yaml_serde::Value =
+            yaml_serde::from_str("fs:\n  command: npx\n  roots: [project]\n").unwrap();
+        let (specs, errors) = resolve_section(Some(&yaml), &env);
+        assert!(specs.is_empty());
+        assert!(errors[0].contains("mcp_servers.fs.roots"), "{errors:?}");
+        assert!(
+            errors[0].contains("`project` is not an absolute path"),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The client side of one connection: what hermes declares in `initialize` and how it answers
-//! the server's requests — `roots/list` (the session's working directory),
+//! the server's requests — `roots/list` (the folders configured in
+//! `mcp_servers.<name>.roots`, declared as a capability only when there are some),
 //! `sampling/createMessage` (the session's model behind the caps of [`crate::sampling`]),
 //! `elicitation/create` (the front end's [`crate::elicitation::Elicitor`]; declined when there
 //! is none) — and the `notifications/tools/list_changed` hook (case C32).
@@ -23,8 +24,9 @@ use crate::server::PROTOCOL_VERSION;
 pub(crate) struct Handler {
     /// The configured server name (shown with elicitation questions).
     pub server: String,
-    /// Answer to `roots/list`.
-    pub cwd: PathBuf,
+    /// Answer to `roots/list`: the configured roots (empty: none offered, and the `roots`
+    /// capability is not declared).
+    pub roots: Vec<PathBuf>,
     /// Pinged on `notifications/tools/list_changed`.
     pub tools_changed: mpsc::UnboundedSender<()>,
     /// `Some` when this server may sample the session's model.
@@ -42,7 +44,10 @@ impl ClientHandler for Handler {
         info["protocolVersion"] = json!(PROTOCOL_VERSION);
         // Elicitation is always declared: headless sessions answer `decline`, which tells
         // the server plainly that nobody will fill the form.
-        info["capabilities"] = json!({"roots": {"listChanged": false}, "elicitation": {}});
+        info["capabilities"] = json!({"elicitation": {}});
+        if !self.roots.is_empty() {
+            info["capabilities"]["roots"] = json!({"listChanged": false});
+        }
         if self.sampler.is_some() {
             info["capabilities"]["sampling"] = json!({});
         }
@@ -54,10 +59,21 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        let uri = format!("file://{}", self.cwd.display());
-        let mut root = Root::new(uri);
-        root.name = Some("working directory".to_string());
-        Ok(ListRootsResult::new(vec![root]))
+        // A server that asks without the capability gets an empty list: nothing is offered
+        // implicitly.
+        let roots = self
+            .roots
+            .iter()
+            .map(|path| {
+                let uri = url::Url::from_file_path(path)
+                    .map(String::from)
+                    .unwrap_or_else(|()| format!("file://{}", path.display()));
+                let mut root = Root::new(uri);
+                root.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                root
+            })
+            .collect();
+        Ok(ListRootsResult::new(roots))
     }
 
     async fn create_message(

@@ -1,5 +1,10 @@
 //! The loopback redirect listener of `hermes mcp login` (RFC 8252 §7.3: native apps receive
 //! the authorization response on `http://127.0.0.1:<port>/…`).
+//!
+//! Hardened like the gateway's listeners (issue 18 §3): a connection must send its request
+//! head within [`HEAD_TIMEOUT`] (a silent socket cannot block the login), and the `Host`
+//! header must name the listener (`127.0.0.1:<port>` or `localhost:<port>`; anything else,
+//! such as a DNS-rebinding name, gets 421 and does not end the wait).
 
 use std::sync::Arc;
 
@@ -8,6 +13,22 @@ use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 
 use crate::oauth::{Approver, OAuthError};
+
+/// Longest wait for one connection's request head.
+pub const HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether the request `head` carries a `Host` naming the loopback listener on `port`.
+fn host_is_loopback(head: &str, port: u16) -> bool {
+    head.lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("host"))
+        .is_some_and(|(_, v)| {
+            let v = v.trim().to_ascii_lowercase();
+            v == format!("127.0.0.1:{port}") || v == format!("localhost:{port}")
+        })
+}
 
 /// Shows the authorization URL to the user (prints it, opens a browser…).
 pub type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
@@ -18,6 +39,7 @@ pub struct LoopbackApprover {
     listener: Mutex<TcpListener>,
     redirect_uri: String,
     show: ShowUrl,
+    port: u16,
 }
 
 impl std::fmt::Debug for LoopbackApprover {
@@ -66,6 +88,7 @@ impl LoopbackApprover {
             listener: Mutex::new(listener),
             redirect_uri,
             show,
+            port,
         })
     }
 }
@@ -105,16 +128,31 @@ impl Approver for LoopbackApprover {
             })?;
             let mut buf = vec![0u8; 8192];
             let mut len = 0;
-            while len < buf.len() {
-                match sock.read(&mut buf[len..]).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => len += n,
+            let read_head = async {
+                while len < buf.len() {
+                    match sock.read(&mut buf[len..]).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => len += n,
+                    }
+                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
                 }
-                if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                    break;
-                }
+            };
+            if tokio::time::timeout(HEAD_TIMEOUT, read_head).await.is_err() {
+                continue; // a silent connection: dropped, the wait goes on
             }
-            let head = String::from_utf8_lossy(&buf[..len]);
+            let head = String::from_utf8_lossy(&buf[..len]).into_owned();
+            if !host_is_loopback(&head, self.port) {
+                let body = "Host does not name this listener\n";
+                let reply = format!(
+                    "HTTP/1.1 421 Misdirected Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(reply.as_bytes()).await;
+                let _ = sock.shutdown().await;
+                continue;
+            }
             let target = head
                 .lines()
                 .next()

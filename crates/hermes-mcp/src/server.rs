@@ -51,7 +51,7 @@ pub enum ServerState {
 /// Session facts the client side answers with.
 #[derive(Clone)]
 pub struct SessionFacts {
-    /// The session's working directory (answer to `roots/list`, cwd of stdio children).
+    /// The session's working directory (cwd of stdio children; never offered as a root).
     pub cwd: PathBuf,
     /// Serves `sampling/createMessage` (the session's model) for servers whose `sampling`
     /// is on; `None` declines sampling everywhere.
@@ -252,7 +252,7 @@ impl McpServer {
         let (tx, rx) = mpsc::unbounded_channel();
         let handler = Handler {
             server: self.spec.name.clone(),
-            cwd: self.facts.cwd.clone(),
+            roots: self.spec.roots.clone(),
             tools_changed: tx,
             sampler: match (&self.facts.sampler, self.spec.sampling) {
                 (Some(s), Some(caps)) => Some(

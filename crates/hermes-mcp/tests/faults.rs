@@ -217,20 +217,61 @@ async fn server_requests_with_number_and_string_ids_are_answered_with_roots() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let m = start(vec![scripted("s", &[])], dir.path()).await;
-    let ask = m
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name == "mcp__s__ask_roots")
-        .unwrap();
-    let out = ask.call(serde_json::json!({}), &ctx(dir.path())).await;
+    let root = dir.path().join("my project");
+    let mut spec = scripted("s", &[]);
+    spec.roots = vec![root.clone()];
+    let m = start(vec![spec], dir.path()).await;
+    let get = |name: &str| {
+        m.tools()
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+    };
+    let out = get("mcp__s__ask_roots")
+        .call(serde_json::json!({}), &ctx(dir.path()))
+        .await;
     assert!(!out.is_error, "{}", out.content);
     let v: serde_json::Value = serde_json::from_str(&out.content).unwrap();
     assert_eq!(v["ids"], serde_json::json!(["0", "r-1"]));
+    // Only the configured folder (percent-encoded as a file URI), not the cwd.
     assert_eq!(
         v["roots"],
-        serde_json::json!([format!("file://{}", dir.path().display())])
+        serde_json::json!([format!("file://{}/my%20project", dir.path().display())])
     );
+    let caps = get("mcp__s__client_caps")
+        .call(serde_json::json!({}), &ctx(dir.path()))
+        .await;
+    assert!(caps.content.contains("roots"), "{}", caps.content);
+    m.shutdown().await;
+}
+
+/// Issue 18 §5: without `roots:` nothing is offered — no `roots` capability, and a server
+/// that asks anyway gets an empty list (never the working directory).
+#[tokio::test]
+async fn no_roots_are_offered_unless_configured() {
+    if skip_without_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let m = start(vec![scripted("s", &[])], dir.path()).await;
+    let get = |name: &str| {
+        m.tools()
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+    };
+    let caps = get("mcp__s__client_caps")
+        .call(serde_json::json!({}), &ctx(dir.path()))
+        .await;
+    assert!(!caps.is_error, "{}", caps.content);
+    let caps: serde_json::Value = serde_json::from_str(&caps.content).unwrap();
+    assert!(caps.get("roots").is_none(), "{caps}");
+    assert!(caps.get("elicitation").is_some(), "{caps}");
+    let out = get("mcp__s__ask_roots")
+        .call(serde_json::json!({}), &ctx(dir.path()))
+        .await;
+    let v: serde_json::Value = serde_json::from_str(&out.content).unwrap();
+    assert_eq!(v["roots"], serde_json::json!([]), "{v}");
     m.shutdown().await;
 }
 

@@ -136,6 +136,16 @@ async fn loopback_approver_shows_the_url_and_returns_the_redirect() {
             .approve("https://auth.example.com/authorize?x=1")
             .await
     });
+    // A connection closed without a request is skipped.
+    drop(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    // A rebinding Host is refused with 421, even carrying a code, and the wait goes on.
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"GET /callback?code=evil HTTP/1.1\r\nhost: evil.example\r\n\r\n")
+        .await
+        .unwrap();
+    let mut refused = String::new();
+    s.read_to_string(&mut refused).await.unwrap();
+    assert!(refused.starts_with("HTTP/1.1 421"), "{refused}");
     // A stray request (a browser's favicon) is answered 404 and does not end the wait.
     let stray = get(&addr, "/favicon.ico").await;
     assert!(stray.starts_with("HTTP/1.1 404"), "{stray}");

@@ -63,6 +63,7 @@ async fn everything_server_tools_results_resources_prompts_roots_sampling() {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = node_server(&peers, "everything", "server-everything", &["stdio"]);
     spec.sampling = Some(hermes_mcp::sampling::SamplingCaps::default());
+    spec.roots = vec![dir.path().to_path_buf()];
     let mut opts = options(dir.path());
     opts.facts.sampler = Some(Arc::new(CannedSampler));
     let m = McpManager::start(vec![spec], opts).await;
@@ -344,6 +345,85 @@ async fn filesystem_server_reads_in_the_root_it_was_given() {
         "{}",
         denied.content
     );
+    m.shutdown().await;
+}
+
+/// Issue 18 §5: without `roots:` the session's working directory is not offered, so the
+/// filesystem server keeps the folder its arguments name (it used to replace it with the
+/// cwd it was offered); with `roots:` it serves exactly the configured folders.
+#[tokio::test]
+async fn filesystem_server_gets_roots_only_when_configured() {
+    let Some(peers) = peers() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let allowed = cwd.path().join("allowed");
+    let configured = cwd.path().join("configured");
+    std::fs::create_dir_all(&allowed).unwrap();
+    std::fs::create_dir_all(&configured).unwrap();
+    std::fs::write(cwd.path().join("outside.txt"), "cwd secret\n").unwrap();
+    std::fs::write(allowed.join("in.txt"), "allowed text\n").unwrap();
+    std::fs::write(configured.join("root.txt"), "root text\n").unwrap();
+    let arg = allowed.display().to_string();
+    let read = |m: &McpManager, path: std::path::PathBuf| {
+        let t = tool(m, "mcp__fs__read_text_file");
+        let c = ctx(cwd.path());
+        async move {
+            t.call(json!({"path": path.display().to_string()}), &c)
+                .await
+        }
+    };
+
+    // Not configured: the server's own folder only; the cwd stays out of reach.
+    let m = start(
+        vec![node_server(&peers, "fs", "server-filesystem", &[&arg])],
+        cwd.path(),
+    )
+    .await;
+    assert_eq!(
+        read(&m, allowed.join("in.txt")).await.content,
+        "allowed text\n"
+    );
+    // Give a (wrongly) roots-asking server time to apply them before checking.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = read(&m, cwd.path().join("outside.txt")).await;
+    assert!(
+        out.is_error && out.content.contains("Access denied"),
+        "the cwd must not become readable: {}",
+        out.content
+    );
+    let dirs = call(
+        &m,
+        "mcp__fs__list_allowed_directories",
+        json!({}),
+        cwd.path(),
+    )
+    .await;
+    assert!(
+        !dirs.content.contains(&configured.display().to_string()),
+        "{}",
+        dirs.content
+    );
+    m.shutdown().await;
+
+    // Configured: the roots replace the argument folder, exactly as listed.
+    let mut spec = node_server(&peers, "fs", "server-filesystem", &[&arg]);
+    spec.roots = vec![configured.clone()];
+    let m = start(vec![spec], cwd.path()).await;
+    // The server asks for the roots after `initialized`; wait until it applied them.
+    let mut applied = false;
+    for _ in 0..100 {
+        if !read(&m, configured.join("root.txt")).await.is_error {
+            applied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(applied, "the configured root never became readable");
+    assert_eq!(
+        read(&m, configured.join("root.txt")).await.content,
+        "root text\n"
+    );
+    let out = read(&m, cwd.path().join("outside.txt")).await;
+    assert!(out.is_error, "{}", out.content);
     m.shutdown().await;
 }
 

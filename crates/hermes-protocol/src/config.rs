@@ -146,6 +146,15 @@ pub struct ModelConfig {
     pub api_mode: Option<String>,
     /// Maximum output tokens per call.
     pub max_tokens: Option<u32>,
+    /// Seconds without any data from the provider (before the response head, or between
+    /// two pieces of a streamed answer) after which a model call is cut as a `timeout`
+    /// error (default 60; issue 18 §6). Python Hermes calls its per-model equivalent
+    /// `stale_timeout_seconds`, accepted here as an alias.
+    #[serde(alias = "stale_timeout_seconds")]
+    pub stream_idle_timeout: Option<f64>,
+    /// Longest whole model call in seconds, connecting to the last byte (default 1800, as
+    /// Python Hermes' `request_timeout_seconds` / `HERMES_API_TIMEOUT`).
+    pub request_timeout_seconds: Option<f64>,
 }
 
 crate::debug_redacted!(ModelConfig {
@@ -158,6 +167,8 @@ crate::debug_redacted!(ModelConfig {
         credential_strategy,
         api_mode,
         max_tokens,
+        stream_idle_timeout,
+        request_timeout_seconds,
     ],
 });
 

@@ -146,6 +146,7 @@ impl SessionStore {
             retry_budget: WRITE_RETRY_BUDGET,
         };
         store.migrate(path)?;
+        crate::leases::create_table(&store)?;
         Ok(store)
     }
 

@@ -74,7 +74,7 @@ impl HermesCompleter {
         runtime.spawn(async move {
             let mut config = hermes_llm::OpenAiChatConfig::new(base_url, "");
             config.api_key = key;
-            config.timeout = std::time::Duration::from_secs(10);
+            config.timeouts = hermes_llm::Timeouts::all(std::time::Duration::from_secs(10));
             let Ok(client) = hermes_llm::OpenAiChatClient::new(config) else {
                 return;
             };

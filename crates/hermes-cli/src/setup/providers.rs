@@ -76,7 +76,7 @@ pub fn hosted(provider: &str) -> Result<Hosted> {
 pub async fn list_models(base_url: &str, api_key: Option<&str>) -> Result<Vec<String>> {
     let mut config = hermes_llm::OpenAiChatConfig::new(base_url, "");
     config.api_key = api_key.map(str::to_string);
-    config.timeout = MODEL_LIST_WAIT;
+    config.timeouts = hermes_llm::Timeouts::all(MODEL_LIST_WAIT);
     let client = hermes_llm::OpenAiChatClient::new(config).map_err(|e| anyhow!("{e}"))?;
     match tokio::time::timeout(MODEL_LIST_WAIT, client.list_models()).await {
         Ok(Ok(models)) => Ok(models),

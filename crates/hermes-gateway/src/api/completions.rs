@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use hermes_protocol::{AgentEvent, TurnOutcome, Usage};
@@ -32,9 +32,22 @@ pub(crate) async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let known = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .filter(|id| check_session_id(id).is_ok());
     match run(state, headers, body).await {
         Ok(r) => r,
-        Err(f) => f.into_response(),
+        Err(f) => {
+            let mut response = f.into_response();
+            if let Some(v) = known.and_then(|id| HeaderValue::from_str(&id).ok()) {
+                response
+                    .headers_mut()
+                    .insert(HeaderName::from_static(SESSION_HEADER), v);
+            }
+            response
+        }
     }
 }
 
@@ -80,7 +93,12 @@ async fn run(state: ApiState, headers: HeaderMap, body: Bytes) -> Result<Respons
             .as_ref()
             .is_some_and(|o| o.include_usage);
         let stream = sse_stream(events, guard, completion_id, created, include_usage);
-        Sse::new(stream).into_response()
+        // Comments while the turn runs (a model thinking, a tool working) keep proxies and
+        // clients from timing the stream out.
+        let keep_alive = KeepAlive::new()
+            .interval(state.settings().sse_keepalive)
+            .text("keepalive");
+        Sse::new(stream).keep_alive(keep_alive).into_response()
     } else {
         let (outcome, text, usage) = collect(events).await;
         drop(guard);

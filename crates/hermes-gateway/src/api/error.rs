@@ -133,6 +133,17 @@ impl ApiFailure {
         )
     }
 
+    /// `Retry-After` seconds for answers a client should retry (RFC 9110 §10.2.3): a busy
+    /// session (409) or the turn cap (429) 2 s, an unavailable server (503) 5 s.
+    pub(crate) fn retry_after(&self) -> Option<&'static str> {
+        match self.status {
+            StatusCode::CONFLICT if self.code == "session_busy" => Some("2"),
+            StatusCode::TOO_MANY_REQUESTS => Some("2"),
+            StatusCode::SERVICE_UNAVAILABLE => Some("5"),
+            _ => None,
+        }
+    }
+
     /// The error object without status (also sent inside an SSE stream).
     pub(crate) fn body(&self) -> serde_json::Value {
         json!({"error": {"message": self.message, "type": self.kind, "code": self.code}})
@@ -146,6 +157,11 @@ impl IntoResponse for ApiFailure {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
         }
         response
     }

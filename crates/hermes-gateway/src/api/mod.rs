@@ -7,6 +7,12 @@
 //! `/health` needs `Authorization: Bearer <API_SERVER_KEY>` when a key is set; without a key
 //! the server only listens on loopback. Agents come from the front end's
 //! [`crate::AgentFactory`]; this module owns the HTTP surface, not the agent.
+//!
+//! Served by [`serve_on`] behind the checks of [`crate::serve`] (issue 18 §3): the `Host`
+//! must name the server (421 otherwise), browser cross-site requests are refused (403) even
+//! without a key, request bodies must be `application/json` (415), heads, bodies and idle
+//! connections are timed out, and open connections are capped. Every error body is an
+//! OpenAI error object (404, 405, 413 included); 409/429/503 carry `Retry-After`.
 
 mod completions;
 mod error;
@@ -31,7 +37,10 @@ use tokio_util::sync::CancellationToken;
 pub use completions::{NOTICE_HEADER, SESSION_HEADER};
 pub use error::ApiError;
 pub use sessions::{DEFAULT_SESSION_PAGE, MAX_SESSION_PAGE};
-pub use settings::{ApiSettings, DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_MAX_CONCURRENT_TURNS};
+pub use settings::{
+    ApiSettings, DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_MAX_CONCURRENT_TURNS,
+    DEFAULT_SSE_KEEPALIVE,
+};
 pub use state::ApiState;
 pub use turn::{API_SOURCE, MAX_SESSION_ID_LEN};
 pub use wire::SERVED_MODEL;
@@ -39,7 +48,8 @@ pub use wire::SERVED_MODEL;
 use error::ApiFailure;
 
 /// The API routes over `state`. Authentication is part of the router (so tests and
-/// embedders get it too); `/health` is always open.
+/// embedders get it too); `/health` is always open. The network checks (host, origin,
+/// content type, body limits) are not: [`guarded_router`] adds them for a bound address.
 pub fn api_router(state: ApiState) -> Router {
     let protected = Router::new()
         .route("/v1/chat/completions", post(completions::chat_completions))
@@ -54,7 +64,38 @@ pub fn api_router(state: ApiState) -> Router {
         .route("/health", get(health))
         .merge(protected)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
+}
+
+/// [`api_router`] behind the request checks of [`crate::serve::guard`] for a server bound
+/// to `bound`, refusals rendered as OpenAI error objects.
+pub fn guarded_router(state: ApiState, bound: SocketAddr) -> Router {
+    let settings = state.settings();
+    let guard = crate::serve::guard::Guard {
+        hosts: crate::serve::guard::HostPolicy::new(bound, &settings.allowed_hosts),
+        browsers: crate::serve::guard::BrowserPolicy {
+            origins: settings.cors_origins.clone(),
+        },
+        require_json: true,
+        body_timeout: settings.limits.body_timeout,
+        max_body_bytes: settings.limits.max_body_bytes,
+        render: std::sync::Arc::new(|r: crate::serve::guard::Refusal| {
+            ApiFailure {
+                status: r.status,
+                message: r.message,
+                kind: "invalid_request_error",
+                code: r.code,
+            }
+            .into_response()
+        }),
+    };
+    api_router(state)
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::new(guard),
+            crate::serve::guard::guard,
+        ))
 }
 
 /// Binds `addr` and serves [`api_router`] until `cancel` fires; see [`serve_on`].
@@ -86,13 +127,13 @@ pub async fn serve_on(
     let addr = listener.local_addr().map_err(ApiError::Serve)?;
     check_exposure(addr, &state)?;
     tracing::info!(%addr, auth = state.settings().key.is_some(), "API server listening");
-    let router = api_router(state.clone());
+    let router = guarded_router(state.clone(), addr);
+    let limits = state.settings().limits;
     let shutdown = async move {
         cancel.cancelled().await;
         state.interrupt_all();
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
+    crate::serve::serve_router(listener, router, limits, shutdown)
         .await
         .map_err(ApiError::Serve)
 }
@@ -131,6 +172,20 @@ async fn health() -> Response {
 
 async fn models() -> Response {
     axum::Json(wire::models_json(chrono::Utc::now().timestamp())).into_response()
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    ApiFailure {
+        status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        message: format!(
+            "{} is not allowed on {}.",
+            request.method(),
+            request.uri().path()
+        ),
+        kind: "invalid_request_error",
+        code: "method_not_allowed",
+    }
+    .into_response()
 }
 
 async fn not_found(request: Request) -> Response {

@@ -1,8 +1,15 @@
 //! Settings of the API server: where it listens, the Bearer key, the turn caps.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use crate::api::ApiError;
+use crate::serve::ServeLimits;
+
+/// Default interval of SSE keep-alive comments while a turn runs (Python Hermes:
+/// `CHAT_COMPLETIONS_SSE_KEEPALIVE_SECONDS`, 30 s; shorter here so proxies with a 30 s idle
+/// limit keep the stream).
+pub const DEFAULT_SSE_KEEPALIVE: Duration = Duration::from_secs(15);
 
 /// Default listen host (`API_SERVER_HOST`): loopback only.
 pub const DEFAULT_API_HOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -29,6 +36,16 @@ pub struct ApiSettings {
     pub profile: String,
     /// Turns that may run at once over all sessions; a request beyond it gets 429.
     pub max_concurrent_turns: usize,
+    /// `API_SERVER_ALLOWED_HOSTS` (comma-separated names): `Host` values served besides the
+    /// bound address (and `localhost` on loopback); any other `Host` gets 421.
+    pub allowed_hosts: Vec<String>,
+    /// `API_SERVER_CORS_ORIGINS` (Python Hermes' name; comma-separated, `*` for any):
+    /// browser origins allowed to call; other browser cross-site requests get 403.
+    pub cors_origins: Vec<String>,
+    /// Connection and request limits (`API_SERVER_MAX_CONNECTIONS` sets the connection cap).
+    pub limits: ServeLimits,
+    /// Interval of `: keepalive` SSE comments while a streamed turn runs.
+    pub sse_keepalive: Duration,
 }
 
 impl Default for ApiSettings {
@@ -40,6 +57,10 @@ impl Default for ApiSettings {
             key: None,
             profile: "main".to_string(),
             max_concurrent_turns: DEFAULT_MAX_CONCURRENT_TURNS,
+            allowed_hosts: Vec::new(),
+            cors_origins: Vec::new(),
+            limits: ServeLimits::default(),
+            sse_keepalive: DEFAULT_SSE_KEEPALIVE,
         }
     }
 }
@@ -53,6 +74,10 @@ impl std::fmt::Debug for ApiSettings {
             .field("key", &self.key.as_ref().map(|_| "<set>"))
             .field("profile", &self.profile)
             .field("max_concurrent_turns", &self.max_concurrent_turns)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("cors_origins", &self.cors_origins)
+            .field("limits", &self.limits)
+            .field("sse_keepalive", &self.sse_keepalive)
             .finish()
     }
 }
@@ -91,7 +116,40 @@ impl ApiSettings {
                     })?;
         }
         s.key = value("API_SERVER_KEY").filter(|v| !v.is_empty());
+        let list = |v: Option<String>| -> Vec<String> {
+            v.map(|v| {
+                v.split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        s.allowed_hosts = list(value("API_SERVER_ALLOWED_HOSTS"));
+        s.cors_origins = list(value("API_SERVER_CORS_ORIGINS"));
+        if let Some(v) = value("API_SERVER_MAX_CONNECTIONS").filter(|v| !v.is_empty()) {
+            s.limits.max_connections =
+                v.parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| ApiError::Setting {
+                        name: "API_SERVER_MAX_CONNECTIONS",
+                        detail: format!("`{v}` is not a positive whole number"),
+                    })?;
+        }
         Ok(s)
+    }
+
+    /// Fails closed before anything listens: without a key only loopback addresses may be
+    /// served (front ends call this before announcing the address).
+    ///
+    /// Errors: [`ApiError::UnprotectedBind`].
+    pub fn check_exposure(&self) -> Result<(), ApiError> {
+        let addr = self.addr();
+        if self.key.is_none() && !addr.ip().is_loopback() {
+            return Err(ApiError::UnprotectedBind { addr });
+        }
+        Ok(())
     }
 
     /// The address to listen on (`host:port`).
@@ -149,10 +207,31 @@ mod tests {
         assert!(s.enabled);
         assert_eq!(s.addr().to_string(), "0.0.0.0:9000");
         assert_eq!(s.key.as_deref(), Some("sk-test"));
+        assert!(s.check_exposure().is_ok());
         assert!(
             !format!("{s:?}").contains("sk-test"),
             "Debug must not show the key"
         );
+    }
+
+    #[test]
+    fn hosts_origins_and_connection_cap() {
+        let s = ApiSettings::from_env(env(&[
+            ("API_SERVER_ALLOWED_HOSTS", "hermes.lan, box.example:8642 ,"),
+            ("API_SERVER_CORS_ORIGINS", "https://app.example"),
+            ("API_SERVER_MAX_CONNECTIONS", "9"),
+        ]))
+        .unwrap();
+        assert_eq!(s.allowed_hosts, vec!["hermes.lan", "box.example:8642"]);
+        assert_eq!(s.cors_origins, vec!["https://app.example"]);
+        assert_eq!(s.limits.max_connections, 9);
+        let e = ApiSettings::from_env(env(&[("API_SERVER_MAX_CONNECTIONS", "0")])).unwrap_err();
+        assert!(e.to_string().contains("API_SERVER_MAX_CONNECTIONS"), "{e}");
+        let open = ApiSettings::from_env(env(&[("API_SERVER_HOST", "0.0.0.0")])).unwrap();
+        assert!(matches!(
+            open.check_exposure(),
+            Err(ApiError::UnprotectedBind { .. })
+        ));
     }
 
     #[test]

@@ -125,6 +125,17 @@ impl Drop for SessionClaim {
 /// What a running turn holds; dropping it frees the session and the global permit.
 pub(crate) struct TurnGuards {
     pub _claim: Option<SessionClaim>,
+    /// The store lease of a named session (one turn across front ends and processes).
+    pub lease: Option<crate::lease::TurnLease>,
     pub _permit: OwnedSemaphorePermit,
     pub _busy: BusyGuard,
+}
+
+impl TurnGuards {
+    /// Releases everything, waiting until the store recorded the lease's release.
+    pub(crate) async fn release(mut self) {
+        if let Some(lease) = self.lease.take() {
+            lease.release().await;
+        }
+    }
 }

@@ -70,7 +70,8 @@ pub(crate) struct PreparedTurn {
 
 /// Claims the session and a global permit, then builds the agent.
 ///
-/// Errors: 409 when the session runs a turn, 429 at the global cap, 503 when the factory
+/// Errors: 409 when the session runs a turn (here, in another front end or in another
+/// process: the store lease), 429 at the global cap, 503 when the factory
 /// cannot build an agent, 500 on store failures.
 pub(crate) async fn prepare(
     state: &ApiState,
@@ -82,8 +83,22 @@ pub(crate) async fn prepare(
         None => None,
     };
     let permit = state.turn_permit()?;
+    // The in-process claim answers this server's own requests; the store lease also sees
+    // other front ends and processes on the same state.db (issue 18 §4).
+    let lease = match &session {
+        Some(id) => Some(
+            crate::lease::TurnLease::try_acquire(&state.inner.store, id, API_SOURCE)
+                .await
+                .map_err(|e| match e {
+                    crate::lease::LeaseError::Busy { .. } => ApiFailure::session_busy(id),
+                    other => ApiFailure::store(other),
+                })?,
+        ),
+        None => None,
+    };
     let guards = TurnGuards {
         _claim: claim,
+        lease,
         _permit: permit,
         _busy: state.activity.busy(),
     };
@@ -196,8 +211,10 @@ async fn replay_history(
 }
 
 /// Runs the prepared turn in its own task. The turn stops early when `cancel` fires (client
-/// gone, server shutting down); the session slot and permit are released when the task
-/// ends. Events arrive on the returned channel, ending with `TurnFinished`.
+/// gone, server shutting down). Events arrive on the returned channel, ending with
+/// `TurnFinished`, which is held back until the session slot and the permit are released:
+/// a client that sends its next request as soon as it sees the answer never finds its
+/// session still busy.
 pub(crate) fn spawn_turn(
     prepared: PreparedTurn,
     cancel: CancellationToken,
@@ -210,7 +227,27 @@ pub(crate) fn spawn_turn(
             session_id,
             guards,
         } = prepared;
-        let outcome = agent.run_turn(&input, &tx, cancel).await;
+        let (inner_tx, mut inner_rx) = unbounded_channel();
+        let mut finished = None;
+        let mut forward = |e: AgentEvent| match e {
+            AgentEvent::TurnFinished { .. } => finished = Some(e),
+            other => {
+                let _ = tx.send(other);
+            }
+        };
+        let outcome = {
+            let run = agent.run_turn(&input, &inner_tx, cancel);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    outcome = &mut run => break outcome,
+                    Some(e) = inner_rx.recv() => forward(e),
+                }
+            }
+        };
+        while let Ok(e) = inner_rx.try_recv() {
+            forward(e);
+        }
         match outcome {
             TurnOutcome::Interrupted => {
                 tracing::info!(session = %session_id, "API turn interrupted");
@@ -218,7 +255,10 @@ pub(crate) fn spawn_turn(
             other => tracing::debug!(session = %session_id, outcome = ?other, "API turn ended"),
         }
         drop(agent);
-        drop(guards);
+        guards.release().await;
+        if let Some(e) = finished {
+            let _ = tx.send(e);
+        }
     });
     rx
 }

@@ -2,6 +2,7 @@
 //! of the cache (or builds it), keeps it in step with the store, runs the turn or command and
 //! delivers the reply.
 
+use crate::lease::{LeaseError, TurnLease};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -355,6 +356,37 @@ fn delivery_options(inner: &Inner) -> DeliveryOptions {
 /// streamed edits when enabled, tool progress lines, the final chunks and `MEDIA:` files.
 /// An interrupted turn's events are still shown as they came, but no final text is sent.
 async fn turn(
+    inner: &Inner,
+    cached: &mut CachedAgent,
+    adapter: &Arc<dyn PlatformAdapter>,
+    target: Option<&ChatTarget>,
+    text: &str,
+    token: CancellationToken,
+) -> TurnOutcome {
+    // One turn per session across front ends and processes (issue 18 §4): wait for the
+    // store lease; when another holder ran a turn meanwhile, reload the history first.
+    let sid = cached.agent.session_id().to_string();
+    let lease = match TurnLease::acquire_waiting(&inner.store, &sid, "gateway", &token).await {
+        Ok((lease, waited)) => {
+            if waited && let Err(e) = cached.agent.resume(&sid).await {
+                tracing::warn!(session = %sid, error = %e, "could not reload the session");
+            }
+            Some(lease)
+        }
+        Err(LeaseError::Cancelled(_)) => return TurnOutcome::Interrupted,
+        Err(e) => {
+            tracing::warn!(session = %sid, error = %e, "running the turn without a session lease");
+            None
+        }
+    };
+    let outcome = turn_leased(inner, cached, adapter, target, text, token).await;
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
+    outcome
+}
+
+async fn turn_leased(
     inner: &Inner,
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,

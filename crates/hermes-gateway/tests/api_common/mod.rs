@@ -119,6 +119,11 @@ impl Server {
     }
 
     pub async fn start_with(key: Option<&str>, max_turns: usize) -> Server {
+        Server::start_tuned(key, |s| s.max_concurrent_turns = max_turns).await
+    }
+
+    /// A server whose settings `tune` adjusts (key already set).
+    pub async fn start_tuned(key: Option<&str>, tune: impl FnOnce(&mut ApiSettings)) -> Server {
         hermes_llm::init_tls();
         let mock = MockProvider::start().await;
         let home = TempHome::new().unwrap();
@@ -132,11 +137,11 @@ impl Server {
             specs: Mutex::new(Vec::new()),
             max_retries: std::sync::atomic::AtomicU32::new(0),
         });
-        let settings = ApiSettings {
+        let mut settings = ApiSettings {
             key: key.map(str::to_string),
-            max_concurrent_turns: max_turns,
             ..ApiSettings::default()
         };
+        tune(&mut settings);
         let state = ApiState::new(factory.clone(), store.clone(), settings);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -157,6 +162,11 @@ impl Server {
             _home: home,
             _cwd: cwd,
         }
+    }
+
+    /// The state.db file the server's store uses (open a second handle = another process).
+    pub fn store_path(&self) -> std::path::PathBuf {
+        self._home.home().state_db()
     }
 
     pub fn url(&self, path: &str) -> String {

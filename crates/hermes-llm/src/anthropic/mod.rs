@@ -6,14 +6,13 @@
 pub mod request;
 pub mod stream;
 
-use std::time::Duration;
-
 use reqwest::header::{AUTHORIZATION, HeaderName};
 
 use crate::client::{ChatRequest, EventStream, ModelClient};
 use crate::error::LlmError;
 use crate::sse::decode_named_sse;
-use crate::transport::{Body, Endpoint, byte_stream};
+use crate::timeouts::Timeouts;
+use crate::transport::{Body, Endpoint};
 pub use request::{BodyOptions, CacheTtl, build_body, default_max_tokens};
 pub use stream::{AnthropicDecoder, decode_message_body};
 
@@ -35,8 +34,8 @@ pub struct AnthropicConfig {
     pub provider_id: String,
     /// Context window in tokens, when known.
     pub context_window: Option<u64>,
-    /// Connect and read timeout.
-    pub timeout: Duration,
+    /// Connect, silence and total limits of each call ([`Timeouts`]).
+    pub timeouts: Timeouts,
     /// Body options (default `max_tokens`, prompt caching, thinking budget).
     pub body: BodyOptions,
     /// Extra headers (e.g. `anthropic-beta`).
@@ -44,7 +43,7 @@ pub struct AnthropicConfig {
 }
 
 impl AnthropicConfig {
-    /// Defaults: provider `anthropic`, 120 s timeout, `system_and_3` caching with the 5 m TTL,
+    /// Defaults: provider `anthropic`, default timeouts, `system_and_3` caching with the 5 m TTL,
     /// no thinking, `max_tokens` from [`default_max_tokens`].
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> AnthropicConfig {
         AnthropicConfig {
@@ -53,7 +52,7 @@ impl AnthropicConfig {
             api_key: None,
             provider_id: "anthropic".to_string(),
             context_window: None,
-            timeout: Duration::from_secs(120),
+            timeouts: Timeouts::default(),
             body: BodyOptions {
                 default_max_tokens: 0,
                 cache: Some(CacheTtl::FiveMinutes),
@@ -105,7 +104,7 @@ impl AnthropicClient {
             messages_endpoint(&config.base_url),
             credential,
             &extra,
-            config.timeout,
+            config.timeouts,
         )?;
         Ok(AnthropicClient { config, endpoint })
     }
@@ -132,7 +131,7 @@ impl ModelClient for AnthropicClient {
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
             Body::Stream(response) => Ok(decode_named_sse(
-                byte_stream(response),
+                self.endpoint.byte_stream(response),
                 AnthropicDecoder::new(),
                 cancel,
             )),

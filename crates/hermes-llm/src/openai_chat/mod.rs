@@ -12,8 +12,6 @@ mod request;
 mod stream;
 mod wire;
 
-use std::time::Duration;
-
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
 pub use assemble::{ChatAssembler, PromptHint, decode_completion_body, map_usage};
@@ -26,7 +24,8 @@ use crate::anthropic::CacheTtl;
 use crate::client::{ChatRequest, EventStream, ModelClient};
 use crate::error::{ErrorClass, LlmError};
 use crate::redact::mask_secret;
-use crate::transport::{Body, Endpoint, byte_stream};
+use crate::timeouts::Timeouts;
+use crate::transport::{Body, Endpoint};
 
 /// Settings of one Chat Completions endpoint.
 #[derive(Clone)]
@@ -44,15 +43,15 @@ pub struct OpenAiChatConfig {
     pub extra_headers: Vec<(String, String)>,
     /// Context window in tokens, when known (reported, and used to explain empty responses).
     pub context_window: Option<u64>,
-    /// Connect timeout and the longest silence allowed between two reads of the response.
-    pub timeout: Duration,
+    /// Connect, silence and total limits of each call ([`Timeouts`]).
+    pub timeouts: Timeouts,
     /// Reasoning echo and prompt-cache markers for this endpoint and model
     /// ([`capabilities`]); detected by [`OpenAiChatConfig::new`].
     pub wire: ChatWireOptions,
 }
 
 impl OpenAiChatConfig {
-    /// A config with no key, no extra headers, provider id `custom`, a 120 s timeout and the
+    /// A config with no key, no extra headers, provider id `custom`, the default [`Timeouts`] and the
     /// wire options detected from the base URL and model ([`ChatWireOptions::detect`], 5 m
     /// cache TTL).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiChatConfig {
@@ -66,7 +65,7 @@ impl OpenAiChatConfig {
             provider_id: "custom".to_string(),
             extra_headers: Vec::new(),
             context_window: None,
-            timeout: Duration::from_secs(120),
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -87,7 +86,7 @@ impl std::fmt::Debug for OpenAiChatConfig {
                     .collect::<Vec<_>>(),
             )
             .field("context_window", &self.context_window)
-            .field("timeout", &self.timeout)
+            .field("timeouts", &self.timeouts)
             .field("wire", &self.wire)
             .finish()
     }
@@ -113,7 +112,7 @@ impl OpenAiChatClient {
             format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             credential,
             &config.extra_headers,
-            config.timeout,
+            config.timeouts,
         )?;
         Ok(OpenAiChatClient { config, endpoint })
     }
@@ -194,7 +193,11 @@ impl ModelClient for OpenAiChatClient {
                 let events = decode_completion_body(&text, hint)?;
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
-            Body::Stream(response) => Ok(decode_sse(byte_stream(response), hint, cancel)),
+            Body::Stream(response) => Ok(decode_sse(
+                self.endpoint.byte_stream(response),
+                hint,
+                cancel,
+            )),
         }
     }
 

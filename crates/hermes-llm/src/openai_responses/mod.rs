@@ -5,14 +5,13 @@
 pub mod request;
 pub mod stream;
 
-use std::time::Duration;
-
 use reqwest::header::AUTHORIZATION;
 
 use crate::client::{ChatRequest, EventStream, ModelClient};
 use crate::error::LlmError;
 use crate::sse::decode_named_sse;
-use crate::transport::{Body, Endpoint, byte_stream};
+use crate::timeouts::Timeouts;
+use crate::transport::{Body, Endpoint};
 pub use request::build_body;
 pub use stream::{ResponsesDecoder, decode_response_body};
 
@@ -29,12 +28,12 @@ pub struct ResponsesConfig {
     pub provider_id: String,
     /// Context window in tokens, when known.
     pub context_window: Option<u64>,
-    /// Connect and read timeout.
-    pub timeout: Duration,
+    /// Connect, silence and total limits of each call ([`Timeouts`]).
+    pub timeouts: Timeouts,
 }
 
 impl ResponsesConfig {
-    /// Defaults: provider `openai`, 120 s timeout.
+    /// Defaults: provider `openai`, default timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> ResponsesConfig {
         ResponsesConfig {
             base_url: base_url.into(),
@@ -42,7 +41,7 @@ impl ResponsesConfig {
             api_key: None,
             provider_id: "openai".to_string(),
             context_window: None,
-            timeout: Duration::from_secs(120),
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -67,7 +66,7 @@ impl ResponsesClient {
             format!("{}/responses", config.base_url.trim_end_matches('/')),
             credential,
             &[],
-            config.timeout,
+            config.timeouts,
         )?;
         Ok(ResponsesClient { config, endpoint })
     }
@@ -94,7 +93,7 @@ impl ModelClient for ResponsesClient {
                 Ok(Box::pin(futures::stream::iter(events.into_iter().map(Ok))))
             }
             Body::Stream(response) => Ok(decode_named_sse(
-                byte_stream(response),
+                self.endpoint.byte_stream(response),
                 ResponsesDecoder::new(),
                 cancel,
             )),

@@ -44,6 +44,7 @@ pub fn spec(
         parallel: false,
         sampling: None,
         enabled: true,
+        roots: Vec::new(),
     }
 }
 

@@ -210,7 +210,8 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
 
 /// The webhook adapter's settings: `WEBHOOK_SECRET`, `WEBHOOK_HOST` (default `127.0.0.1`),
 /// `WEBHOOK_PORT` (default 8644), `WEBHOOK_PATH` (default `/webhook`) and
-/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only).
+/// `WEBHOOK_CALLBACK_URL` (where replies are POSTed; unset = inbound only) and
+/// `WEBHOOK_ALLOWED_HOSTS` (comma-separated `Host` names served besides the bound address).
 ///
 /// Errors: a host that is not an IP address or a port outside 1–65535, naming the variable.
 #[cfg(feature = "webhook")]
@@ -241,6 +242,14 @@ fn webhook_settings(
         s.path = v;
     }
     s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
+    s.allowed_hosts = credential(app, "WEBHOOK_ALLOWED_HOSTS")
+        .map(|v| {
+            v.split(',')
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(s)
 }
 
@@ -255,11 +264,8 @@ fn api_settings(
     if !settings.enabled {
         return Ok(None);
     }
-    // Issue 20 item 8: the exposure rule is checked before anything listens.
-    let addr = settings.addr();
-    if settings.key.is_none() && !addr.ip().is_loopback() {
-        return Err(hermes_gateway::api::ApiError::UnprotectedBind { addr }.into());
-    }
+    // Fail closed before anything starts or says it is listening (issue 20 item 8).
+    settings.check_exposure()?;
     Ok(Some(settings))
 }
 

@@ -1,10 +1,15 @@
 //! Generic webhook adapter: any system that can POST JSON talks to the agent.
 //!
-//! Inbound: `POST <path>` on a configurable address (default loopback) with the raw body
-//! signed as `X-Hermes-Signature: sha256=<hex>` (HMAC-SHA256 keyed with `WEBHOOK_SECRET`,
-//! see [`Signer`]). A missing or wrong signature is answered 401 and nothing is forwarded;
-//! a malformed body 400 with what is wrong; a body over the size cap 413; an accepted
-//! message 202 only after it was handed to the gateway (503 when the gateway is gone).
+//! Inbound: `POST <path>` on a configurable address (default loopback) with
+//! `X-Hermes-Timestamp: <unix seconds>` and `X-Hermes-Signature: sha256=<hex>`, the
+//! HMAC-SHA256 keyed with `WEBHOOK_SECRET` of `<timestamp>.<raw body>` (see [`Signer`]). A
+//! missing or wrong signature, or a timestamp outside the replay window, is answered 401 and
+//! nothing is forwarded; a malformed body 400 with what is wrong; a body over the size cap
+//! 413; an accepted message 202 only after it was handed to the gateway (503 when the
+//! gateway is gone). A message seen before — the same `message_id`, or without one the same
+//! signature — is answered 200 `{"ok":true,"duplicate":true}` and not forwarded again.
+//! The listener runs behind [`crate::serve`]: `Host` must name it (421), browser requests
+//! are refused (403), heads, bodies and idle connections time out, connections are capped.
 //! Outbound: [`PlatformAdapter::send`] POSTs `{chat_id, thread_id, text}` to the configured
 //! callback URL, signed the same way, retrying 5xx, 429 and network failures with backoff;
 //! every attempt of one message carries the same `X-Hermes-Delivery` id so the receiver can
@@ -27,13 +32,20 @@ use axum::routing::post;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-pub use signature::{SIGNATURE_HEADER, Signer};
+pub use signature::{SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER};
 
 use crate::error::PlatformError;
 use crate::platform::{
     ChatTarget, InboundMessage, LengthUnit, Markup, PlatformAdapter, PlatformLimits, SentMessage,
 };
 use crate::platforms::backoff::Backoff;
+use crate::serve::ServeLimits;
+use crate::serve::guard::{BrowserPolicy, Guard, HostPolicy, Refusal};
+
+/// Default replay window of inbound timestamps, in seconds (either way).
+pub const DEFAULT_REPLAY_WINDOW_S: u64 = 300;
+/// Message ids remembered for de-duplication (oldest forgotten first).
+const SEEN_CAPACITY: usize = 10_000;
 
 const PLATFORM: &str = "webhook";
 /// Header carrying one id per outbound message, the same on every retry.
@@ -61,6 +73,14 @@ pub struct WebhookSettings {
     pub retry_base: Duration,
     /// Longest retry delay (default 10 s).
     pub retry_max: Duration,
+    /// Inbound timestamps further than this many seconds from the clock are refused
+    /// (default 300).
+    pub replay_window_s: u64,
+    /// `Host` names served besides the bound address (`WEBHOOK_ALLOWED_HOSTS`).
+    pub allowed_hosts: Vec<String>,
+    /// Header/body timeouts and the connection cap of the listener (its `max_body_bytes`
+    /// is replaced by [`WebhookSettings::max_body_bytes`]).
+    pub limits: ServeLimits,
 }
 
 hermes_protocol::debug_redacted!(WebhookSettings {
@@ -74,6 +94,9 @@ hermes_protocol::debug_redacted!(WebhookSettings {
         send_attempts,
         retry_base,
         retry_max,
+        replay_window_s,
+        allowed_hosts,
+        limits,
     ],
 });
 
@@ -90,6 +113,9 @@ impl WebhookSettings {
             send_attempts: 4,
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(10),
+            replay_window_s: DEFAULT_REPLAY_WINDOW_S,
+            allowed_hosts: Vec::new(),
+            limits: ServeLimits::default(),
         }
     }
 }
@@ -110,6 +136,9 @@ pub struct WebhookAdapter {
 struct ServerState {
     signer: Signer,
     inbound: mpsc::Sender<InboundMessage>,
+    window_s: u64,
+    /// De-duplication keys of accepted messages.
+    seen: std::sync::Arc<std::sync::Mutex<lru::LruCache<String, ()>>>,
 }
 
 fn json_error(status: StatusCode, message: &str) -> Response {
@@ -121,31 +150,67 @@ fn json_error(status: StatusCode, message: &str) -> Response {
 }
 
 async fn receive(State(state): State<ServerState>, headers: HeaderMap, body: Bytes) -> Response {
-    let signature = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok());
-    if !state.signer.verify(&body, signature) {
-        tracing::warn!(
-            platform = PLATFORM,
-            "rejected a request with a missing or wrong signature"
-        );
-        return json_error(
-            StatusCode::UNAUTHORIZED,
-            "missing or invalid X-Hermes-Signature (expected sha256=<hex HMAC-SHA256 of the body>)",
-        );
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let signature = header(SIGNATURE_HEADER);
+    let now = chrono::Utc::now().timestamp();
+    if let Err(why) = state.signer.verify_timestamped(
+        &body,
+        header(TIMESTAMP_HEADER),
+        signature,
+        now,
+        state.window_s,
+    ) {
+        tracing::warn!(platform = PLATFORM, "rejected a request: {why}");
+        return json_error(StatusCode::UNAUTHORIZED, &why);
     }
     let message = match inbound::parse_body(&body) {
         Ok(m) => m,
         Err(why) => return json_error(StatusCode::BAD_REQUEST, &why),
     };
+    let key = match &message.message_id {
+        Some(id) => format!("id:{id}"),
+        None => format!("sig:{}", signature.unwrap_or_default()),
+    };
+    {
+        let Ok(mut seen) = state.seen.lock() else {
+            return json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "duplicate filter poisoned",
+            );
+        };
+        if seen.put(key.clone(), ()).is_some() {
+            tracing::info!(
+                platform = PLATFORM,
+                "dropped a replayed or repeated message"
+            );
+            return (
+                StatusCode::OK,
+                axum::Json(serde_json::json!({ "ok": true, "duplicate": true })),
+            )
+                .into_response();
+        }
+    }
     match state.inbound.send(message).await {
         Ok(()) => (
             StatusCode::ACCEPTED,
             axum::Json(serde_json::json!({ "ok": true })),
         )
             .into_response(),
-        Err(_) => json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the gateway is shutting down; retry later",
-        ),
+        Err(_) => {
+            // Not handed over: a retry of the same message must be accepted.
+            if let Ok(mut seen) = state.seen.lock() {
+                seen.pop(&key);
+            }
+            let mut r = json_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the gateway is shutting down; retry later",
+            );
+            r.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("5"),
+            );
+            r
+        }
     }
 }
 
@@ -285,25 +350,43 @@ impl PlatformAdapter for WebhookAdapter {
                 what: "running the webhook listener twice".into(),
             });
         };
+        let capacity =
+            std::num::NonZeroUsize::new(SEEN_CAPACITY).unwrap_or(std::num::NonZeroUsize::MIN);
         let state = ServerState {
             signer: self.signer.clone(),
             inbound: inbound.clone(),
+            window_s: self.settings.replay_window_s,
+            seen: std::sync::Arc::new(std::sync::Mutex::new(lru::LruCache::new(capacity))),
+        };
+        let mut limits = self.settings.limits;
+        limits.max_body_bytes = self.settings.max_body_bytes;
+        let guard = Guard {
+            hosts: HostPolicy::new(self.local_addr, &self.settings.allowed_hosts),
+            // Webhooks come from servers; no browser page may post one.
+            browsers: BrowserPolicy::default(),
+            require_json: false,
+            body_timeout: limits.body_timeout,
+            max_body_bytes: limits.max_body_bytes,
+            render: std::sync::Arc::new(|r: Refusal| json_error(r.status, &r.message)),
         };
         let app = Router::new()
             .route(&self.settings.path, post(receive))
-            .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
-            .with_state(state);
+            .layer(DefaultBodyLimit::disable())
+            .with_state(state)
+            .layer(axum::middleware::from_fn_with_state(
+                std::sync::Arc::new(guard),
+                crate::serve::guard::guard,
+            ));
         tracing::info!(platform = PLATFORM, addr = %self.local_addr, path = %self.settings.path, "listening");
         let stop = cancel.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = stop.cancelled() => {}
-                    _ = inbound.closed() => {}
-                }
-            })
-            .await
-            .map_err(|e| PlatformError::transport(PLATFORM, format!("listener stopped: {e}")))
+        crate::serve::serve_router(listener, app, limits, async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = inbound.closed() => {}
+            }
+        })
+        .await
+        .map_err(|e| PlatformError::transport(PLATFORM, format!("listener stopped: {e}")))
     }
 
     /// POSTs `{chat_id, thread_id, text}` to the callback URL (see the module docs for

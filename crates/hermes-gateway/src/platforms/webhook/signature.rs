@@ -1,7 +1,11 @@
 //! The webhook signature scheme: `X-Hermes-Signature: sha256=<hex>`, the lowercase hex
-//! HMAC-SHA256 (RFC 2104, FIPS 180-4) of the raw request body keyed with `WEBHOOK_SECRET`.
-//! The same scheme signs inbound requests (checked here) and outbound callbacks (so the
-//! receiver can check them).
+//! HMAC-SHA256 (RFC 2104, FIPS 180-4) keyed with `WEBHOOK_SECRET`.
+//!
+//! Inbound requests sign `<timestamp>.<raw body>`, where `<timestamp>` is the
+//! `X-Hermes-Timestamp` header (Unix seconds); a timestamp outside the replay window (5
+//! minutes either way by default) is refused, so a captured request cannot be replayed
+//! later (issue 18 §3; the scheme Stripe and Slack use). Outbound callbacks sign the raw
+//! body (receivers de-duplicate by `X-Hermes-Delivery`).
 
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
@@ -10,6 +14,8 @@ use crate::error::PlatformError;
 
 /// Name of the signature header.
 pub const SIGNATURE_HEADER: &str = "X-Hermes-Signature";
+/// Name of the inbound timestamp header (Unix seconds, covered by the signature).
+pub const TIMESTAMP_HEADER: &str = "X-Hermes-Timestamp";
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
@@ -45,6 +51,58 @@ impl Signer {
         let mut m = self.mac.clone();
         m.update(body);
         format!("sha256={}", hex::encode(m.finalize().into_bytes()))
+    }
+
+    /// The inbound header value for `body` sent at `timestamp` (Unix seconds): the signature
+    /// of `<timestamp>.<body>`.
+    pub fn sign_timestamped(&self, timestamp: i64, body: &[u8]) -> String {
+        let mut m = self.mac.clone();
+        m.update(timestamp.to_string().as_bytes());
+        m.update(b".");
+        m.update(body);
+        format!("sha256={}", hex::encode(m.finalize().into_bytes()))
+    }
+
+    /// Checks an inbound request: `timestamp` (the `X-Hermes-Timestamp` value) must be Unix
+    /// seconds within `window_s` of `now` (either way), and `signature` a valid signature of
+    /// `<timestamp>.<body>`.
+    ///
+    /// Errors: why it was refused (missing or malformed timestamp, outside the window, bad
+    /// signature), fit for the 401 answer.
+    pub fn verify_timestamped(
+        &self,
+        body: &[u8],
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        now: i64,
+        window_s: u64,
+    ) -> Result<(), String> {
+        let Some(ts) = timestamp.map(str::trim).filter(|t| !t.is_empty()) else {
+            return Err(format!(
+                "missing {TIMESTAMP_HEADER} (Unix seconds, signed together with the body)"
+            ));
+        };
+        let Ok(ts) = ts.parse::<i64>() else {
+            return Err(format!("{TIMESTAMP_HEADER} `{ts}` is not Unix seconds"));
+        };
+        if now.abs_diff(ts) > window_s {
+            return Err(format!(
+                "{TIMESTAMP_HEADER} is more than {window_s} s away from the server's clock \
+                 (a stale or replayed request)"
+            ));
+        }
+        let mut prefixed = Vec::with_capacity(body.len() + 21);
+        prefixed.extend_from_slice(ts.to_string().as_bytes());
+        prefixed.push(b'.');
+        prefixed.extend_from_slice(body);
+        if self.verify(&prefixed, signature) {
+            Ok(())
+        } else {
+            Err(format!(
+                "missing or invalid {SIGNATURE_HEADER} (expected sha256=<hex HMAC-SHA256 of \
+                 \"<{TIMESTAMP_HEADER}>.<body>\">)"
+            ))
+        }
     }
 
     /// True when `header` is a valid signature of `body` (prefix `sha256=`, hex
@@ -94,6 +152,47 @@ mod tests {
         assert!(!s.verify(body, Some("sha256=zz")));
         assert!(!s.verify(body, Some(&sig[7..])));
         assert!(!s.verify(body, Some("sha256=")));
+    }
+
+    #[test]
+    fn timestamped_signatures_expire_and_cover_the_timestamp() {
+        let s = Signer::new(b"s3cret").unwrap();
+        let body = br#"{"text":"hi"}"#;
+        let now = 1_700_000_000;
+        let sig = s.sign_timestamped(now, body);
+        let ts = now.to_string();
+        assert!(
+            s.verify_timestamped(body, Some(&ts), Some(&sig), now, 300)
+                .is_ok()
+        );
+        assert!(
+            s.verify_timestamped(body, Some(&ts), Some(&sig), now + 299, 300)
+                .is_ok()
+        );
+        let late = s
+            .verify_timestamped(body, Some(&ts), Some(&sig), now + 301, 300)
+            .unwrap_err();
+        assert!(late.contains("replayed"), "{late}");
+        let moved = (now + 1).to_string();
+        assert!(
+            s.verify_timestamped(body, Some(&moved), Some(&sig), now, 300)
+                .is_err(),
+            "the timestamp is covered by the signature"
+        );
+        assert!(
+            s.verify_timestamped(body, None, Some(&sig), now, 300)
+                .unwrap_err()
+                .contains(TIMESTAMP_HEADER)
+        );
+        assert!(
+            s.verify_timestamped(body, Some("soon"), Some(&sig), now, 300)
+                .is_err()
+        );
+        let body_only = s.sign(body);
+        assert!(
+            s.verify_timestamped(body, Some(&ts), Some(&body_only), now, 300)
+                .is_err()
+        );
     }
 
     #[test]
