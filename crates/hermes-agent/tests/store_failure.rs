@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 /// program (or a broken disk) would: the store's own connection stays open and healthy.
 fn break_message_writes(db: &Path) {
     let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
     conn.execute_batch(
         "CREATE TRIGGER test_no_messages BEFORE INSERT ON messages \
          BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END;",
@@ -56,9 +57,7 @@ impl Tool for BreakStore {
 async fn a_store_failure_mid_turn_ends_the_turn_with_an_error_naming_state_db() {
     let mut h = Harness::new().await;
     let db = h.home.home().state_db();
-    h.deps
-        .tools
-        .push(Arc::new(BreakStore { db: db.clone() }));
+    h.deps.tools.push(Arc::new(BreakStore { db: db.clone() }));
     h.mock
         .push(MockResponse::tool_calls(&[("call_1", "break_store", "{}")]));
     h.mock.push(MockResponse::text("must never be asked for"));
@@ -70,7 +69,10 @@ async fn a_store_failure_mid_turn_ends_the_turn_with_an_error_naming_state_db() 
     let text = final_text(&events);
     assert!(text.starts_with(STORE_FAILED_PREFIX), "{text}");
     assert!(text.contains("state.db"), "names the file: {text}");
-    assert!(text.contains("simulated write failure"), "names the cause: {text}");
+    assert!(
+        text.contains("simulated write failure"),
+        "names the cause: {text}"
+    );
     assert!(!text.contains('\n'), "one line: {text}");
     assert_eq!(
         h.mock.requests().len(),
@@ -85,7 +87,11 @@ async fn a_store_failure_mid_turn_ends_the_turn_with_an_error_naming_state_db() 
         .iter()
         .map(|m| format!("{:?}", m.message.role))
         .collect();
-    assert_eq!(stored.len(), 2, "user message and tool-call reply: {stored:?}");
+    assert_eq!(
+        stored.len(),
+        2,
+        "user message and tool-call reply: {stored:?}"
+    );
 }
 
 #[tokio::test]
