@@ -7,7 +7,9 @@ use std::time::Duration;
 use hermes_context::{CompressionConfig, ContextCompressor};
 use hermes_llm::ModelClient;
 use hermes_llm::fallback::{FallbackTarget, RecoveryPolicy};
-use hermes_protocol::{AgentEvent, HermesHome, Message, Role, SessionId, Usage, new_session_id};
+use hermes_protocol::{
+    AgentEvent, HermesHome, Message, Role, SecretRedactor, SessionId, Usage, new_session_id,
+};
 use hermes_store::{NewSession, SessionStore};
 use hermes_tools::{Approver, Tool, ToolSource};
 use tokio::sync::mpsc::UnboundedSender;
@@ -91,6 +93,11 @@ pub struct AgentOptions {
     /// `delegate_task` subagents, whose transcript is linked to the session that delegated
     /// (FEATURES §4). `None` by default.
     pub parent_session_id: Option<SessionId>,
+    /// The OS sandbox of the agent's commands and the path policy of its file tools
+    /// (`terminal.sandbox`, `terminal.backend`). The default is `workspace-write` without a
+    /// launcher, which refuses commands until the front end sets the launcher
+    /// (issue 18).
+    pub sandbox: Arc<hermes_tools::SandboxSettings>,
 }
 
 impl Default for AgentOptions {
@@ -113,6 +120,7 @@ impl Default for AgentOptions {
             hooks: Hooks::default(),
             learning: crate::review::LearningOptions::default(),
             parent_session_id: None,
+            sandbox: Arc::new(hermes_tools::SandboxSettings::default()),
         }
     }
 }
@@ -189,6 +197,9 @@ pub struct Agent {
     pub(crate) primary_cooldown: Option<tokio::time::Instant>,
     /// Learning-loop counters and the running background review (FEATURES §8).
     pub(crate) learning: crate::review::LearningState,
+    /// The secrets hermes knows, masked in every tool result before the model, the store,
+    /// the spill files or an event sees it (issue 18 item 2).
+    pub(crate) redactor: Arc<SecretRedactor>,
 }
 
 impl Agent {
@@ -213,7 +224,12 @@ impl Agent {
             retry_max: opts.retry_max,
             ..RecoveryPolicy::new(opts.api_max_retries, Vec::new())
         };
+        let home = deps.home.clone();
+        let redactor = tokio::task::spawn_blocking(move || SecretRedactor::load(&home))
+            .await
+            .map_err(|e| AgentError::Join(e.to_string()))?;
         let mut agent = Agent {
+            redactor: Arc::new(redactor),
             compressor,
             steer: None,
             primary_cooldown: None,
@@ -242,6 +258,18 @@ impl Agent {
             None => agent.new_session().await?,
         }
         Ok(agent)
+    }
+
+    /// Replaces the secret redactor, e.g. with the one a front end built once at start and
+    /// shares between its agents. [`Agent::start`] loads one from `deps.home`
+    /// ([`SecretRedactor::load`]), so an agent always redacts what its home holds.
+    pub fn set_redactor(&mut self, redactor: Arc<SecretRedactor>) {
+        self.redactor = redactor;
+    }
+
+    /// The secret redactor applied to tool results.
+    pub fn redactor(&self) -> &Arc<SecretRedactor> {
+        &self.redactor
     }
 
     /// The current session id.

@@ -1,6 +1,7 @@
 //! Running one batch of tool calls (ARCHITECTURE §2 step f; FEATURES §3): refusals for
 //! calls that cannot run, the parallel plan, identical calls run once, cancellation, the
-//! result budget, and one committed tool message per call in call order.
+//! result budget, and one committed tool message per call in call order. Every result has
+//! its known secrets masked ([`hermes_protocol::SecretRedactor`]) as soon as it is back.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -125,7 +126,11 @@ impl Agent {
                     out
                 }
             };
-            for (i, output, took) in results {
+            for (i, mut output, took) in results {
+                // The one place every tool result passes (built-ins, MCP, delegation):
+                // known secrets become markers before the budget spills, the store, the
+                // events or the model see the text (issue 18 item 2).
+                output.content = self.redactor.redact_string(output.content);
                 outputs[i] = Some((output, took));
             }
             for &i in &segment.calls {
@@ -188,6 +193,7 @@ impl Agent {
         events: &UnboundedSender<AgentEvent>,
     ) -> ToolContext {
         let progress_events = events.clone();
+        let redactor = self.redactor.clone();
         ToolContext {
             cwd: self.opts.cwd.clone(),
             home: self.deps.home.clone(),
@@ -195,7 +201,9 @@ impl Agent {
             approver: self.deps.approver.clone(),
             yolo: self.opts.yolo,
             terminal_timeout_s: self.opts.terminal_timeout_s,
+            sandbox: self.opts.sandbox.clone(),
             progress: Arc::new(move |message: String| {
+                let message = redactor.redact_string(message);
                 let _ = progress_events.send(AgentEvent::Status { message });
             }),
         }

@@ -3,7 +3,7 @@
 //! system prompt rebuild. The planning itself lives in `hermes_context::compress`.
 
 use hermes_context::compress::SUMMARY_SYSTEM_PROMPT;
-use hermes_context::{TokenEstimator, compression_threshold};
+use hermes_context::{TokenEstimator, compression_threshold_at};
 use hermes_llm::{ChatRequest, ToolChoice};
 use hermes_protocol::{AgentEvent, Message};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -52,10 +52,12 @@ impl Agent {
             .unwrap_or(DEFAULT_CONTEXT_WINDOW)
     }
 
-    /// The compression threshold in tokens (`hermes_context::compression_threshold` of the
-    /// context window and the output cap).
+    /// The compression threshold in tokens (`hermes_context::compression_threshold_at` of
+    /// the compressor's `threshold_ratio` — `compression.threshold` — the context window and
+    /// the output cap).
     pub fn compression_threshold(&self) -> u64 {
-        compression_threshold(
+        compression_threshold_at(
+            self.compressor.config().threshold_ratio,
             self.context_window(),
             u64::from(self.opts.max_tokens.unwrap_or(0)),
         )

@@ -138,6 +138,7 @@ pub struct Review {
     memory: MemoryConfig,
     cwd: std::path::PathBuf,
     terminal_timeout_s: u64,
+    sandbox: Arc<hermes_tools::SandboxSettings>,
 }
 
 impl Review {
@@ -179,6 +180,7 @@ impl Review {
             yolo: false,
             terminal_timeout_s: self.terminal_timeout_s,
             progress: Arc::new(|_message: String| {}),
+            sandbox: self.sandbox.clone(),
         };
         while report.iterations < self.max_iterations.max(1) {
             report.iterations += 1;
@@ -333,6 +335,7 @@ impl Agent {
             memory: self.opts.learning.memory.clone(),
             cwd: self.opts.cwd.clone(),
             terminal_timeout_s: self.opts.terminal_timeout_s,
+            sandbox: self.opts.sandbox.clone(),
         })
     }
 

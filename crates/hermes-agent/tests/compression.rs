@@ -278,3 +278,14 @@ async fn compress_op_through_the_handle_and_system_prompt_rebuilt() {
     assert!(sreq.contains("focus on: facts"));
     assert_eq!(agent.history().len(), 3 + 1 + 2);
 }
+
+/// `compression.threshold` (Python Hermes' key) moves the threshold: 0.7 of a 200,000-token
+/// window is 140,000 tokens where the default 0.5 gives 100,000.
+#[tokio::test]
+async fn the_configured_threshold_ratio_moves_the_threshold() {
+    let mut h = Harness::new().await;
+    h.opts.context_window = Some(200_000);
+    assert_eq!(h.agent().await.compression_threshold(), 100_000);
+    h.opts.compression.threshold_ratio = 0.7;
+    assert_eq!(h.agent().await.compression_threshold(), 140_000);
+}

@@ -30,12 +30,16 @@ use clap::Parser;
 use crate::commands::args::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The sandbox launcher (`hermes __sandbox-exec …`) runs before anything else.
+    if let Some(code) = assembly::sandbox::launcher_if_requested() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Some(Command::Version) = cli.command {
         println!("hermes {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    init_logging(cli.chat.verbose);
+    init_logging(cli.chat.verbose, cli.chat.profile.as_deref());
     if let Some(Command::Gateway {
         action: commands::gateway::GatewayCmd::Run,
         ..
@@ -63,13 +67,22 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: bool) {
+/// Logs go to stderr through a writer that masks every secret of the home (issue 18 item 2:
+/// `.env`, `auth.json`, config keys, MCP headers/env, OAuth tokens).
+fn init_logging(verbose: bool, profile: Option<&str>) {
+    let redactor = std::sync::Arc::new(
+        hermes_protocol::HermesHome::resolve(profile)
+            .map(|home| hermes_protocol::SecretRedactor::load(&home))
+            .unwrap_or_default(),
+    );
     let default = if verbose { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERMES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(move || {
+            hermes_protocol::RedactingWriter::new(redactor.clone(), std::io::stderr())
+        })
         .with_target(false)
         // A closed stderr (the terminal went away) must not turn a log line into a panic:
         // tracing-subscriber reports its own write failures with `eprintln!`, which panics.

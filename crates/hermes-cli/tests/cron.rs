@@ -281,3 +281,59 @@ async fn chat_session_can_schedule_with_the_cronjob_tool() {
     assert!(!run_tools.contains("cronjob"), "{run_tools}");
     assert!(run_tools.contains("terminal"), "{run_tools}");
 }
+
+/// `hermes cron create` writes the record Python Hermes reads: `schedule_display`, `state`,
+/// the per-job provider/model/base URL, `workdir` and a script name under `scripts/`.
+#[tokio::test]
+async fn create_writes_python_fields() {
+    let env = Env::new().await;
+    let wd = tempfile::tempdir().unwrap();
+    let wd_real = std::fs::canonicalize(wd.path()).unwrap();
+    env.run_ok(&[
+        "cron",
+        "create",
+        "every 2h",
+        "check the build",
+        "--workdir",
+        wd.path().to_str().unwrap(),
+        "--provider",
+        "openrouter",
+        "--base-url",
+        "https://openrouter.ai/api/v1/",
+        "-m",
+        "some/model",
+        "--script",
+        "collect.sh",
+    ])
+    .await;
+    let job = &env.jobs()[0];
+    assert_eq!(job["schedule_display"], "every 120m");
+    assert_eq!(job["schedule"]["display"], "every 120m");
+    assert_eq!(job["state"], "scheduled");
+    assert_eq!(job["provider"], "openrouter");
+    assert_eq!(job["base_url"], "https://openrouter.ai/api/v1");
+    assert_eq!(job["model"], "some/model");
+    assert_eq!(job["script"], "collect.sh");
+    assert_eq!(job["workdir"], wd_real.to_str().unwrap());
+
+    let bad = hermes(
+        env.home.path(),
+        env.cwd.path(),
+        &[
+            "cron",
+            "create",
+            "every 1h",
+            "x",
+            "--workdir",
+            "relative/dir",
+        ],
+    )
+    .await;
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("not an absolute path"),
+        "{}",
+        stderr(&bad)
+    );
+    assert_eq!(env.jobs().len(), 1);
+}

@@ -170,3 +170,46 @@ async fn fix_repairs_permissions_folders_soul_and_the_search_index() {
     let search = env.run(&["sessions", "search", "quarterly"]).await;
     assert!(stdout(&search).contains("quarterly"), "{}", stdout(&search));
 }
+
+/// Files shared with Python Hermes: a malformed `auth.json` or `cron/jobs.json` is reported by
+/// name as broken (exit 1) and neither file is rewritten; a Python-made `auth.json` passes.
+#[tokio::test]
+async fn malformed_shared_files_are_reported_and_left_alone() {
+    let env = Env::new().await;
+    let auth = env.home.home().auth_file();
+    let jobs = env.home.path().join("cron/jobs.json");
+    std::fs::create_dir_all(jobs.parent().unwrap()).unwrap();
+    std::fs::write(&auth, "{\"credential_pool\": []}").unwrap();
+    std::fs::write(&jobs, "{\"jobs\": [{\"id\": \"abc\"}]}").unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fails = lines_with(&text, "FAIL").join("\n");
+    assert!(
+        fails.contains("auth.json") && fails.contains("credential_pool"),
+        "{text}"
+    );
+    assert!(
+        fails.contains("jobs.json") && fails.contains("job #1"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&auth).unwrap(),
+        "{\"credential_pool\": []}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&jobs).unwrap(),
+        "{\"jobs\": [{\"id\": \"abc\"}]}"
+    );
+
+    std::fs::write(
+        &auth,
+        include_str!("../../hermes-llm/tests/fixtures/python/auth.json"),
+    )
+    .unwrap();
+    std::fs::remove_file(&jobs).unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert!(text.contains("auth.json: 3 pooled API key(s)"), "{text}");
+    assert!(lines_with(&text, "FAIL").is_empty(), "{text}");
+}

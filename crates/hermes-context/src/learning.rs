@@ -1,6 +1,7 @@
 //! The small API front-ends use to give a session memory, skills and session search: the
 //! tools ([`learning_tools`]) and the prompt layers ([`LearningLayers`]).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use hermes_protocol::HermesHome;
@@ -34,6 +35,19 @@ pub fn learning_tools_with(
     store: Option<Arc<SessionStore>>,
     memory: &MemoryConfig,
 ) -> Vec<Arc<dyn Tool>> {
+    learning_tools_configured(home, store, memory, &BTreeSet::new())
+}
+
+/// Like [`learning_tools_with`], with the skills in `disabled_skills` (`skills.disabled`
+/// united with the platform's `skills.platform_disabled`,
+/// `hermes_protocol::config::SkillsConfig::disabled_for`) left out of `skills_list` and
+/// refused by `skill_view`.
+pub fn learning_tools_configured(
+    home: &HermesHome,
+    store: Option<Arc<SessionStore>>,
+    memory: &MemoryConfig,
+    disabled_skills: &BTreeSet<String>,
+) -> Vec<Arc<dyn Tool>> {
     let skills = home.skills_dir();
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     if memory.memory_enabled || memory.user_profile_enabled {
@@ -42,8 +56,12 @@ pub fn learning_tools_with(
                 .with_targets(memory.memory_enabled, memory.user_profile_enabled),
         ));
     }
-    tools.push(Arc::new(SkillsListTool::new(skills.clone())));
-    tools.push(Arc::new(SkillViewTool::new(skills.clone())));
+    tools.push(Arc::new(
+        SkillsListTool::new(skills.clone()).with_disabled(disabled_skills.clone()),
+    ));
+    tools.push(Arc::new(
+        SkillViewTool::new(skills.clone()).with_disabled(disabled_skills.clone()),
+    ));
     tools.push(Arc::new(SkillManageTool::new(skills)));
     if let Some(store) = store {
         tools.push(Arc::new(SessionSearchTool::new(store)));
@@ -79,6 +97,17 @@ impl LearningLayers {
         filter: &IndexFilter<'_>,
         memory: &MemoryConfig,
     ) -> LearningLayers {
+        LearningLayers::load_configured(home, filter, memory, &BTreeSet::new())
+    }
+
+    /// Like [`LearningLayers::load_with`], with the skills in `disabled_skills` left out of
+    /// the index (`skills.disabled`, see [`learning_tools_configured`]).
+    pub fn load_configured(
+        home: &HermesHome,
+        filter: &IndexFilter<'_>,
+        memory: &MemoryConfig,
+        disabled_skills: &BTreeSet<String>,
+    ) -> LearningLayers {
         let mut layers = LearningLayers::default();
         if filter.tool_names.iter().any(|t| t == "memory") {
             let snap = MemorySnapshot::load(&MemoryStore::from_config(home, memory));
@@ -95,7 +124,7 @@ impl LearningLayers {
             .iter()
             .any(|t| t == "skill_view" || t == "skills_list")
         {
-            let catalog = SkillCatalog::load_cached(&home.skills_dir());
+            let catalog = SkillCatalog::load_cached(&home.skills_dir()).without(disabled_skills);
             layers.skills_index = catalog.render_index(filter);
             layers.notes.extend(
                 catalog

@@ -32,7 +32,10 @@ pub use builder::{
     BuiltPrompt, COMPACT_CONTEXT_CAP_CHARS, COMPACT_IDENTITY_MAX_CHARS, COMPACT_WINDOW_MAX_TOKENS,
     LayerKind, PromptBuilder, PromptInputs, PromptProfile,
 };
-pub use compress::{CompressionConfig, CompressionPlan, ContextCompressor, compression_threshold};
+pub use compress::{
+    CompressionConfig, CompressionPlan, ContextCompressor, compression_threshold,
+    compression_threshold_at,
+};
 pub use context_files::{
     BlockedContextFile, CONTEXT_CAP_MAX_CHARS, CONTEXT_CAP_MIN_CHARS, ContextFiles, HEAD_PERCENT,
     LoadedContextFile, MAX_POINTER_HOPS, MAX_READ_BYTES, TAIL_PERCENT, context_file_cap_chars,
@@ -42,8 +45,8 @@ pub use delegation::{delegate_task_description, subagent_layer, subagent_part_of
 pub use fragments::{Fragment, render_guidance};
 pub use injection::{EXCERPT_MAX_CHARS, Finding, InjectionCategory, ScanScope, scan_for_injection};
 pub use learning::{
-    LEARNING_TOOLSETS, LearningLayers, learning_tools, learning_tools_with,
-    skill_invocation_message,
+    LEARNING_TOOLSETS, LearningLayers, learning_tools, learning_tools_configured,
+    learning_tools_with, skill_invocation_message,
 };
 pub use review::{
     DISCIPLINE_MODEL_FAMILIES, NOTHING_TO_SAVE, REVIEW_MAX_ITERATIONS, REVIEW_TOOLS, ReviewKind,

@@ -21,9 +21,16 @@ pub fn default_soul() -> &'static str {
 /// Any I/O error creating the folder or the file, except that the file already existing
 /// (also when another process created it concurrently) is success.
 pub fn ensure_soul(home: &HermesHome) -> io::Result<()> {
-    fs::create_dir_all(home.root())?;
+    hermes_protocol::private_fs::create_dir_all(home.root())?;
     let path = home.soul_file();
-    match OpenOptions::new().write(true).create_new(true).open(&path) {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(hermes_protocol::private_fs::PRIVATE_FILE_MODE);
+    }
+    match opts.open(&path) {
         Ok(mut file) => {
             file.write_all(default_soul().as_bytes())?;
             file.sync_all()

@@ -60,7 +60,7 @@ pub fn claim_due(
                 break;
             }
             let Some(due) = job.next_run_at else { continue };
-            if !job.enabled || job.lease.is_some() || due > now {
+            if !job.is_runnable() || due > now || job.python_claim_active(now) {
                 continue;
             }
             let run_id = crate::new_id();

@@ -3,7 +3,7 @@
 //! commands denied, source `cron`, our preamble as the call-time system prompt, the job's
 //! skills and optional script output as context, and an inactivity timeout.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,9 +29,35 @@ pub const CRON_TOOLSET: ToolsetDef = ToolsetDef {
     tools: &[],
 };
 
-/// Makes the model client of a run; the argument is the job's model override.
+/// The model a run asks for: the job's `provider`, `base_url` and `model` overrides (each
+/// `None`: the configured default).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelChoice {
+    /// Provider override (`openrouter`, `custom`, `custom:<name>`, …).
+    pub provider: Option<String>,
+    /// Base URL override.
+    pub base_url: Option<String>,
+    /// Model override.
+    pub model: Option<String>,
+}
+
+impl ModelChoice {
+    /// The overrides of `job`.
+    pub fn of(job: &Job) -> ModelChoice {
+        ModelChoice {
+            provider: job.provider.clone(),
+            base_url: job.base_url.clone(),
+            model: job.model.clone(),
+        }
+    }
+}
+
+/// Makes the model client of a run from the job's [`ModelChoice`].
 pub type ClientFactory =
-    Arc<dyn Fn(Option<&str>) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
+    Arc<dyn Fn(&ModelChoice) -> Result<Arc<dyn ModelClient>, String> + Send + Sync>;
+
+/// Most characters of another job's output given as `context_from` context (Python's 8,000).
+pub const CONTEXT_FROM_MAX_CHARS: usize = 8000;
 
 /// What a headless run needs from its front end.
 #[derive(Clone)]
@@ -58,6 +84,9 @@ pub struct HeadlessOptions {
     /// `web` toolset's `web_extract` and `web_search`); only those in [`CRON_TOOLSET`] are
     /// offered. A name that is already registered is skipped.
     pub extra_tools: Vec<Arc<dyn hermes_tools::Tool>>,
+    /// The sandbox of the jobs' commands and file tools (issue 18; `unsupported` defaults to
+    /// `refuse` for cron).
+    pub sandbox: Arc<hermes_tools::SandboxSettings>,
 }
 
 /// Runs jobs with a fresh agent each time.
@@ -71,13 +100,37 @@ impl AgentRunner {
         AgentRunner { opts }
     }
 
-    async fn run_script(&self, script: &str) -> Result<String, (RunStatus, String)> {
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(script)
-            .current_dir(&self.opts.cwd)
-            .kill_on_drop(true)
-            .stdin(std::process::Stdio::null());
+    /// Runs the job's script and returns its stdout.
+    ///
+    /// As Python Hermes 0.19.0 does (`cron/scheduler.py` `_run_job_script`), `script` names a
+    /// file under `HERMES_HOME/scripts/` (relative to it, or absolute inside it); `.sh` and
+    /// `.bash` files run with `bash`, anything else with `python3`, in the script's directory.
+    /// A path outside that directory is refused. A value with whitespace that is no such file
+    /// is a shell command line from older hermes versions and runs with `sh -c` in `cwd`.
+    async fn run_script(&self, script: &str, cwd: &Path) -> Result<String, (RunStatus, String)> {
+        let mut cmd = match resolve_script(&self.opts.home.root().join("scripts"), script) {
+            ScriptKind::File(path) => {
+                let interpreter = match path.extension().and_then(|e| e.to_str()) {
+                    Some(e) if e.eq_ignore_ascii_case("sh") || e.eq_ignore_ascii_case("bash") => {
+                        "bash"
+                    }
+                    _ => "python3",
+                };
+                let mut cmd = tokio::process::Command::new(interpreter);
+                cmd.arg(&path);
+                if let Some(dir) = path.parent() {
+                    cmd.current_dir(dir);
+                }
+                cmd
+            }
+            ScriptKind::Command(line) => {
+                let mut cmd = tokio::process::Command::new("sh");
+                cmd.arg("-c").arg(line).current_dir(cwd);
+                cmd
+            }
+            ScriptKind::Refused(why) => return Err((RunStatus::Failed, why)),
+        };
+        cmd.kill_on_drop(true).stdin(std::process::Stdio::null());
         let res = tokio::time::timeout(self.opts.inactivity, cmd.output()).await;
         match res {
             Err(_) => Err((
@@ -96,7 +149,59 @@ impl AgentRunner {
                     String::from_utf8_lossy(&out.stderr).trim()
                 ),
             )),
-            Ok(Ok(out)) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            Ok(Ok(out)) => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+        }
+    }
+
+    /// The latest output of each `context_from` job, as Python adds it before the prompt
+    /// (`cron/output/<id>/*.md`, newest by modification time, at most
+    /// [`CONTEXT_FROM_MAX_CHARS`]). Ids that are not 12-hex-like and jobs with no output yet
+    /// are skipped.
+    fn context_from_text(&self, job: &Job) -> String {
+        let mut out = String::new();
+        let base = self.opts.home.root().join("cron").join("output");
+        for id in job.context_from.iter().flatten() {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+                tracing::warn!(job = %job.id, source = %id, "context_from: invalid job id skipped");
+                continue;
+            }
+            let Ok(dir) = std::fs::read_dir(base.join(id)) else {
+                continue;
+            };
+            let newest = dir
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "md"))
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .max_by_key(|(t, _)| *t);
+            let Some((_, path)) = newest else { continue };
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            let mut shown: String = text.chars().take(CONTEXT_FROM_MAX_CHARS).collect();
+            if text.chars().count() > CONTEXT_FROM_MAX_CHARS {
+                shown.push_str("\n\n[... output truncated ...]");
+            }
+            out.push_str(&format!(
+                "[Output of the preceding job `{id}`]\n```\n{shown}\n```\n\n"
+            ));
+        }
+        out
+    }
+
+    /// The directory the run works in: the job's `workdir` when it is an existing directory,
+    /// else the configured one (a missing workdir is logged, as Python does).
+    fn cwd_of(&self, job: &Job) -> PathBuf {
+        match job.workdir.as_deref().map(PathBuf::from) {
+            Some(dir) if dir.is_dir() => dir,
+            Some(dir) => {
+                tracing::warn!(job = %job.id, workdir = %dir.display(), "cron workdir missing; using the default directory");
+                self.opts.cwd.clone()
+            }
+            None => self.opts.cwd.clone(),
         }
     }
 
@@ -111,6 +216,42 @@ impl AgentRunner {
             }
         }
         text
+    }
+}
+
+/// What a job's `script` value names.
+enum ScriptKind {
+    /// A file inside the scripts directory.
+    File(PathBuf),
+    /// A shell command line (hermes before the shared format).
+    Command(String),
+    /// Not allowed or not found (the message says which).
+    Refused(String),
+}
+
+fn resolve_script(scripts_dir: &Path, script: &str) -> ScriptKind {
+    let raw = script.trim();
+    let expanded = match raw.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(rest))
+            .unwrap_or_else(|| PathBuf::from(raw)),
+        None => PathBuf::from(raw),
+    };
+    let candidate = if expanded.is_absolute() {
+        expanded
+    } else {
+        scripts_dir.join(&expanded)
+    };
+    let root = std::fs::canonicalize(scripts_dir).unwrap_or_else(|_| scripts_dir.to_path_buf());
+    match std::fs::canonicalize(&candidate) {
+        Ok(path) if !path.starts_with(&root) => ScriptKind::Refused(format!(
+            "Blocked: script path resolves outside the scripts directory ({}): {raw}",
+            root.display()
+        )),
+        Ok(path) if path.is_file() => ScriptKind::File(path),
+        Ok(path) => ScriptKind::Refused(format!("Script path is not a file: {}", path.display())),
+        Err(_) if raw.chars().any(char::is_whitespace) => ScriptKind::Command(raw.to_string()),
+        Err(_) => ScriptKind::Refused(format!("Script not found: {}", candidate.display())),
     }
 }
 
@@ -145,8 +286,9 @@ fn failed(status: RunStatus, error: String, session_id: Option<String>) -> RunOu
 #[async_trait::async_trait]
 impl JobRunner for AgentRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> RunOutput {
+        let cwd = self.cwd_of(job);
         let script_out = match &job.script {
-            Some(s) => match self.run_script(s).await {
+            Some(s) => match self.run_script(s, &cwd).await {
                 Ok(out) => Some(out),
                 Err((status, e)) => return failed(status, e, None),
             },
@@ -160,7 +302,7 @@ impl JobRunner for AgentRunner {
                 session_id: None,
             };
         }
-        let client = match (self.opts.clients)(job.model.as_deref()) {
+        let client = match (self.opts.clients)(&ModelChoice::of(job)) {
             Ok(c) => c,
             Err(e) => return failed(RunStatus::Failed, e, None),
         };
@@ -173,13 +315,29 @@ impl JobRunner for AgentRunner {
         if let Err(e) = registry.define_toolset(CRON_TOOLSET) {
             tracing::debug!(error = %e, "hermes-cron toolset already defined");
         }
-        let tools = match registry.select(&ToolsetSelection::new(
+        let mut tools = match registry.select(&ToolsetSelection::new(
             vec![CRON_TOOLSET.name.to_string()],
             Vec::<String>::new(),
         )) {
             Ok(set) => set.tools().to_vec(),
             Err(e) => return failed(RunStatus::Failed, e.to_string(), None),
         };
+        // `enabled_toolsets` narrows the cron toolset; it never widens it (as in Python,
+        // where a job's list cannot bypass the cron policy).
+        if let Some(sets) = &job.enabled_toolsets {
+            let allowed =
+                match registry.select(&ToolsetSelection::new(sets.clone(), Vec::<String>::new())) {
+                    Ok(set) => set.names(),
+                    Err(e) => {
+                        return failed(
+                            RunStatus::Failed,
+                            format!("enabled_toolsets of job {}: {e}", job.id),
+                            None,
+                        );
+                    }
+                };
+            tools.retain(|t| allowed.iter().any(|n| n == t.spec().name.as_str()));
+        }
         let deps = AgentDeps {
             client,
             tools,
@@ -192,10 +350,11 @@ impl JobRunner for AgentRunner {
             max_turns: self.opts.max_turns,
             api_max_retries: self.opts.api_max_retries,
             yolo: false,
-            cwd: self.opts.cwd.clone(),
+            cwd: cwd.clone(),
             terminal_timeout_s: self.opts.terminal_timeout_s,
             source: "cron".to_string(),
             ephemeral_prompt: Some(CRON_PREAMBLE.trim().to_string()),
+            sandbox: self.opts.sandbox.clone(),
             ..AgentOptions::default()
         };
         let mut agent = match Agent::start(deps, opts, None).await {
@@ -203,7 +362,8 @@ impl JobRunner for AgentRunner {
             Err(e) => return failed(RunStatus::Failed, e.to_string(), None),
         };
         let session_id = agent.session_id().to_string();
-        let mut input = job.prompt.clone();
+        let mut input = self.context_from_text(job);
+        input.push_str(&job.prompt);
         input.push_str(&self.skills_text(job));
         if let Some(out) = script_out {
             input.push_str(&format!(

@@ -158,11 +158,7 @@ impl RunLog {
 }
 
 fn append(path: &Path, bytes: &[u8]) -> Result<(), JobStoreError> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io(path))?;
+    let mut f = hermes_protocol::private_fs::open_append(path).map_err(io(path))?;
     f.write_all(bytes).map_err(io(path))?;
     f.sync_all().map_err(io(path))
 }

@@ -17,6 +17,7 @@ mod headless;
 mod history;
 mod job;
 mod listing;
+mod record;
 mod schedule;
 mod scheduler;
 mod store;
@@ -29,18 +30,22 @@ pub use delivery::{
     BadTarget, Deliverer, DeliveryResult, NO_GATEWAY, Outgoing, PlatformMessage, PlatformSender,
     Target,
 };
-pub use headless::{AgentRunner, CRON_PREAMBLE, CRON_TOOLSET, ClientFactory, HeadlessOptions};
+pub use headless::{
+    AgentRunner, CONTEXT_FROM_MAX_CHARS, CRON_PREAMBLE, CRON_TOOLSET, ClientFactory,
+    HeadlessOptions, ModelChoice,
+};
 pub use history::{IMPORTED_RUNS_FILE, ImportReport, PENDING_RUNS_FILE, RunLog, RunRecord};
-pub use job::{Job, JobPatch, Lease, NewJob, Origin, Repeat};
+pub use job::{Job, JobPatch, Lease, NewJob, Origin, PYTHON_RUN_CLAIM_TTL, Repeat};
 pub use listing::{jobs_table, runs_table, status_text};
 pub use schedule::{
-    ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes, parse_timezone,
+    JobSchedule, ONE_SHOT_PAST_GRACE, Schedule, ScheduleError, parse_duration_minutes,
+    parse_timezone,
 };
 pub use scheduler::{
     INACTIVITY_TIMEOUT, JobRunner, MAX_SLEEP, RunOutput, RunStatus, SILENT_MARKER, Scheduler,
     SchedulerBeat, SchedulerConfig, TickReport,
 };
-pub use store::{JobStore, JobStoreError, JobsFile};
+pub use store::{JOBS_LOCK_FILE, JobStore, JobStoreError, JobsFile, parse_jobs_file};
 pub use tool::{CRONJOB_TOOL_PROMPT, CRONJOB_TOOLSET, CronjobTool};
 
 /// A new 12-hex-char id (job ids, run ids).

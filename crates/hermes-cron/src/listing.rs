@@ -30,7 +30,7 @@ pub fn jobs_table(jobs: &[Job], tz: Tz) -> String {
             j.state(),
             when(j.next_run_at, tz),
             j.last_status.as_deref().unwrap_or("-"),
-            j.schedule_text,
+            j.schedule_label(),
             j.name
         ));
     }
@@ -92,7 +92,7 @@ pub fn status_text(
     );
     let next = jobs
         .iter()
-        .filter(|j| j.enabled && j.lease.is_none())
+        .filter(|j| j.is_runnable())
         .filter_map(|j| j.next_run_at.map(|t| (t, j)))
         .min_by_key(|(t, _)| *t);
     if let Some((t, j)) = next {

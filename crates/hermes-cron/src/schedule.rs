@@ -38,6 +38,7 @@ pub enum Schedule {
     /// One run at an instant.
     Once {
         /// When to run (UTC).
+        #[serde(with = "crate::record::time")]
         run_at: DateTime<Utc>,
     },
 }
@@ -242,5 +243,98 @@ impl Schedule {
                 run_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
             ),
         }
+    }
+
+    /// The short text Python Hermes 0.19.0 stores as `schedule.display` and
+    /// `schedule_display` (`cron/jobs.py` `parse_schedule`): `every 120m`, the cron
+    /// expression, or `once at 2026-02-03 14:00` (wall clock of `tz`).
+    pub fn python_display(&self, tz: Tz) -> String {
+        match self {
+            Schedule::Interval { minutes } => format!("every {minutes}m"),
+            Schedule::Cron { expr } => expr.clone(),
+            Schedule::Once { run_at } => format!(
+                "once at {}",
+                run_at.with_timezone(&tz).format("%Y-%m-%d %H:%M")
+            ),
+        }
+    }
+}
+
+/// A job's `schedule` object as stored in `jobs.json`: the parsed [`Schedule`] and every other
+/// key of the object (Python's `display`, and keys of later versions), kept as they were.
+/// Dereferences to the [`Schedule`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSchedule {
+    schedule: Schedule,
+    extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl JobSchedule {
+    /// A stored schedule with Python's `display` text for it in zone `tz`.
+    pub fn new(schedule: Schedule, tz: Tz) -> JobSchedule {
+        let mut extra = serde_json::Map::new();
+        extra.insert("display".into(), schedule.python_display(tz).into());
+        JobSchedule { schedule, extra }
+    }
+
+    /// The parsed schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The keys hermes does not interpret (`display`, …).
+    pub fn extra(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.extra
+    }
+}
+
+impl std::ops::Deref for JobSchedule {
+    type Target = Schedule;
+    fn deref(&self) -> &Schedule {
+        &self.schedule
+    }
+}
+
+impl Serialize for JobSchedule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = match serde_json::to_value(&self.schedule) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => return Err(serde::ser::Error::custom("schedule is not an object")),
+            Err(e) => return Err(serde::ser::Error::custom(e)),
+        };
+        for (k, v) in &self.extra {
+            map.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        map.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for JobSchedule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JobSchedule, D::Error> {
+        let mut extra = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let kind = extra
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let known: &[&str] = match kind.as_str() {
+            "interval" => &["kind", "minutes"],
+            "cron" => &["kind", "expr"],
+            "once" => &["kind", "run_at"],
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "schedule kind `{other}` is not interval, cron or once"
+                )));
+            }
+        };
+        let mut own = serde_json::Map::new();
+        for k in known {
+            if let Some(v) = extra.remove(*k) {
+                own.insert((*k).to_string(), v);
+            }
+        }
+        let schedule = serde_json::from_value(serde_json::Value::Object(own))
+            .map_err(serde::de::Error::custom)?;
+        Ok(JobSchedule { schedule, extra })
     }
 }

@@ -230,7 +230,7 @@ impl Scheduler {
             let store = self.store.clone();
             let next = blocking(move || store.list()).await.ok().and_then(|jobs| {
                 jobs.iter()
-                    .filter(|j| j.enabled && j.lease.is_none())
+                    .filter(|j| j.is_runnable())
                     .filter_map(|j| j.next_run_at)
                     .min()
             });
@@ -331,10 +331,8 @@ impl Scheduler {
         let path = self.store.dir().join(rel.trim_start_matches("cron/"));
         let text = render_output(&c.job, c.started_at, status, out);
         let res = tokio::task::spawn_blocking(move || {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&path, text)
+            // `write` creates the folders (0700) and the file (0600).
+            hermes_protocol::private_fs::write(&path, text)
         })
         .await;
         match res {
@@ -376,8 +374,8 @@ impl SchedulerBeat {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        std::fs::create_dir_all(store.dir())
-            .and_then(|()| std::fs::write(&path, text))
+        hermes_protocol::private_fs::create_dir_all(store.dir())
+            .and_then(|()| hermes_protocol::private_fs::write(&path, text))
             .map_err(|source| JobStoreError::Io { path, source })
     }
 

@@ -122,6 +122,10 @@ impl CronjobTool {
                     origin: self.origin.clone(),
                     script: None,
                     no_agent: false,
+                    enabled_toolsets: list_arg(args, "enabled_toolsets"),
+                    workdir: str_arg(args, "workdir"),
+                    context_from: list_arg(args, "context_from"),
+                    ..NewJob::default()
                 };
                 if let Some(d) = &new.deliver {
                     crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
@@ -147,8 +151,10 @@ impl CronjobTool {
                     model: str_arg(args, "model").map(|m| Some(m).filter(|m| !m.is_empty())),
                     deliver: str_arg(args, "deliver"),
                     repeat: u32_arg(args, "repeat").map(Some),
-                    script: None,
-                    no_agent: None,
+                    enabled_toolsets: list_arg(args, "enabled_toolsets").map(Some),
+                    workdir: str_arg(args, "workdir").map(|w| Some(w).filter(|w| !w.is_empty())),
+                    context_from: list_arg(args, "context_from").map(Some),
+                    ..JobPatch::default()
                 };
                 if patch == JobPatch::default() {
                     return Err("`update` needs at least one field to change".into());
@@ -164,7 +170,10 @@ impl CronjobTool {
             }
             "pause" => {
                 let key = job_key()?;
-                let job = self.blocking(move |s, _, _| s.pause(&key)).await?;
+                let reason = str_arg(args, "reason");
+                let job = self
+                    .blocking(move |s, now, _| s.pause(&key, reason, now))
+                    .await?;
                 Ok(json!({"paused": self.job_json(&job)}))
             }
             "resume" => {
@@ -274,7 +283,11 @@ impl Tool for CronjobTool {
                 "deliver": {"type": "string", "description": "Where the result goes; default `local`."},
                 "skills": {"type": "array", "items": {"type": "string"}, "description": "Skills the run loads."},
                 "model": {"type": "string", "description": "A different model for this job's runs."},
-                "repeat": {"type": "integer", "minimum": 1, "description": "Stop after this many runs."}
+                "repeat": {"type": "integer", "minimum": 1, "description": "Stop after this many runs."},
+                "enabled_toolsets": {"type": "array", "items": {"type": "string"}, "description": "Only these toolsets in the run (for example `web`, `file`)."},
+                "workdir": {"type": "string", "description": "Absolute directory the run works in."},
+                "context_from": {"type": "array", "items": {"type": "string"}, "description": "Job ids whose latest output is given to the run first."},
+                "reason": {"type": "string", "description": "Why the job is paused (pause)."}
             }, "required": ["action"]}),
         }
     }

@@ -99,6 +99,7 @@ async fn a_job_created_through_the_tool_wakes_the_scheduler() {
         platform: "telegram".into(),
         chat_id: "4242".into(),
         thread_id: None,
+        extra: Default::default(),
     }));
     let ctx = ToolContext::for_tests(home.path(), home.home().clone());
     let out = tool

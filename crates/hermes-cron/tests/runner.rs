@@ -34,10 +34,10 @@ async fn env(inactivity: Duration) -> Env {
     let cwd = tempfile::tempdir().unwrap();
     let store = Arc::new(SessionStore::open(home.home().state_db()).unwrap());
     let base = mock.base_url();
-    let clients: ClientFactory = Arc::new(move |model: Option<&str>| {
+    let clients: ClientFactory = Arc::new(move |choice: &hermes_cron::ModelChoice| {
         let c = OpenAiChatClient::new(OpenAiChatConfig::new(
-            base.clone(),
-            model.unwrap_or("mock-model"),
+            choice.base_url.clone().unwrap_or_else(|| base.clone()),
+            choice.model.as_deref().unwrap_or("mock-model"),
         ))
         .map_err(|e| e.to_string())?;
         Ok(Arc::new(c) as Arc<dyn ModelClient>)
@@ -62,6 +62,7 @@ async fn env(inactivity: Duration) -> Env {
                 hermes_agent::DelegationSettings::default(),
             )) as Arc<dyn hermes_tools::Tool>])
             .collect(),
+        sandbox: Arc::new(hermes_tools::SandboxSettings::off()),
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
@@ -258,4 +259,163 @@ async fn a_run_can_delegate_to_a_subagent_linked_to_the_run_session() {
     let result = requests[2]["messages"].to_string();
     assert!(result.contains("42 GB free."), "{result}");
     assert!(result.contains(&children[0].id), "{result}");
+}
+
+/// A Python-style script job (`--script disk_check.sh --no-agent`): the script is found
+/// under `HERMES_HOME/scripts/`, run with bash, and its stdout is the output; no model call.
+#[tokio::test]
+async fn a_python_script_job_runs_from_the_scripts_directory() {
+    let env = env(Duration::from_secs(600)).await;
+    let scripts = env.home.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(
+        scripts.join("disk_check.sh"),
+        "echo \"disk ok from $(pwd)\"\n",
+    )
+    .unwrap();
+    let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+    JobStore::new(env.home.home())
+        .create(
+            NewJob {
+                schedule: at,
+                script: Some("disk_check.sh".into()),
+                no_agent: true,
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "ok", "{:?}", rec.error);
+    assert!(env.mock.requests().is_empty());
+    let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
+    let scripts = std::fs::canonicalize(&scripts).unwrap();
+    assert!(
+        md.contains(&format!("disk ok from {}", scripts.display())),
+        "{md}"
+    );
+}
+
+/// A script that is not in the scripts directory fails with Python's message, and one that
+/// escapes it is refused.
+#[tokio::test]
+async fn a_missing_or_escaping_script_fails_clearly() {
+    let env = env(Duration::from_secs(600)).await;
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    for (script, expected) in [
+        ("nope.sh".to_string(), "Script not found"),
+        (
+            outside.path().display().to_string(),
+            "outside the scripts directory",
+        ),
+    ] {
+        let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+        JobStore::new(env.home.home())
+            .create(
+                NewJob {
+                    schedule: at,
+                    script: Some(script.clone()),
+                    no_agent: true,
+                    ..NewJob::default()
+                },
+                Utc::now(),
+                Tz::UTC,
+            )
+            .unwrap();
+        let rec = env.tick_one().await;
+        assert_eq!(rec.status, "failed", "{script}");
+        let err = rec.error.unwrap_or_default();
+        assert!(err.contains(expected), "{script}: {err}");
+    }
+}
+
+/// Python's per-job fields steer the run: `model`/`base_url` pick the client, `workdir` is the
+/// tools' directory, `enabled_toolsets` narrows the tools, `skills` are loaded, and the latest
+/// output of each `context_from` job comes before the prompt.
+#[tokio::test]
+async fn python_job_fields_are_honoured_by_the_run() {
+    let env = env(Duration::from_secs(600)).await;
+    let workdir = tempfile::tempdir().unwrap();
+    let skill = env.home.path().join("skills/research/arxiv");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: arxiv\ndescription: papers\n---\nSearch arXiv first.\n",
+    )
+    .unwrap();
+    let source = "0123456789ab";
+    let out_dir = env.home.path().join("cron/output").join(source);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(
+        out_dir.join("2026-01-01_00-00-00.md"),
+        "yesterday: 3 papers",
+    )
+    .unwrap();
+    let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+    let job = JobStore::new(env.home.home())
+        .create(
+            NewJob {
+                prompt: "List today's papers".into(),
+                schedule: at,
+                model: Some("py-model".into()),
+                base_url: Some(format!("{}/", env.mock.base_url())),
+                provider: Some("custom".into()),
+                skills: vec!["arxiv".into()],
+                enabled_toolsets: Some(vec!["file".into()]),
+                workdir: Some(workdir.path().display().to_string()),
+                context_from: Some(vec![source.into()]),
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    assert_eq!(job.skill.as_deref(), Some("arxiv"));
+    env.mock.push(MockResponse::text("done"));
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "ok", "{:?}", rec.error);
+    let requests = env.mock.requests();
+    let req = &requests[0];
+    assert_eq!(req["model"], "py-model");
+    let tools: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"read_file"), "{tools:?}");
+    assert!(!tools.contains(&"terminal"), "{tools:?}");
+    assert!(!tools.contains(&"web_extract"), "{tools:?}");
+    let messages = req["messages"].to_string();
+    assert!(messages.contains("yesterday: 3 papers"), "{messages}");
+    assert!(messages.contains("Search arXiv first."), "{messages}");
+    let context_at = messages.find("yesterday: 3 papers").unwrap();
+    assert!(context_at < messages.find("List today's papers").unwrap());
+}
+
+/// `workdir` is also the directory of a script command line.
+#[tokio::test]
+async fn a_job_workdir_is_the_working_directory_of_its_command() {
+    let env = env(Duration::from_secs(600)).await;
+    let workdir = tempfile::tempdir().unwrap();
+    let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+    JobStore::new(env.home.home())
+        .create(
+            NewJob {
+                schedule: at,
+                script: Some("pwd -P".into()),
+                no_agent: true,
+                workdir: Some(workdir.path().display().to_string()),
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "ok", "{:?}", rec.error);
+    let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
+    let real = std::fs::canonicalize(workdir.path()).unwrap();
+    assert!(md.contains(&real.display().to_string()), "{md}");
 }

@@ -136,7 +136,7 @@ impl fmt::Display for GatewayStatus {
 
 /// The pairing overview of `home` now (for the status).
 pub fn pairing_overview(home: &HermesHome) -> Result<PairingOverview, crate::auth::PairingError> {
-    PairingStore::new(home.root().join("pairing")).overview(now_unix())
+    PairingStore::new(PairingStore::dir_for_home(home.root())).overview(now_unix())
 }
 
 /// A platform's home channel (where cron deliveries go), set by `/sethome`.
@@ -176,13 +176,8 @@ pub fn set_home_channel(
             thread_id: target.thread_id.clone(),
         },
     );
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let text = serde_json::to_string_pretty(&all).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &path)
+    hermes_protocol::private_fs::write_atomic(&path, text)
 }
 
 #[cfg(test)]

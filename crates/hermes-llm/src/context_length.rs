@@ -123,14 +123,7 @@ fn write_cache(path: &Path, key: String, tokens: u64, now: u64) {
     );
     let result = serde_json::to_string_pretty(&all)
         .map_err(std::io::Error::other)
-        .and_then(|text| {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let tmp = path.with_extension("json.tmp");
-            std::fs::write(&tmp, text)?;
-            std::fs::rename(tmp, path)
-        });
+        .and_then(|text| hermes_protocol::private_fs::write_atomic(path, text));
     if let Err(e) = result {
         tracing::warn!(error = %e, path = %path.display(), "could not write the context-length cache");
     }

@@ -2,8 +2,8 @@
 //! (`fill_first`, `round_robin`, `least_used`), and cooldowns after failures — 5 min after a
 //! 401, 1 h after a 429 or 402 unless the provider said when it resets (`Retry-After`). The
 //! state (use counts, cooldown ends as Unix seconds) is plain serde data: the keys added with
-//! `hermes auth add` live in `HERMES_HOME/auth.json` ([`CredentialPool::save`] /
-//! [`CredentialPool::load`]); the use counts and cooldowns of every pooled key, whatever its
+//! `hermes auth add` live in `HERMES_HOME/auth.json`, in Python Hermes' format and shared with
+//! it ([`crate::auth_file`]; [`CredentialPool::save`] / [`CredentialPool::load`]); the use counts and cooldowns of every pooled key, whatever its
 //! origin, live without secrets in `HERMES_HOME/cache/credential_state.json`, by provider and
 //! key label ([`save_state`] / [`load_state`]). Clock values are passed in (Unix seconds) so
 //! behaviour is testable without waiting.
@@ -36,6 +36,15 @@ pub enum PoolStrategy {
 }
 
 impl PoolStrategy {
+    /// The name of the strategy (`fill_first`, …), as [`PoolStrategy::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PoolStrategy::FillFirst => "fill_first",
+            PoolStrategy::RoundRobin => "round_robin",
+            PoolStrategy::LeastUsed => "least_used",
+        }
+    }
+
     /// Parses `fill_first` / `round_robin` / `least_used`.
     pub fn parse(s: &str) -> Option<PoolStrategy> {
         match s.trim() {
@@ -50,6 +59,9 @@ impl PoolStrategy {
 /// One key and its bookkeeping.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credential {
+    /// The id of its `auth.json` entry (six hex digits, Python's), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// A short label for `hermes auth list` (e.g. `key-2`, `work`).
     pub label: String,
     /// The secret; never printed by `Debug`.
@@ -109,6 +121,7 @@ impl CredentialPool {
             return i;
         }
         self.credentials.push(Credential {
+            id: None,
             label: label.into(),
             key,
             uses: 0,
@@ -225,41 +238,25 @@ impl CredentialPool {
         Some(cooldown)
     }
 
-    /// Loads the pools file (`auth.json`, a JSON list of pools); a missing file is an empty
-    /// list; a file that is not such a list is an `InvalidData` error naming the path.
+    /// Loads the API-key pools of `auth.json` (Python Hermes' format; see
+    /// [`crate::auth_file::load`]); a missing file is an empty list; a file that is not of
+    /// that shape is an `InvalidData` error naming the path (the file is left as it is).
     pub fn load(path: &Path) -> std::io::Result<Vec<CredentialPool>> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{} is not a list of credential pools: {e}", path.display()),
-                )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e),
-        }
+        crate::auth_file::load(path)
     }
 
-    /// Writes the pools file atomically (temp file + rename) with mode 0600 on Unix.
+    /// Makes `pools` the API-key pools of `auth.json`, under the shared lock, keeping every
+    /// other entry and key of the file ([`crate::auth_file::update`]).
     pub fn save(path: &Path, pools: &[CredentialPool]) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(pools).map_err(std::io::Error::other)?;
-        write_private(path, &text)
+        crate::auth_file::update(path, |p| *p = pools.to_vec()).map(|_| ())
     }
 }
 
 /// Writes `text` to `path` atomically (temp file + rename), mode 0600 on Unix.
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(tmp, path)
+    // Created 0600 (folders 0700) before any byte is written: no window where the key is
+    // readable by others.
+    hermes_protocol::private_fs::write_atomic(path, text)
 }
 
 /// The bookkeeping of one pooled key, persisted without the secret.

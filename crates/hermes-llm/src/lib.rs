@@ -8,6 +8,7 @@
 //! exists outside this crate (ARCHITECTURE §1). It must not persist anything or run tools.
 
 pub mod anthropic;
+pub mod auth_file;
 mod client;
 pub mod context_length;
 pub mod credentials;
@@ -19,6 +20,7 @@ pub mod openai_chat;
 pub mod openai_responses;
 pub mod pooled;
 pub mod pricing;
+pub mod python_providers;
 pub mod reachability;
 mod redact;
 pub mod replay;

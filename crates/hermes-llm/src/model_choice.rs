@@ -181,6 +181,7 @@ pub fn resolve_choice(
             config: section_for(&ctx.configured, &current.provider),
             env: ctx.env.clone(),
             local_model_available: ctx.local_model_available.clone(),
+            file: None,
         },
         Some(p) => {
             known_provider(p)?;
@@ -191,6 +192,7 @@ pub fn resolve_choice(
                 config: section_for(&ctx.configured, p),
                 env: ctx.env.clone(),
                 local_model_available: ctx.local_model_available.clone(),
+                file: None,
             }
         }
     };

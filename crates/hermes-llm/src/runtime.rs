@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_protocol::config::{Config, ModelConfig};
+use hermes_protocol::config::{Config, CustomProvider, ModelConfig};
 
 use crate::anthropic::{AnthropicClient, AnthropicConfig, CacheTtl};
 use crate::client::ModelClient;
@@ -112,6 +112,9 @@ pub struct ResolveInputs {
     pub env: BTreeMap<String, String>,
     /// Path of the installed embedded model, if any.
     pub local_model_available: Option<PathBuf>,
+    /// The whole `config.yaml`, for `provider: custom:<name>` (its `providers:` and
+    /// `custom_providers:` entries); `None` knows no named custom providers.
+    pub file: Option<Config>,
 }
 
 /// Why no runtime could be resolved; every message says what to do.
@@ -133,6 +136,27 @@ pub enum ResolveError {
          llamacpp, vllm, ollama, lmstudio, local"
     )]
     UnknownProvider(String),
+    /// A provider of Python Hermes that hermes cannot serve (OAuth sign-in, AWS, …).
+    #[error("provider `{provider}` {why}")]
+    UnsupportedProvider {
+        /// The name as given.
+        provider: String,
+        /// Why, and what to use instead.
+        why: String,
+    },
+    /// `custom:<name>` names no entry of `providers:` / `custom_providers:`.
+    #[error(
+        "provider `{provider}` is not defined: add it to `custom_providers:` (or `providers:`) in config.yaml{known}"
+    )]
+    UnknownCustomProvider {
+        /// The name as given.
+        provider: String,
+        /// ", defined: custom:a, custom:b" or empty.
+        known: String,
+    },
+    /// A provider without a default model was chosen but no model was given.
+    #[error("provider `{0}` needs a model: pass --model or set `model.default` in config.yaml")]
+    MissingModel(String),
     /// A hosted provider was chosen but its key is missing.
     #[error(
         "provider `{provider}` needs an API key: set {env_var} in the environment or HERMES_HOME/.env, \
@@ -164,6 +188,42 @@ struct Hosted {
     base_url: &'static str,
     default_model: &'static str,
     api_mode: ApiMode,
+}
+
+/// A hosted provider of either table: hermes' own ([`HOSTED`]) or Python Hermes' registry
+/// ([`crate::python_providers::PYTHON_PROVIDERS`]).
+#[derive(Clone, Copy)]
+struct HostedSpec {
+    id: &'static str,
+    env_vars: &'static [&'static str],
+    base_url: &'static str,
+    base_url_env: Option<&'static str>,
+    default_model: Option<&'static str>,
+    api_mode: ApiMode,
+}
+
+impl HostedSpec {
+    fn of(h: &'static Hosted) -> HostedSpec {
+        HostedSpec {
+            id: h.id,
+            env_vars: std::slice::from_ref(&h.env_var),
+            base_url: h.base_url,
+            base_url_env: None,
+            default_model: Some(h.default_model),
+            api_mode: h.api_mode,
+        }
+    }
+
+    fn of_python(p: &'static crate::python_providers::PythonProvider) -> HostedSpec {
+        HostedSpec {
+            id: p.id,
+            env_vars: p.env_vars,
+            base_url: p.base_url,
+            base_url_env: p.base_url_env,
+            default_model: None,
+            api_mode: p.api_mode,
+        }
+    }
 }
 
 /// Hosted providers, in env-var detection order.
@@ -262,12 +322,21 @@ pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
         "vllm" => custom(Some("http://127.0.0.1:8000/v1")),
         "lmstudio" | "lm-studio" | "lm_studio" => custom(Some("http://127.0.0.1:1234/v1")),
         "local" | "embedded" => Some(CanonicalProvider::Local),
-        _ => None,
+        _ => crate::python_providers::python_provider(&n).map(|p| CanonicalProvider::Hosted(p.id)),
     }
 }
 
-fn hosted(id: &str) -> Option<&'static Hosted> {
-    HOSTED.iter().find(|h| h.id == id)
+fn hosted(id: &str) -> Option<HostedSpec> {
+    HOSTED
+        .iter()
+        .find(|h| h.id == id)
+        .map(HostedSpec::of)
+        .or_else(|| {
+            crate::python_providers::PYTHON_PROVIDERS
+                .iter()
+                .find(|p| p.id == id)
+                .map(HostedSpec::of_python)
+        })
 }
 
 fn non_empty(v: &Option<String>) -> Option<String> {
@@ -305,10 +374,24 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
     let config_key = non_empty(&cfg.api_key);
     let forced_mode = cfg.api_mode.as_deref().and_then(ApiMode::parse);
 
+    let named = match &provider {
+        Some(p) => find_named_custom(inputs, p)?,
+        None => None,
+    };
+    if let Some(named) = named {
+        let rt = named_custom_runtime(inputs, named, model, base_url, config_key, &mut trace)?;
+        return Ok(finish(rt, inputs, None, trace));
+    }
     let canonical = match &provider {
-        Some(p) => {
-            Some(canonical_provider(p).ok_or_else(|| ResolveError::UnknownProvider(p.clone()))?)
-        }
+        Some(p) => Some(canonical_provider(p).ok_or_else(|| {
+            match crate::python_providers::unsupported_provider(p) {
+                Some(why) => ResolveError::UnsupportedProvider {
+                    provider: p.clone(),
+                    why: why.to_string(),
+                },
+                None => ResolveError::UnknownProvider(p.clone()),
+            }
+        })?),
         None if base_url.is_some() => {
             trace.push("no provider given but a base_url is: using provider `custom`".to_string());
             Some(CanonicalProvider::Custom {
@@ -318,7 +401,7 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
         None => None,
     };
 
-    let mut rt = match canonical {
+    let rt = match canonical {
         Some(CanonicalProvider::Local) => local_runtime(inputs, model, &mut trace)?,
         Some(CanonicalProvider::Custom { default_base_url }) => {
             let url = match (base_url, default_base_url) {
@@ -360,26 +443,45 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
                     trace.push(format!("API key from config.yaml ({})", mask_secret(&k)));
                     k
                 }
-                None => match inputs.env.get(h.env_var).filter(|v| !v.trim().is_empty()) {
-                    Some(k) => {
-                        trace.push(format!("API key from {} ({})", h.env_var, mask_secret(k)));
-                        k.trim().to_string()
+                None => {
+                    let found = h.env_vars.iter().find_map(|var| {
+                        inputs
+                            .env
+                            .get(*var)
+                            .filter(|v| !v.trim().is_empty())
+                            .map(|k| (var, k.trim().to_string()))
+                    });
+                    match found {
+                        Some((var, k)) => {
+                            trace.push(format!("API key from {var} ({})", mask_secret(&k)));
+                            k
+                        }
+                        None => {
+                            return Err(ResolveError::MissingApiKey {
+                                provider: h.id.to_string(),
+                                env_var: h.env_vars.join(" or "),
+                            });
+                        }
                     }
-                    None => {
-                        return Err(ResolveError::MissingApiKey {
-                            provider: h.id.to_string(),
-                            env_var: h.env_var.to_string(),
-                        });
-                    }
-                },
+                }
             };
-            hosted_runtime(h, key, model, base_url, &mut trace)
+            let base_url = base_url.or_else(|| {
+                let var = h.base_url_env?;
+                let url = inputs
+                    .env
+                    .get(var)
+                    .map(|v| v.trim())
+                    .filter(|v| !v.is_empty())?;
+                trace.push(format!("base_url `{url}` from {var}"));
+                Some(url.to_string())
+            });
+            hosted_runtime(h, key, model, base_url, &mut trace)?
         }
         None => {
-            let found = HOSTED.iter().find_map(|h| {
+            let found = HOSTED.iter().map(HostedSpec::of).find_map(|h| {
                 inputs
                     .env
-                    .get(h.env_var)
+                    .get(h.env_vars[0])
                     .filter(|v| !v.trim().is_empty())
                     .map(|k| (h, k.trim().to_string()))
             });
@@ -388,10 +490,10 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
                     trace.push(format!(
                         "provider `{}` chosen because {} is set ({})",
                         h.id,
-                        h.env_var,
+                        h.env_vars[0],
                         mask_secret(&key)
                     ));
-                    hosted_runtime(h, key, model, None, &mut trace)
+                    hosted_runtime(h, key, model, None, &mut trace)?
                 }
                 None if inputs.local_model_available.is_some() => {
                     trace.push("no provider, base_url or API key configured: using the installed local model".to_string());
@@ -401,6 +503,18 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
             }
         }
     };
+    Ok(finish(rt, inputs, forced_mode, trace))
+}
+
+/// The common end of [`resolve`]: api_mode detection, a forced api_mode, the context
+/// window override, the final trace line.
+fn finish(
+    mut rt: Runtime,
+    inputs: &ResolveInputs,
+    forced_mode: Option<ApiMode>,
+    mut trace: Vec<String>,
+) -> Runtime {
+    let cfg = &inputs.config;
     if let Some(mode) = detect_api_mode(&rt.base_url, &rt.model).filter(|m| *m != rt.api_mode) {
         trace.push(format!(
             "api_mode {} detected from base_url `{}` and model `{}`",
@@ -429,33 +543,151 @@ pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
         rt.model
     ));
     rt.trace = trace;
-    Ok(rt)
+    rt
 }
 
 fn hosted_runtime(
-    h: &Hosted,
+    h: HostedSpec,
     key: String,
     model: Option<String>,
     base_url: Option<String>,
     trace: &mut Vec<String>,
-) -> Runtime {
-    let base_url = base_url.unwrap_or_else(|| h.base_url.to_string());
-    let model = model.unwrap_or_else(|| {
-        trace.push(format!(
-            "model `{}` is the default for {}",
-            h.default_model, h.id
-        ));
-        h.default_model.to_string()
-    });
-    Runtime {
+) -> Result<Runtime, ResolveError> {
+    let mut api_mode = h.api_mode;
+    let base_url = match base_url {
+        Some(u) => u,
+        // Python Hermes sends Kimi Code keys to the Kimi Code endpoint (Anthropic Messages).
+        None if h.id == "kimi-coding" && key.starts_with("sk-kimi-") => {
+            trace.push("a Kimi Code key (sk-kimi-…): using the Kimi Code endpoint".to_string());
+            api_mode = ApiMode::AnthropicMessages;
+            crate::python_providers::KIMI_CODE_BASE_URL.to_string()
+        }
+        None => h.base_url.to_string(),
+    };
+    let model = match (model, h.default_model) {
+        (Some(m), _) => m,
+        (None, Some(d)) => {
+            trace.push(format!("model `{d}` is the default for {}", h.id));
+            d.to_string()
+        }
+        (None, None) => return Err(ResolveError::MissingModel(h.id.to_string())),
+    };
+    Ok(Runtime {
         provider: h.id.to_string(),
-        api_mode: h.api_mode,
+        api_mode,
         base_url,
         model,
         api_key: Some(key),
         context_window: None,
         trace: Vec::new(),
+    })
+}
+
+/// The `providers:` / `custom_providers:` entry `provider` names: always for
+/// `custom:<name>` (an error when there is none), and for a bare name that is no built-in
+/// provider.
+fn find_named_custom(
+    inputs: &ResolveInputs,
+    provider: &str,
+) -> Result<Option<CustomProvider>, ResolveError> {
+    let prefixed = provider.trim().to_ascii_lowercase().starts_with("custom:");
+    if !prefixed && canonical_provider(provider).is_some() {
+        return Ok(None);
     }
+    let found = inputs
+        .file
+        .as_ref()
+        .and_then(|c| c.find_custom_provider(provider));
+    match found {
+        Some(c) => Ok(Some(c)),
+        None if prefixed => {
+            let names = inputs
+                .file
+                .as_ref()
+                .map(|c| c.custom_provider_names())
+                .unwrap_or_default();
+            Err(ResolveError::UnknownCustomProvider {
+                provider: provider.to_string(),
+                known: if names.is_empty() {
+                    String::new()
+                } else {
+                    format!("; defined: {}", names.join(", "))
+                },
+            })
+        }
+        None => Ok(None),
+    }
+}
+
+/// A runtime for a named custom provider: its URL (unless `--base-url` is given), the key
+/// from its `key_env` variable, else its `api_key`, else `model.api_key`; its `api_mode`;
+/// the model from the flag or `model.default`, else the entry's, else `default`.
+fn named_custom_runtime(
+    inputs: &ResolveInputs,
+    c: CustomProvider,
+    model: Option<String>,
+    base_url: Option<String>,
+    config_key: Option<String>,
+    trace: &mut Vec<String>,
+) -> Result<Runtime, ResolveError> {
+    trace.push(format!("custom provider `{}` from config.yaml", c.name));
+    let base_url = match non_empty(&inputs.base_url) {
+        Some(u) => u,
+        None => {
+            if base_url.as_deref().is_some_and(|u| u != c.base_url) {
+                trace.push(format!("model.base_url ignored: `{}` has its own", c.name));
+            }
+            c.base_url.clone()
+        }
+    };
+    let from_env = c.key_env.as_deref().and_then(|var| {
+        inputs
+            .env
+            .get(var)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+            .map(|v| (var, v.to_string()))
+    });
+    let api_key = match (from_env, c.api_key.clone(), config_key) {
+        (Some((var, k)), _, _) => {
+            trace.push(format!("API key from {var} ({})", mask_secret(&k)));
+            Some(k)
+        }
+        (None, Some(k), _) | (None, None, Some(k)) => {
+            trace.push(format!("API key from config.yaml ({})", mask_secret(&k)));
+            Some(k)
+        }
+        (None, None, None) => {
+            if let Some(var) = &c.key_env {
+                trace.push(format!("{var} is not set: no API key"));
+            }
+            None
+        }
+    };
+    let api_mode = match c.api_mode.as_deref() {
+        Some("bedrock_converse") => {
+            return Err(ResolveError::UnsupportedProvider {
+                provider: format!("custom:{}", c.name),
+                why: "has api_mode bedrock_converse, which hermes does not speak; use chat_completions, anthropic_messages or codex_responses".to_string(),
+            });
+        }
+        Some(m) => ApiMode::parse(m).unwrap_or(ApiMode::ChatCompletions),
+        None => ApiMode::ChatCompletions,
+    };
+    let model = model.or(c.model.clone()).unwrap_or_else(|| {
+        trace
+            .push("no model given: sending `default` (single-model servers ignore it)".to_string());
+        "default".to_string()
+    });
+    Ok(Runtime {
+        provider: "custom".to_string(),
+        api_mode,
+        base_url,
+        model,
+        api_key,
+        context_window: None,
+        trace: Vec::new(),
+    })
 }
 
 fn local_runtime(

@@ -264,15 +264,14 @@ impl LogSink {
         let Some(path) = &self.path else { return };
         let mut file = self.file.lock().await;
         if file.is_none() {
-            if let Some(dir) = path.parent() {
-                let _ = tokio::fs::create_dir_all(dir).await;
-            }
-            *file = tokio::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .await
-                .ok();
+            let path = path.clone();
+            *file = tokio::task::spawn_blocking(move || {
+                hermes_protocol::private_fs::open_append(&path)
+            })
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(tokio::fs::File::from_std);
         }
         if let Some(f) = file.as_mut() {
             let _ = f.write_all(format!("[{stream}] {line}\n").as_bytes()).await;

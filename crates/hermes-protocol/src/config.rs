@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod custom_providers;
+pub mod python_keys;
+pub mod terminal;
 pub mod web;
+pub use custom_providers::CustomProvider;
+pub use python_keys::IgnoredPythonKeys;
+pub use terminal::{
+    DEFAULT_DOCKER_IMAGE, SandboxConfig, SandboxMode, TerminalConfig, UnsupportedPolicy,
+};
 pub use web::{
     DEFAULT_EXTRACT_CHAR_LIMIT, SEARCH_BACKENDS, SearchBackendKind, WebConfig, WebConfigError,
 };
@@ -72,6 +80,16 @@ pub struct Config {
     pub unauthorized_dm_behavior: Option<yaml_serde::Value>,
     /// `session_reset: {mode, idle_minutes, at_hour}` (gateway; default mode `none`).
     pub session_reset: Option<yaml_serde::Value>,
+    /// `providers:` — named OpenAI-compatible endpoints (Python Hermes' format, read by
+    /// [`Config::find_custom_provider`]).
+    pub providers: Option<yaml_serde::Value>,
+    /// `custom_providers:` — the older list form of named endpoints (Python Hermes' format,
+    /// read by [`Config::find_custom_provider`]).
+    pub custom_providers: Option<yaml_serde::Value>,
+    /// `_config_version:` — Python Hermes' schema version of the file (33 for 0.19.0). hermes
+    /// does not interpret it; its editors leave it as it is.
+    #[serde(rename = "_config_version")]
+    pub config_version: Option<yaml_serde::Value>,
 }
 
 /// `model:` as written: either a bare model name or a table.
@@ -153,6 +171,9 @@ pub struct CompressionSettings {
     pub protect_first_n: Option<usize>,
     /// Messages kept verbatim at the end of the history (default 20).
     pub protect_last_n: Option<usize>,
+    /// Fraction of the usable context window at which compression starts (Python Hermes'
+    /// key; default 0.5). Read through [`CompressionSettings::threshold_ratio`].
+    pub threshold: Option<f64>,
 }
 
 impl Default for CompressionSettings {
@@ -161,6 +182,21 @@ impl Default for CompressionSettings {
             enabled: true,
             protect_first_n: None,
             protect_last_n: None,
+            threshold: None,
+        }
+    }
+}
+
+impl CompressionSettings {
+    /// `threshold` when it is a fraction in `(0, 1]`; `Err` names the key and the value
+    /// otherwise (callers warn and keep the default). `Ok(None)` when unset.
+    pub fn threshold_ratio(&self) -> Result<Option<f64>, String> {
+        match self.threshold {
+            None => Ok(None),
+            Some(t) if t > 0.0 && t <= 1.0 => Ok(Some(t)),
+            Some(t) => Err(format!(
+                "compression.threshold `{t}` is not a fraction between 0 and 1 (e.g. 0.5); using the default"
+            )),
         }
     }
 }
@@ -181,6 +217,10 @@ pub struct AgentConfig {
     /// model family), `true`/`false`, or a list of model-name substrings. Read through
     /// [`AgentConfig::tool_use_enforcement_setting`].
     pub tool_use_enforcement: Option<yaml_serde::Value>,
+    /// `agent.verify_on_stop` (Python Hermes: nudge the model to verify its work before it
+    /// stops; `auto` by default there). hermes never adds that nudge; a value other than
+    /// `false` is reported by [`python_keys::ignored_keys`].
+    pub verify_on_stop: Option<yaml_serde::Value>,
 }
 
 impl AgentConfig {
@@ -210,25 +250,7 @@ impl Default for AgentConfig {
             disabled_toolsets: Vec::new(),
             prompt_profile: None,
             tool_use_enforcement: None,
-        }
-    }
-}
-
-/// `terminal:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TerminalConfig {
-    /// Working directory for tools (default: the process's cwd).
-    pub cwd: Option<PathBuf>,
-    /// Default command timeout in seconds (default 180).
-    pub timeout: u64,
-}
-
-impl Default for TerminalConfig {
-    fn default() -> Self {
-        TerminalConfig {
-            cwd: None,
-            timeout: DEFAULT_TERMINAL_TIMEOUT_S,
+            verify_on_stop: None,
         }
     }
 }
@@ -297,6 +319,12 @@ pub struct SkillsConfig {
     /// Tool-calling iterations between background skill reviews (default
     /// [`DEFAULT_SKILL_NUDGE_INTERVAL`]; 0 turns them off).
     pub creation_nudge_interval: u32,
+    /// `skills.disabled`: names of skills left out of the prompt's index and the skill
+    /// tools everywhere (a list, or one name). Read through [`SkillsConfig::disabled_for`].
+    pub disabled: Option<yaml_serde::Value>,
+    /// `skills.platform_disabled.<platform>`: more names disabled on one platform (`cli`,
+    /// `telegram`, `discord`, …), added to `disabled`.
+    pub platform_disabled: Option<yaml_serde::Value>,
     /// Other `skills:` keys, untouched.
     #[serde(flatten)]
     pub other: BTreeMap<String, yaml_serde::Value>,
@@ -306,8 +334,43 @@ impl Default for SkillsConfig {
     fn default() -> Self {
         SkillsConfig {
             creation_nudge_interval: DEFAULT_SKILL_NUDGE_INTERVAL,
+            disabled: None,
+            platform_disabled: None,
             other: BTreeMap::new(),
         }
+    }
+}
+
+impl SkillsConfig {
+    /// The disabled skill names on `platform` (`None`: the global list only): `disabled`
+    /// united with `platform_disabled.<platform>`, as Python Hermes'
+    /// `get_disabled_skill_names` computes it (a bare string is one name, null is none,
+    /// names are trimmed, empty ones dropped).
+    pub fn disabled_for(&self, platform: Option<&str>) -> std::collections::BTreeSet<String> {
+        fn names(v: Option<&yaml_serde::Value>, out: &mut std::collections::BTreeSet<String>) {
+            let one = |v: &yaml_serde::Value| match v {
+                yaml_serde::Value::String(s) => Some(s.trim().to_string()),
+                yaml_serde::Value::Number(n) => Some(n.to_string()),
+                yaml_serde::Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_string()),
+                _ => None,
+            };
+            match v {
+                Some(yaml_serde::Value::Sequence(items)) => {
+                    out.extend(items.iter().filter_map(one).filter(|s| !s.is_empty()));
+                }
+                Some(other) => out.extend(one(other).filter(|s| !s.is_empty())),
+                None => {}
+            }
+        }
+        let mut out = std::collections::BTreeSet::new();
+        names(self.disabled.as_ref(), &mut out);
+        if let Some(p) = platform {
+            names(
+                self.platform_disabled.as_ref().and_then(|m| m.get(p)),
+                &mut out,
+            );
+        }
+        out
     }
 }
 
@@ -426,6 +489,9 @@ pub struct LoadedConfig {
     pub config: Config,
     /// Unknown keys and other non-fatal findings, e.g. ``unknown key `agent.max_turn` ``.
     pub warnings: Vec<String>,
+    /// Keys of Python Hermes' config that the file sets and hermes does not apply, with what
+    /// hermes does instead ([`python_keys`]); not repeated in `warnings`.
+    pub ignored_python: IgnoredPythonKeys,
 }
 
 impl Config {
@@ -449,7 +515,13 @@ impl Config {
         let mut warnings = Vec::new();
         let de = yaml_serde::Deserializer::from_str(text);
         let config: Config = serde_ignored::deserialize(de, |p| {
-            warnings.push(format!("unknown key `{p}` (ignored)"));
+            let p = p.to_string();
+            if !matches!(
+                python_keys::classify_python_key(&p),
+                Some((_, python_keys::KeyStatus::Ignored(_)))
+            ) {
+                warnings.push(format!("unknown key `{p}` (ignored)"));
+            }
         })
         .map_err(|e| {
             let (line, column) = e
@@ -463,7 +535,14 @@ impl Config {
                 message: e.to_string(),
             }
         })?;
-        Ok(LoadedConfig { config, warnings })
+        let ignored_python = yaml_serde::from_str::<yaml_serde::Value>(text)
+            .map(|v| python_keys::ignored_keys(&v))
+            .unwrap_or_default();
+        Ok(LoadedConfig {
+            config,
+            warnings,
+            ignored_python,
+        })
     }
 
     /// Serializes back to YAML (for `hermes config show`).
@@ -472,31 +551,12 @@ impl Config {
     }
 }
 
-/// Parses a `.env` style `KEY=value` map without touching the process environment.
-/// Lines starting with `#` and blank lines are skipped; `export ` prefixes and matching
-/// quotes are removed.
+/// Parses `.env` text into the variables it sets, the way python-dotenv does (see
+/// [`crate::dotenv`]); `${NAME}` is resolved from the file alone. Skipped statements are
+/// dropped silently: use [`crate::dotenv::parse_dotenv`] to get their warnings and to
+/// resolve `${NAME}` from the process environment.
 pub fn parse_env_file(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        if let Some((k, v)) = line.split_once('=') {
-            let v = v.trim();
-            let v = if v.len() >= 2
-                && ((v.starts_with('"') && v.ends_with('"'))
-                    || (v.starts_with('\'') && v.ends_with('\'')))
-            {
-                &v[1..v.len() - 1]
-            } else {
-                v
-            };
-            out.insert(k.trim().to_string(), v.to_string());
-        }
-    }
-    out
+    crate::dotenv::parse_dotenv(text, &|_| None).to_map()
 }
 
 #[cfg(test)]

@@ -76,7 +76,8 @@ impl std::fmt::Debug for SessionStore {
 }
 
 impl SessionStore {
-    /// Opens (creating it and its parent directories if needed) the database at `path`, turns
+    /// Opens (creating it, mode 0600, and its parent directories, mode 0700, if needed; an
+    /// existing database readable by others is tightened) the database at `path`, turns
     /// on WAL, `synchronous=NORMAL`, foreign keys and a busy timeout, and brings the file to
     /// the shared schema (Python Hermes 0.19.0's, see `migrate.rs`): a new file gets it, a
     /// file of hermes' earlier schema is backed up and migrated, a Python file is used as it
@@ -90,12 +91,21 @@ impl SessionStore {
     pub fn open(path: impl AsRef<Path>) -> Result<SessionStore, StoreError> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
-                path: parent.to_path_buf(),
-                source,
+            hermes_protocol::private_fs::create_dir_all(parent).map_err(|source| {
+                StoreError::CreateDir {
+                    path: parent.to_path_buf(),
+                    source,
+                }
             })?;
         }
         check_header(path)?;
+        // Mode 0600 before SQLite opens it; its -wal and -shm files take the same mode.
+        hermes_protocol::private_fs::prepare_sqlite(path).map_err(|source| {
+            StoreError::CreateDir {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             db: db.clone(),

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 pub use home::TempHome;
 pub use invariants::{assert_request_invariants, check_request_invariants};
-pub use mock::{CapturedRequest, MockProvider};
+pub use mock::{CapturedRequest, MockProvider, Responder};
 pub use raw::{RawFault, RawHttpServer};
 pub use response::{Chunking, MockResponse};
 

@@ -15,6 +15,10 @@ use serde_json::{Value, json};
 
 use crate::response::MockResponse;
 
+/// A function that answers a chat request from its parsed JSON body (see
+/// [`MockProvider::set_responder`]); `None` passes the request on to the queue.
+pub type Responder = Arc<dyn Fn(&Value) -> Option<MockResponse> + Send + Sync>;
+
 /// One request the mock received.
 #[derive(Debug, Clone)]
 pub struct CapturedRequest {
@@ -43,6 +47,7 @@ struct Shared {
     requests: Vec<CapturedRequest>,
     models: Option<Value>,
     fallback: Option<MockResponse>,
+    responder: Option<Responder>,
     props: Option<Value>,
 }
 
@@ -59,7 +64,7 @@ fn lock(s: &SharedState) -> MutexGuard<'_, Shared> {
 /// runtime. `POST /v1/chat/completions` (and, for the Anthropic and Responses adapters,
 /// `POST /v1/messages` and `POST /v1/responses`, which share the same queue) serves a
 /// response routed to the request by its content ([`MockProvider::push_matching`]) first,
-/// else queued [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
+/// else the [`MockProvider::set_responder`] function's answer, else queued [`MockResponse`]s in order (then the [`MockProvider::set_fallback`] response, if any, else
 /// HTTP 500 with an explanatory error body) and records every request;
 /// `GET /v1/models` lists one model; `GET /props` (llama.cpp server) answers 404 until
 /// [`MockProvider::set_props`]. The server stops when this value is dropped.
@@ -119,6 +124,18 @@ impl MockProvider {
     /// calls is not known in advance (crash and concurrency drivers).
     pub fn set_fallback(&self, response: Option<MockResponse>) {
         lock(&self.state).fallback = response;
+    }
+
+    /// Answers every chat request this function returns `Some` for, computed from the request
+    /// body (after routed responses, before the queue); `None` from it falls through to the
+    /// queue. For programs whose calls are not known in advance, e.g. a scripted model that
+    /// reads its instructions from the latest user message, shared by several processes at
+    /// once.
+    pub fn set_responder(
+        &self,
+        responder: impl Fn(&Value) -> Option<MockResponse> + Send + Sync + 'static,
+    ) {
+        lock(&self.state).responder = Some(Arc::new(responder));
     }
 
     /// Drops every queued response (the fallback stays).
@@ -186,18 +203,31 @@ async fn chat(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let next = {
+    let (next, responder, parsed) = {
         let mut s = lock(&state);
-        s.requests.push(capture(&headers, uri.path(), &body));
+        let captured = capture(&headers, uri.path(), &body);
+        let parsed = captured.body.clone();
+        s.requests.push(captured);
         let text = String::from_utf8_lossy(&body);
         match s
             .routed
             .iter()
             .position(|(needle, _)| text.contains(needle.as_str()))
         {
-            Some(i) => Some(s.routed.remove(i).1),
-            None => s.queue.pop_front().or_else(|| s.fallback.clone()),
+            Some(i) => (Some(s.routed.remove(i).1), None, parsed),
+            None => (None, s.responder.clone(), parsed),
         }
+    };
+    // The responder runs outside the lock (it may be slow or re-entrant).
+    let next = match next {
+        Some(r) => Some(r),
+        None => match responder.and_then(|f| f(&parsed)) {
+            Some(r) => Some(r),
+            None => {
+                let mut s = lock(&state);
+                s.queue.pop_front().or_else(|| s.fallback.clone())
+            }
+        },
     };
     let Some(resp) = next else {
         return plain(

@@ -208,6 +208,44 @@ impl MockResponse {
     }
 }
 
+impl MockResponse {
+    /// A non-streamed (`"stream": false`) Chat Completions answer with `text`, finish_reason
+    /// `stop` and a usage block, as `application/json`.
+    pub fn text_json(text: &str) -> MockResponse {
+        completion_json(
+            json!({"role": "assistant", "content": text}),
+            "stop",
+            text.chars().count() as u64 / 4 + 1,
+        )
+    }
+
+    /// A non-streamed Chat Completions answer calling tools: `calls` are (id, name, arguments
+    /// JSON text); finish_reason `tool_calls`, usage, as `application/json`.
+    pub fn tool_calls_json(calls: &[(&str, &str, &str)]) -> MockResponse {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| {
+                json!({"id": id, "type": "function",
+                    "function": {"name": name, "arguments": args}})
+            })
+            .collect();
+        completion_json(
+            json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            "tool_calls",
+            10,
+        )
+    }
+}
+
+fn completion_json(message: Value, finish: &str, completion_tokens: u64) -> MockResponse {
+    let body = json!({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0,
+        "model": "mock-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": completion_tokens,
+            "total_tokens": 10 + completion_tokens}});
+    MockResponse::from_bytes(200, json_headers(), body.to_string())
+}
+
 fn split_text(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let n = chars.len().div_ceil(3).max(1);

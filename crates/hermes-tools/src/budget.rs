@@ -68,7 +68,7 @@ fn chars(s: &str) -> usize {
 }
 
 fn spill(item: &mut BudgetItem, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    hermes_protocol::private_fs::create_dir_all(dir)?;
     let safe: String = item
         .call_id
         .chars()
@@ -82,7 +82,8 @@ fn spill(item: &mut BudgetItem, dir: &Path) -> std::io::Result<()> {
         .take(80)
         .collect();
     let path = dir.join(format!("{}-{safe}.txt", item.tool_name));
-    crate::file::atomic_write(&path, item.content.as_bytes())?;
+    // Under HERMES_HOME/cache: owner-only (issue 18 item 2).
+    hermes_protocol::private_fs::write_atomic(&path, item.content.as_bytes())?;
     let total = chars(&item.content);
     let preview: String = item.content.chars().take(SPILL_PREVIEW_CHARS).collect();
     item.content = format!(

@@ -3,7 +3,8 @@
 //! Owns the [`Tool`] trait, the explicit [`Registry`] of built-in tools, toolset composition
 //! ([`ToolsetSelection`]), argument coercion by schema ([`coerce_args`]), the built-in `file`
 //! ([`mod@file`]) and `terminal` ([`terminal`]) toolsets, dangerous-command classification,
-//! the write deny-list ([`safety`]), the parallel planner for a batch of calls ([`plan`]) and
+//! the OS sandbox of every command and the one path policy of the file tools ([`sandbox`]),
+//! dangerous-command warnings ([`safety`]), the parallel planner for a batch of calls ([`plan`]) and
 //! the tool-result budget ([`budget`]), the per-session `todo` list ([`todo`]) and the
 //! `clarify` tool with its [`Clarifier`] trait for front ends ([`clarify`]), and the `web`
 //! toolset ([`web`]: `web_extract`, `web_search` behind a configured search backend, and
@@ -18,6 +19,7 @@ pub mod file;
 pub mod plan;
 mod registry;
 pub mod safety;
+pub mod sandbox;
 pub mod terminal;
 pub mod todo;
 mod tool;
@@ -28,6 +30,7 @@ pub use clarify::{Clarifier, ClarifyRequest, ClarifyTool};
 pub use coerce::coerce_args;
 pub use registry::{Registry, RegistryError, ToolSet, closest_names};
 pub use safety::{CommandSafety, check_write_path, classify_command};
+pub use sandbox::{SandboxPolicy, SandboxSettings};
 pub use terminal::ProcessRegistry;
 pub use todo::{TodoItem, TodoStatus, TodoStore, TodoTool};
 pub use tool::{

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_protocol::{HermesHome, ToolSpec};
+
+use crate::sandbox::{SandboxPolicy, SandboxSettings};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -105,6 +107,9 @@ pub struct ToolContext {
     pub terminal_timeout_s: u64,
     /// Called with progress text while the tool runs.
     pub progress: Arc<dyn Fn(String) + Send + Sync>,
+    /// The OS sandbox of commands and the path policy of the file tools
+    /// ([`crate::sandbox`]); the workspace is [`ToolContext::cwd`].
+    pub sandbox: Arc<SandboxSettings>,
 }
 
 /// One tool. Registration is explicit: each toolset module lists its tools.
@@ -163,8 +168,9 @@ impl Approver for FixedApprover {
 
 impl ToolContext {
     /// A context for tests and headless use: `cwd`, hermes home `home`, a fresh cancel token,
-    /// approvals denied ([`FixedApprover`]), no `--yolo`, the default 180 s terminal timeout
-    /// and progress discarded.
+    /// approvals denied ([`FixedApprover`]), no `--yolo`, the default 180 s terminal timeout,
+    /// progress discarded and the sandbox [`SandboxSettings::off`] (tests of the sandbox set
+    /// [`ToolContext::sandbox`] themselves).
     #[doc(hidden)]
     pub fn for_tests(cwd: impl Into<PathBuf>, home: HermesHome) -> ToolContext {
         ToolContext {
@@ -175,7 +181,14 @@ impl ToolContext {
             yolo: false,
             terminal_timeout_s: hermes_protocol::config::DEFAULT_TERMINAL_TIMEOUT_S,
             progress: Arc::new(|_| {}),
+            sandbox: Arc::new(SandboxSettings::off()),
         }
+    }
+
+    /// The sandbox policy of this call: [`ToolContext::sandbox`] resolved for the workspace
+    /// [`ToolContext::cwd`] and hermes home [`ToolContext::home`].
+    pub fn policy(&self) -> SandboxPolicy {
+        self.sandbox.policy(&self.cwd, &self.home)
     }
 
     /// Resolves a tool's path argument: `~` and `~/…` expand to `$HOME`, relative paths are

@@ -302,7 +302,8 @@ async fn background_processes_can_be_listed_polled_logged_and_killed() {
 async fn dropping_the_registry_kills_background_processes() {
     let dir = tempfile::tempdir().unwrap();
     let registry = ProcessRegistry::new();
-    let info = registry.spawn("sleep 600", dir.path()).unwrap();
+    let ctx = common::ctx(dir.path(), Approval::Deny);
+    let info = registry.spawn("sleep 600", dir.path(), &ctx).unwrap();
     let pid = info.pid.unwrap();
     assert!(common::alive(pid));
     drop(registry);

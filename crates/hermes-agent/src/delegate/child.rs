@@ -155,6 +155,7 @@ pub(crate) async fn run_child(
         hooks: crate::Hooks::default(),
         learning: LearningOptions::default(),
         parent_session_id: Some(parent.session_id.clone()),
+        sandbox: ctx.sandbox.clone(),
     };
     let mut agent = match Agent::start(deps, opts, None).await {
         Ok(agent) => agent,

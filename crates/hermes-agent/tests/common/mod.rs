@@ -113,6 +113,8 @@ impl Harness {
             cwd: cwd.path().to_path_buf(),
             retry_base: Duration::from_millis(1),
             retry_max: Duration::from_millis(5),
+            // These tests are not about the sandbox (tests/sandbox_*.rs are).
+            sandbox: std::sync::Arc::new(hermes_tools::SandboxSettings::off()),
             ..AgentOptions::default()
         };
         Harness {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use hermes_protocol::HermesHome;
-use hermes_protocol::config::{Config, parse_env_file};
+use hermes_protocol::config::Config;
 use hermes_store::SessionStore;
 
 /// Loaded settings of one invocation.
@@ -16,6 +16,10 @@ pub struct App {
     pub config: Config,
     /// Non-fatal findings in `config.yaml` (unknown keys).
     pub config_warnings: Vec<String>,
+    /// Other start-up lines for the terminal, each complete: skipped `.env` statements
+    /// (with the file and line) and the one-line summary of Python Hermes settings hermes
+    /// does not use (each of those is logged by name).
+    pub startup_notes: Vec<String>,
     /// `.env` merged under the process environment (the process wins), never logged.
     pub env: BTreeMap<String, String>,
 }
@@ -27,23 +31,49 @@ impl App {
         let home = HermesHome::resolve(profile).context(
             "cannot find a home directory; set HERMES_HOME to the folder hermes should use",
         )?;
-        let mut env = match std::fs::read_to_string(home.env_file()) {
-            Ok(text) => parse_env_file(&text),
-            Err(_) => BTreeMap::new(),
-        };
+        let mut startup_notes = Vec::new();
+        // `.env` as python-dotenv reads it; `${NAME}` falls back to the process environment.
+        let env_path = home.env_file();
+        let mut env =
+            match hermes_protocol::dotenv::read_dotenv(&env_path, &|name| std::env::var(name).ok())
+            {
+                Ok(parsed) => {
+                    for w in &parsed.warnings {
+                        tracing::warn!(file = %env_path.display(), line = w.line, "{w}");
+                        startup_notes.push(format!("warning: {}: {w}", env_path.display()));
+                    }
+                    parsed.to_map()
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+                Err(e) => {
+                    tracing::warn!(file = %env_path.display(), error = %e, "cannot read .env");
+                    startup_notes.push(format!("warning: cannot read {}: {e}", env_path.display()));
+                    BTreeMap::new()
+                }
+            };
         for (k, v) in std::env::vars() {
             env.insert(k, v);
         }
         let loaded = Config::load(&home.config_file())?;
+        for line in loaded.ignored_python.lines() {
+            tracing::warn!(file = %home.config_file().display(), "not used by hermes: {line}");
+        }
+        if let Some(summary) = loaded.ignored_python.summary() {
+            startup_notes.push(format!("note: {summary}"));
+        }
         let mut config_warnings = loaded.warnings;
         let (base, ttl_warnings) = hermes_llm::ClientOptions::from_config(&loaded.config);
         config_warnings.extend(ttl_warnings);
         let (_, pool_warnings) = base.with_pool(&loaded.config.model.to_config(), None, None);
         config_warnings.extend(pool_warnings);
+        if let Err(w) = loaded.config.compression.threshold_ratio() {
+            config_warnings.push(w);
+        }
         Ok(App {
             home,
             config: loaded.config,
             config_warnings,
+            startup_notes,
             env,
         })
     }
@@ -78,6 +108,9 @@ impl App {
     pub fn warn_config(&self) {
         for w in &self.config_warnings {
             eprintln!("warning: {}: {w}", self.home.config_file().display());
+        }
+        for note in &self.startup_notes {
+            eprintln!("{note}");
         }
     }
 }

@@ -25,6 +25,7 @@ fn owned(app: &App) -> Arc<App> {
         home: app.home.clone(),
         config: app.config.clone(),
         config_warnings: Vec::new(),
+        startup_notes: Vec::new(),
         env: app.env.clone(),
     })
 }
@@ -49,10 +50,16 @@ pub fn scheduler_with(
         .map(|rt| crate::assembly::runtime::prompt_is_compact(&app, args, rt.api_mode))
         .unwrap_or(false);
     let (factory_app, base_args) = (app.clone(), args.clone());
-    let clients: ClientFactory = Arc::new(move |model: Option<&str>| {
+    let clients: ClientFactory = Arc::new(move |choice: &hermes_cron::ModelChoice| {
         let mut args = base_args.clone();
-        if let Some(m) = model {
-            args.model = Some(m.to_string());
+        if let Some(m) = &choice.model {
+            args.model = Some(m.clone());
+        }
+        if let Some(p) = &choice.provider {
+            args.provider = Some(p.clone());
+        }
+        if let Some(u) = &choice.base_url {
+            args.base_url = Some(u.clone());
         }
         crate::assembly::runtime::resolve_runtime(&factory_app, &args)
             .and_then(|rt| crate::assembly::runtime::build_client(&factory_app, &rt))
@@ -84,6 +91,10 @@ pub fn scheduler_with(
             .into_iter()
             .chain([crate::assembly::delegation::cron_tool(&app, compact)])
             .collect(),
+        sandbox: crate::assembly::sandbox::settings(
+            &app,
+            hermes_protocol::config::UnsupportedPolicy::Refuse,
+        ),
     });
     Ok(Scheduler::new(
         JobStore::new(&app.home),

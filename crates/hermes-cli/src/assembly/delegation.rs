@@ -76,6 +76,7 @@ fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
         config: section.clone(),
         env: app.env.clone(),
         local_model_available: None,
+        file: Some(app.config.clone()),
     };
     let built = hermes_llm::resolve(&inputs)
         .map_err(|e| e.to_string())

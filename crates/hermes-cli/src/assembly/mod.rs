@@ -13,7 +13,8 @@
 //!   session's model) and [`mcp_scan`] (injection scan of MCP tool descriptions);
 //! - [`prompt`]: the system prompt source; [`delegation`]: `delegate_task` settings;
 //! - [`cron`]: the scheduler whose runs are headless agents, and the `cronjob` tool;
-//! - [`model_switch`]: `/model` and `hermes model set` (another runtime mid-session).
+//! - [`model_switch`]: `/model` and `hermes model set` (another runtime mid-session);
+//! - [`sandbox`]: the OS sandbox settings of the agents, the launcher, its warnings.
 //!
 //! Depends only on `config_edit` among the CLI's modules: front ends (`commands`, `repl`,
 //! `setup`) build on it, never the other way round.
@@ -28,6 +29,7 @@ pub mod mcp_scan;
 pub mod model_switch;
 pub mod prompt;
 pub mod runtime;
+pub mod sandbox;
 pub mod tools;
 
 use std::sync::Arc;
@@ -41,7 +43,7 @@ use hermes_tools::{Approver, ToolsetSelection};
 use crate::assembly::app::App;
 use crate::assembly::args::ChatArgs;
 use crate::assembly::runtime::{
-    build_client, prompt_is_compact, resolve_context_window, resolve_runtime,
+    SKILLS_PLATFORM, build_client, prompt_is_compact, resolve_context_window, resolve_runtime,
 };
 
 /// `compression:` settings over the compressor's defaults.
@@ -54,6 +56,10 @@ fn compression_config(
     }
     if let Some(n) = settings.protect_last_n {
         config.protect_last_n = n;
+    }
+    // An unusable value was reported among the config warnings; the default stays.
+    if let Ok(Some(ratio)) = settings.threshold_ratio() {
+        config.threshold_ratio = ratio;
     }
     config
 }
@@ -70,6 +76,7 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
             config: entry.clone(),
             env: app.env.clone(),
             local_model_available: None,
+            file: Some(app.config.clone()),
         };
         let built = hermes_llm::resolve(&inputs)
             .map_err(|e| e.to_string())
@@ -144,6 +151,16 @@ impl AgentKit {
             tracing::info!(tool = %name, %reason, "tool hidden: not available here");
         }
         let tools = selection.tools().to_vec();
+        // A front end with a user at a terminal (it answers MCP elicitations) runs commands
+        // unsandboxed with a warning on a kernel without Landlock; headless ones refuse.
+        let sandbox = sandbox::settings(
+            app,
+            if elicitor.is_some() {
+                hermes_protocol::config::UnsupportedPolicy::Warn
+            } else {
+                hermes_protocol::config::UnsupportedPolicy::Refuse
+            },
+        );
         let cwd = match &app.config.terminal.cwd {
             Some(p) => p.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -173,6 +190,7 @@ impl AgentKit {
             toolsets.clone(),
         )
         .with_memory(app.config.memory.clone())
+        .with_disabled_skills(app.config.skills.disabled_for(Some(SKILLS_PLATFORM)))
         .with_tool_use_enforcement(app.config.agent.tool_use_enforcement_setting());
         let opts = AgentOptions {
             max_turns: args.max_turns.unwrap_or(app.config.agent.max_turns),
@@ -181,6 +199,7 @@ impl AgentKit {
             cwd,
             terminal_timeout_s: app.config.terminal.timeout,
             source: "cli".to_string(),
+            sandbox,
             max_tokens: app.config.model.to_config().max_tokens,
             context_window: app.config.model.to_config().context_length,
             compression_enabled: app.config.compression.enabled,
@@ -244,6 +263,7 @@ pub async fn build_agent(
     clarifier: Option<Arc<dyn hermes_tools::Clarifier>>,
 ) -> Result<(Agent, AgentKit)> {
     let mut kit = AgentKit::prepare_with(app, args, elicitor).await?;
+    sandbox::warn_at_start(&kit.opts.sandbox);
     if let Some(clarifier) = clarifier {
         for tool in &mut kit.tools {
             if tool.spec().name == "clarify" {

@@ -53,6 +53,7 @@ impl ModelSwitcher {
                 home: app.home.clone(),
                 config: app.config.clone(),
                 config_warnings: Vec::new(),
+                startup_notes: Vec::new(),
                 env: app.env.clone(),
             },
             current,
@@ -132,6 +133,7 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         config: check,
         env: app.env.clone(),
         local_model_available: crate::assembly::runtime::local_model_path(app),
+        file: Some(app.config.clone()),
     };
     let rt = hermes_llm::resolve(&inputs)?;
 
@@ -194,10 +196,8 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
             yaml_serde::to_string(&doc)?
         }
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    hermes_protocol::private_fs::write_atomic(&path, out)
+        .with_context(|| format!("writing {}", path.display()))?;
     lines.push(format!(
         "default model set to {} on {} ({}) in {}",
         rt.model,
@@ -222,6 +222,7 @@ mod tests {
             home,
             config: loaded.config,
             config_warnings: Vec::new(),
+            startup_notes: Vec::new(),
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -22,6 +22,7 @@ pub struct CliPrompt {
     toolsets: Vec<String>,
     memory: MemoryConfig,
     tool_use_enforcement: Option<String>,
+    disabled_skills: std::collections::BTreeSet<String>,
 }
 
 impl CliPrompt {
@@ -38,6 +39,7 @@ impl CliPrompt {
             toolsets,
             memory: MemoryConfig::default(),
             tool_use_enforcement: None,
+            disabled_skills: Default::default(),
             home,
             cwd,
             profile: if compact {
@@ -57,6 +59,13 @@ impl CliPrompt {
         self
     }
 
+    /// The same source with these skills left out of the index (`skills.disabled` and
+    /// `skills.platform_disabled`).
+    pub fn with_disabled_skills(mut self, names: std::collections::BTreeSet<String>) -> CliPrompt {
+        self.disabled_skills = names;
+        self
+    }
+
     /// The same source with `agent.tool_use_enforcement` applied (`auto`, `true`, `false` or
     /// model-name substrings; see [`hermes_context::tool_use_discipline`]).
     pub fn with_tool_use_enforcement(mut self, setting: Option<String>) -> CliPrompt {
@@ -71,7 +80,7 @@ impl SystemPromptSource for CliPrompt {
             tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
         }
         // Memory and the skills index as they are now: a frozen snapshot for this session.
-        let layers = LearningLayers::load_with(
+        let layers = LearningLayers::load_configured(
             &self.home,
             &IndexFilter {
                 platform: current_platform(),
@@ -79,6 +88,7 @@ impl SystemPromptSource for CliPrompt {
                 toolsets: &self.toolsets,
             },
             &self.memory,
+            &self.disabled_skills,
         );
         for note in &layers.notes {
             tracing::info!("{note}");

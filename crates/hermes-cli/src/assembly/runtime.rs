@@ -13,6 +13,10 @@ use hermes_llm::{ApiMode, ResolveInputs, Runtime};
 use crate::assembly::app::App;
 use crate::assembly::args::{ChatArgs, PromptProfileArg};
 
+/// The platform name under which `skills.platform_disabled` lists skills for sessions built
+/// here (Python Hermes calls the terminal `cli`).
+pub const SKILLS_PLATFORM: &str = "cli";
+
 /// Where the local model file would be: `local.model_path` (relative to `models/`), else the
 /// default model file in `HERMES_HOME/models/`. Returns it only when the file exists.
 pub fn local_model_path(app: &App) -> Option<PathBuf> {
@@ -34,6 +38,7 @@ pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
         config: app.config.model.to_config(),
         env: app.env.clone(),
         local_model_available: local_model_path(app),
+        file: Some(app.config.clone()),
     };
     Ok(hermes_llm::resolve(&inputs)?)
 }

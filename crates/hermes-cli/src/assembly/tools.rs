@@ -37,7 +37,13 @@ pub fn build_registry(
             .register(tool)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
-    for tool in hermes_context::learning_tools_with(&app.home, store, &app.config.memory) {
+    let disabled = app
+        .config
+        .skills
+        .disabled_for(Some(crate::assembly::runtime::SKILLS_PLATFORM));
+    for tool in
+        hermes_context::learning_tools_configured(&app.home, store, &app.config.memory, &disabled)
+    {
         registry
             .register(tool)
             .map_err(|e| anyhow::anyhow!("{e}"))?;

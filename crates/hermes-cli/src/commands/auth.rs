@@ -1,5 +1,6 @@
 //! `hermes auth {add,list,remove}`: extra API keys per provider, kept in
-//! `HERMES_HOME/auth.json` (mode 0600). Together with the provider's own key (env var or
+//! `HERMES_HOME/auth.json` (mode 0600) in Python Hermes' format, shared with it
+//! (`hermes_llm::auth_file`: its lock, its entries kept). Together with the provider's own key (env var or
 //! `model.api_key`) and `model.api_keys` they form the provider's credential pool (FEATURES §2):
 //! a key that fails with 401/402/429 cools down and the next one is used. Keys are never
 //! printed in full (`first6...last4`).
@@ -58,7 +59,6 @@ fn require_provider(name: &str) -> Result<String> {
 pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
     let app = App::load(profile)?;
     let path = app.home.auth_file();
-    let mut pools = CredentialPool::load(&path)?;
     match cmd {
         AuthCmd::Add {
             provider,
@@ -83,44 +83,45 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
             if key.chars().any(char::is_whitespace) {
                 bail!("the key contains whitespace; paste only the key itself");
             }
-            let at = match pools.iter().position(|p| p.provider == id) {
-                Some(i) => i,
-                None => {
-                    pools.push(CredentialPool::new(id.clone(), PoolStrategy::default()));
-                    pools.len() - 1
+            let (_, message) = hermes_llm::auth_file::update_with(&path, |pools| {
+                let at = match pools.iter().position(|p| p.provider == id) {
+                    Some(i) => i,
+                    None => {
+                        pools.push(CredentialPool::new(id.clone(), PoolStrategy::default()));
+                        pools.len() - 1
+                    }
+                };
+                let pool = &mut pools[at];
+                if let Some(s) = strategy {
+                    pool.strategy = s;
                 }
-            };
-            let pool = &mut pools[at];
-            if let Some(s) = strategy {
-                pool.strategy = s;
-            }
-            if let Some(existing) = pool.credentials.iter().find(|c| c.key == key) {
-                println!(
-                    "{id}: this key is already pooled as `{}` ({})",
-                    existing.label,
-                    mask_secret(&key)
-                );
-                return Ok(0);
-            }
-            let label = match label {
-                Some(l) if pool.credentials.iter().any(|c| &c.label == l) => {
-                    bail!("{id} already has a key labelled `{l}`; choose another --label")
+                if let Some(existing) = pool.credentials.iter().find(|c| c.key == key) {
+                    return Ok::<_, anyhow::Error>(format!(
+                        "{id}: this key is already pooled as `{}` ({})",
+                        existing.label,
+                        mask_secret(&key)
+                    ));
                 }
-                Some(l) => l.clone(),
-                None => (1..)
-                    .map(|n| format!("key-{n}"))
-                    .find(|l| !pool.credentials.iter().any(|c| &c.label == l))
-                    .unwrap_or_else(|| "key".to_string()),
-            };
-            pool.add(label.clone(), key.clone());
-            let total = pool.credentials.len();
-            CredentialPool::save(&path, &pools)
-                .with_context(|| format!("writing {}", path.display()))?;
-            println!(
-                "{id}: added `{label}` ({}); {total} key(s) in {}",
-                mask_secret(&key),
-                path.display()
-            );
+                let label = match label {
+                    Some(l) if pool.credentials.iter().any(|c| &c.label == l) => {
+                        bail!("{id} already has a key labelled `{l}`; choose another --label")
+                    }
+                    Some(l) => l.clone(),
+                    None => (1..)
+                        .map(|n| format!("key-{n}"))
+                        .find(|l| !pool.credentials.iter().any(|c| &c.label == l))
+                        .unwrap_or_else(|| "key".to_string()),
+                };
+                pool.add(label.clone(), key.clone());
+                let total = pool.credentials.len();
+                Ok(format!(
+                    "{id}: added `{label}` ({}); {total} key(s) in {}",
+                    mask_secret(&key),
+                    path.display()
+                ))
+            })
+            .with_context(|| format!("updating {}", path.display()))?;
+            println!("{message}");
             Ok(0)
         }
         AuthCmd::List { provider } => {
@@ -128,21 +129,23 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
                 Some(p) => Some(require_provider(p)?),
                 None => None,
             };
+            let pools = CredentialPool::load(&path)?;
             print!("{}", list_text(&app, &pools, only.as_deref()));
             Ok(0)
         }
         AuthCmd::Remove { provider, label } => {
             let id = require_provider(provider)?;
-            let removed = pools
-                .iter_mut()
-                .find(|p| p.provider == id)
-                .is_some_and(|p| p.remove(label));
-            if !removed {
-                bail!("{id} has no key labelled `{label}` (see `hermes auth list`)");
-            }
-            pools.retain(|p| !p.credentials.is_empty());
-            CredentialPool::save(&path, &pools)
-                .with_context(|| format!("writing {}", path.display()))?;
+            hermes_llm::auth_file::update_with(&path, |pools| {
+                let removed = pools
+                    .iter_mut()
+                    .find(|p| p.provider == id)
+                    .is_some_and(|p| p.remove(label));
+                if !removed {
+                    bail!("{id} has no key labelled `{label}` (see `hermes auth list`)");
+                }
+                Ok(())
+            })
+            .with_context(|| format!("updating {}", path.display()))?;
             println!("{id}: removed `{label}`");
             Ok(0)
         }
@@ -175,11 +178,7 @@ fn list_text(app: &App, pools: &[CredentialPool], only: Option<&str>) -> String 
     {
         let pool = pools.iter().find(|p| p.provider == id);
         let state = states.get(id);
-        let strategy = match pool.map(|p| p.strategy).unwrap_or_default() {
-            PoolStrategy::FillFirst => "fill_first",
-            PoolStrategy::RoundRobin => "round_robin",
-            PoolStrategy::LeastUsed => "least_used",
-        };
+        let strategy = pool.map(|p| p.strategy).unwrap_or_default().as_str();
         out.push_str(&format!("{id} (strategy {strategy})\n"));
         let mut labels: Vec<(String, String)> = pool
             .map(|p| {

@@ -28,7 +28,7 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
         ConfigCmd::Show => {
             let app = App::load(profile)?;
             app.warn_config();
-            print!("{}", redacted(&app.config).to_yaml());
+            print!("{}", redacted_yaml(&app.config));
             Ok(0)
         }
         ConfigCmd::Check => {
@@ -42,6 +42,12 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
             match Config::load(&path) {
                 Ok(loaded) => {
                     for w in &loaded.warnings {
+                        outln!("warning: {w}");
+                    }
+                    for line in loaded.ignored_python.lines() {
+                        outln!("not used by hermes: {line}");
+                    }
+                    if let Err(w) = loaded.config.compression.threshold_ratio() {
                         outln!("warning: {w}");
                     }
                     if let Err(e) = loaded.config.web.validate() {
@@ -60,26 +66,19 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
     }
 }
 
-/// A copy of `config` whose API keys are masked (`sk-pro...7890`), for display.
-fn redacted(config: &Config) -> Config {
-    let mut shown = config.clone();
-    let mask = |key: &mut Option<String>| {
-        if let Some(k) = key.as_mut() {
-            *k = hermes_llm::mask_secret(k);
+/// `config` as YAML with every secret field masked (`sk-pro...7890`, or `***` when short):
+/// every field whose name looks like a key, token, secret or password (`model.api_key`,
+/// `api_keys`, `delegation.api_key`, platform tokens) and every MCP `headers`/`env` value
+/// ([`hermes_protocol::secrets::mask_secret_fields`], the rule the redactor uses).
+pub(crate) fn redacted_yaml(config: &Config) -> String {
+    match yaml_serde::to_value(config) {
+        Ok(mut tree) => {
+            hermes_protocol::secrets::mask_secret_fields(&mut tree, &|v| {
+                hermes_llm::mask_secret(v)
+            });
+            yaml_serde::to_string(&tree).unwrap_or_default()
         }
-    };
-    let mask_all = |keys: &mut Vec<String>| {
-        for k in keys.iter_mut() {
-            *k = hermes_llm::mask_secret(k);
-        }
-    };
-    if let hermes_protocol::config::ModelSetting::Table(model) = &mut shown.model {
-        mask(&mut model.api_key);
-        mask_all(&mut model.api_keys);
+        // Never print the unmasked tree.
+        Err(e) => format!("# config could not be shown: {e}\n"),
     }
-    for fallback in &mut shown.fallback_providers {
-        mask(&mut fallback.api_key);
-        mask_all(&mut fallback.api_keys);
-    }
-    shown
 }

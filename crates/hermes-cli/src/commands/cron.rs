@@ -36,12 +36,16 @@ pub enum CronCmd {
         /// Stop after this many runs.
         #[arg(long)]
         repeat: Option<u32>,
-        /// Shell command whose output is given to the agent as context.
+        /// A script under HERMES_HOME/scripts/ (.sh/.bash run with bash, others with
+        /// python3) whose output is given to the agent as context.
         #[arg(long)]
         script: Option<String>,
         /// Deliver the script's output only; no agent runs.
         #[arg(long, requires = "script")]
         no_agent: bool,
+        /// Absolute directory the job runs in (its tools' and scripts' working directory).
+        #[arg(long)]
+        workdir: Option<String>,
     },
     /// Changes a job (`-m` sets its model).
     Edit {
@@ -65,9 +69,12 @@ pub enum CronCmd {
         /// New run limit.
         #[arg(long)]
         repeat: Option<u32>,
-        /// New script command.
+        /// New script (a file under HERMES_HOME/scripts/).
         #[arg(long)]
         script: Option<String>,
+        /// New working directory (absolute; an empty value clears it).
+        #[arg(long)]
+        workdir: Option<String>,
     },
     /// Stops a job from running until resumed.
     Pause {
@@ -129,6 +136,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             repeat,
             script,
             no_agent,
+            workdir,
         } => {
             if let Some(d) = deliver {
                 Target::parse_list(d)?;
@@ -144,6 +152,10 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 origin: None,
                 script: script.clone(),
                 no_agent: *no_agent,
+                provider: args.provider.clone(),
+                base_url: args.base_url.clone(),
+                workdir: workdir.clone(),
+                ..NewJob::default()
             };
             blocking(Box::new(move || {
                 let job = s.create(new, now, tz)?;
@@ -165,6 +177,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             skills,
             repeat,
             script,
+            workdir,
         } => {
             if let Some(d) = deliver {
                 Target::parse_list(d)?;
@@ -178,7 +191,12 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 deliver: deliver.clone(),
                 repeat: repeat.map(Some),
                 script: script.clone().map(Some),
-                no_agent: None,
+                provider: args.provider.clone().map(Some),
+                base_url: args.base_url.clone().map(Some),
+                workdir: workdir
+                    .clone()
+                    .map(|w| Some(w).filter(|w| !w.trim().is_empty())),
+                ..JobPatch::default()
             };
             let key = job.clone();
             blocking(Box::new(move || {
@@ -194,7 +212,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
         CronCmd::Pause { job } => {
             let key = job.clone();
             blocking(Box::new(move || {
-                let job = s.pause(&key)?;
+                let job = s.pause(&key, None, now)?;
                 Ok(format!("paused job {} \"{}\"", job.id, job.name))
             }))
         }

@@ -50,10 +50,12 @@ fn edit(app: &App, target: MemoryTarget) -> Result<i32> {
     let store = MemoryStore::from_config(&app.home, &app.config.memory);
     let path = store.path(target);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        hermes_protocol::private_fs::create_dir_all(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
     }
     if !path.exists() {
-        std::fs::write(&path, "").with_context(|| format!("creating {}", path.display()))?;
+        hermes_protocol::private_fs::write(&path, "")
+            .with_context(|| format!("creating {}", path.display()))?;
     }
     open_editor(&path)?;
     let raw = std::fs::read_to_string(&path)

@@ -32,7 +32,7 @@ pub enum PairingCmd {
 /// Runs `hermes pairing …`.
 pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
     let app = App::load(profile)?;
-    let store = PairingStore::new(app.home.root().join("pairing"));
+    let store = PairingStore::new(PairingStore::dir_for_home(app.home.root()));
     let now = now_unix();
     match action {
         PairingCmd::List => {

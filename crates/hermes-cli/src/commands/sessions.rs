@@ -135,7 +135,8 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             let text = store.export_session(&record.id, fmt)?;
             match output {
                 Some(path) => {
-                    std::fs::write(path, text)
+                    // A transcript: owner-only, wherever it is written.
+                    hermes_protocol::private_fs::write(path, text)
                         .with_context(|| format!("writing {}", path.display()))?;
                     eprintln!("exported {} to {}", record.id, path.display());
                 }

@@ -122,6 +122,10 @@ pub fn build_editor(history_file: &Path, sources: Sources) -> (Reedline, PasteBo
         .with_quick_completions(true)
         .with_partial_completions(true)
         .use_bracketed_paste(true);
+    // Owner-only before reedline opens it (it keeps the mode of an existing file).
+    if let Err(e) = hermes_protocol::private_fs::open_append(history_file) {
+        tracing::debug!(error = %e, "history file not prepared");
+    }
     match FileBackedHistory::with_file(HISTORY_LINES, history_file.to_path_buf()) {
         Ok(history) => editor = editor.with_history(Box::new(history)),
         Err(e) => eprintln!("warning: input history disabled ({e})"),
@@ -138,7 +142,8 @@ pub fn compose_in_editor(initial: &str) -> Result<Option<String>> {
         .unwrap_or_default();
     let path =
         std::env::temp_dir().join(format!("hermes-prompt-{}-{nanos}.md", std::process::id()));
-    std::fs::write(&path, initial).with_context(|| format!("writing {}", path.display()))?;
+    hermes_protocol::private_fs::write(&path, initial)
+        .with_context(|| format!("writing {}", path.display()))?;
     let edited = crate::views::editor::open_editor(&path).and_then(|()| {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
     });

@@ -49,7 +49,10 @@ pub fn hosted(provider: &str) -> Result<Hosted> {
         ..ResolveInputs::default()
     };
     let env_var = match hermes_llm::resolve(&inputs) {
-        Err(ResolveError::MissingApiKey { env_var, .. }) => env_var,
+        // The first variable when the provider reads several ("A or B").
+        Err(ResolveError::MissingApiKey { env_var, .. }) => {
+            env_var.split(" or ").next().unwrap_or_default().to_string()
+        }
         Err(e) => return Err(anyhow!("{e}")),
         Ok(_) => {
             return Err(anyhow!(

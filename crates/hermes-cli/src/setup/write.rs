@@ -57,6 +57,8 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
+    let value = dotenv_value(value);
+    let value = value.as_str();
     let mut lines = Vec::new();
     let mut replaced = false;
     for line in old.lines() {
@@ -80,39 +82,35 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
     write_private(path, &text)
 }
 
-/// Writes `text` to `path` through a temporary file with mode 0600 and a rename.
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent folder", path.display()))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = path.with_extension("tmp-setup");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+/// `value` as written after `NAME=`: bare when python-dotenv reads it back unchanged (letters,
+/// digits and `_-.:/+=@,`), else in double quotes with `\\` and `\"` escaped, which
+/// python-dotenv (and hermes' reader) decode to the same text.
+fn dotenv_value(value: &str) -> String {
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_-.:/+=@,".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
     }
-    let mut file = options
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    #[cfg(unix)]
-    {
-        // A leftover temporary file keeps its old mode; make sure.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
-    Ok(())
 }
 
-/// Applies `plan` to `config.yaml` at `path`: `model:` is replaced as a whole, `toolsets:`
-/// set, the MCP entry added or replaced under `mcp_servers:`; every other setting is kept.
+/// Writes `text` to `path` through a temporary file with mode 0600 and a rename.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    // 0600 from creation (folders 0700), written beside and renamed over `path`.
+    hermes_protocol::private_fs::write_atomic(path, text)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The `model:` keys setup decides: each is set from the plan or removed (a hosted provider
+/// has no `base_url`, …). Every other `model:` key (`context_length`, `api_mode`,
+/// `max_tokens`, …) is kept as it is.
+const PLAN_MODEL_KEYS: [&str; 4] = ["provider", "default", "base_url", "api_key"];
+
+/// Applies `plan` to `config.yaml` at `path`: the [`PLAN_MODEL_KEYS`] of `model:` are set or
+/// removed, `toolsets:` set, the MCP entry added or replaced under `mcp_servers:`; every
+/// other setting, `model:`'s other keys included, is kept.
 /// Errors when the existing file is not valid YAML or not a mapping (nothing is written).
 pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
     let old = match std::fs::read_to_string(path) {
@@ -138,7 +136,13 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         .and_then(Value::as_object)
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
-    let mut model = Map::new();
+    // A bare `model: name` becomes a table; a table keeps the keys setup does not decide.
+    let mut model = root
+        .get("model")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(Map::new);
+    model.retain(|k, _| !PLAN_MODEL_KEYS.contains(&k.as_str()));
     model.insert("provider".into(), plan.provider.clone().into());
     if let Some(m) = &plan.model {
         model.insert("default".into(), m.clone().into());
@@ -172,25 +176,19 @@ pub fn apply_config(path: &Path, plan: &Plan) -> Result<()> {
         None => {
             if let Some(old) = &old {
                 let backup = path.with_extension("yaml.bak");
-                std::fs::write(&backup, old)
+                hermes_protocol::private_fs::write(&backup, old)
                     .with_context(|| format!("writing {}", backup.display()))?;
             }
             yaml_serde::to_string(&doc).context("serializing config.yaml")?
         }
     };
-    if plan.config_api_key.is_some() {
-        write_private(path, &text)
-    } else {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-    }
+    // Always owner-only: config.yaml may hold keys, MCP headers and tokens.
+    write_private(path, &text)
 }
 
 /// `plan` applied to `text` line by line (see [`crate::config_edit::keys`] and
 /// [`crate::config_edit`]); `old_model_keys` are the keys of the old `model:` table, of which
-/// those the plan does not set are removed.
+/// the [`PLAN_MODEL_KEYS`] the plan does not set are removed.
 fn edit_in_place(
     text: &str,
     old_model_keys: &[String],
@@ -209,7 +207,7 @@ fn edit_in_place(
     let remove: Vec<&str> = old_model_keys
         .iter()
         .map(String::as_str)
-        .filter(|k| !set.iter().any(|(s, _)| s == k))
+        .filter(|k| PLAN_MODEL_KEYS.contains(k) && !set.iter().any(|(s, _)| s == k))
         .collect();
     let mut out = crate::config_edit::keys::edit_section(text, "model", &set, &remove)?;
     if !plan.toolsets.is_empty() {
@@ -246,6 +244,21 @@ mod tests {
         #[cfg(unix)]
         assert_eq!(mode(&env), 0o600);
         assert!(set_env_var(&env, "A", "x\ny").is_err());
+        // Values python-dotenv would cut or change are quoted so they read back unchanged.
+        for tricky in [
+            "a #b",
+            "sp ace",
+            "q\"uote",
+            "back\\slash",
+            "'single'",
+            "tab\tx",
+        ] {
+            set_env_var(&env, "TRICKY", tricky).unwrap();
+            let text = std::fs::read_to_string(&env).unwrap();
+            let parsed = hermes_protocol::dotenv::parse_dotenv(&text, &|_| None);
+            assert!(parsed.warnings.is_empty(), "{tricky}: {text}");
+            assert_eq!(parsed.to_map()["TRICKY"], tricky, "{text}");
+        }
     }
 
     #[test]

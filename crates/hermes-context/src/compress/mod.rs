@@ -42,9 +42,22 @@ pub const MIN_SAVINGS_RATIO: f64 = 0.10;
 /// with `eff = context_window − max_output_tokens` (saturating at 0),
 /// `min(max(0.5·eff, 64,000), 0.85·eff)`.
 pub fn compression_threshold(context_window: u64, max_output_tokens: u64) -> u64 {
+    compression_threshold_at(THRESHOLD_RATIO, context_window, max_output_tokens)
+}
+
+/// [`compression_threshold`] with `ratio` in place of [`THRESHOLD_RATIO`]
+/// (`compression.threshold` in `config.yaml`, Python Hermes' key for the same fraction):
+/// `min(max(ratio·eff, 64,000), max(0.85, ratio)·eff)`, so a ratio above 0.85 raises the cap
+/// with it. A ratio outside `(0, 1]` is taken as [`THRESHOLD_RATIO`].
+pub fn compression_threshold_at(ratio: f64, context_window: u64, max_output_tokens: u64) -> u64 {
+    let ratio = if ratio > 0.0 && ratio <= 1.0 {
+        ratio
+    } else {
+        THRESHOLD_RATIO
+    };
     let eff = context_window.saturating_sub(max_output_tokens) as f64;
-    let lower = (THRESHOLD_RATIO * eff).max(THRESHOLD_FLOOR_TOKENS as f64);
-    lower.min(THRESHOLD_CAP_RATIO * eff).floor() as u64
+    let lower = (ratio * eff).max(THRESHOLD_FLOOR_TOKENS as f64);
+    lower.min(THRESHOLD_CAP_RATIO.max(ratio) * eff).floor() as u64
 }
 
 /// Tunables of the compressor (`config.yaml` `compression:`, FEATURES §13).
@@ -63,6 +76,10 @@ pub struct CompressionConfig {
     pub transcript_message_chars: usize,
     /// Target size of the whole summarizer transcript in characters (default 200,000).
     pub transcript_max_chars: usize,
+    /// Fraction of the usable window at which automatic compression starts
+    /// (`compression.threshold`, default [`THRESHOLD_RATIO`]; see
+    /// [`compression_threshold_at`]).
+    pub threshold_ratio: f64,
 }
 
 impl Default for CompressionConfig {
@@ -74,6 +91,7 @@ impl Default for CompressionConfig {
             arg_leaf_chars: 500,
             transcript_message_chars: 4_000,
             transcript_max_chars: 200_000,
+            threshold_ratio: THRESHOLD_RATIO,
         }
     }
 }

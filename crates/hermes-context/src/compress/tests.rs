@@ -4,6 +4,19 @@ use super::*;
 use hermes_protocol::ToolCall;
 
 #[test]
+fn configured_threshold_ratio() {
+    // `compression.threshold`: 0.7 of a 200k window; 0.3 stays at the 64k floor; 0.95 lifts
+    // the 0.85 cap; nonsense falls back to 0.5.
+    assert_eq!(compression_threshold_at(0.7, 200_000, 0), 140_000);
+    assert_eq!(compression_threshold_at(0.3, 200_000, 0), 64_000);
+    assert_eq!(compression_threshold_at(0.95, 200_000, 0), 190_000);
+    assert_eq!(
+        compression_threshold_at(7.0, 200_000, 0),
+        compression_threshold(200_000, 0)
+    );
+}
+
+#[test]
 fn vector_compression_threshold_tokens_every_row() {
     let path = hermes_testkit::shared_path("vectors/numeric_policies.json");
     let text = std::fs::read_to_string(path).unwrap();

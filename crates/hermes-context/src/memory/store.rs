@@ -5,7 +5,7 @@
 //! the char limit on the merged result, and replaces the file by an atomic rename. A session
 //! holding a stale view can therefore never wipe entries another session added (case C23).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -341,18 +341,22 @@ impl MemoryStore {
         for op in ops {
             check_op(op)?;
         }
-        fs::create_dir_all(&self.dir).map_err(|source| MemoryError::Io {
-            path: self.dir.clone(),
-            source,
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(|source| {
+            MemoryError::Io {
+                path: self.dir.clone(),
+                source,
+            }
         })?;
         let _lock = self.lock(target)?;
         let raw = self.read_raw(target)?;
         let path = self.path(target);
         if !round_trips(&raw) {
             let backup = self.dir.join(format!("{}.bak", target.file_name()));
-            fs::write(&backup, &raw).map_err(|source| MemoryError::Io {
-                path: backup.clone(),
-                source,
+            hermes_protocol::private_fs::write(&backup, &raw).map_err(|source| {
+                MemoryError::Io {
+                    path: backup.clone(),
+                    source,
+                }
             })?;
             return Err(MemoryError::Unparseable { path, backup });
         }
@@ -385,14 +389,14 @@ impl MemoryStore {
         })
     }
 
+    /// Takes the lock Python Hermes 0.19.0 takes around a memory update
+    /// (`tools/memory_tool.py` `_file_lock`): an exclusive `flock(2)` on `<file>.lock` beside
+    /// the file (`memories/MEMORY.md.lock`, `memories/USER.md.lock`), so both programs can
+    /// update the same memory at once without losing entries.
     fn lock(&self, target: MemoryTarget) -> Result<File, MemoryError> {
-        let path = self.dir.join(format!(".{}.lock", target.file_name()));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| MemoryError::Io {
+        let path = self.dir.join(format!("{}.lock", target.file_name()));
+        let file =
+            hermes_protocol::private_fs::open_append(&path).map_err(|source| MemoryError::Io {
                 path: path.clone(),
                 source,
             })?;

@@ -236,13 +236,19 @@ impl SkillCatalog {
                 catalog,
             };
             if let Ok(json) = serde_json::to_vec(&snap)
-                && let Err(e) = fs::write(&snap_path, json)
+                && let Err(e) = hermes_protocol::private_fs::write(&snap_path, json)
             {
                 tracing::debug!(error = %e, "skills snapshot not written");
             }
             return snap.catalog;
         }
         catalog
+    }
+
+    /// The catalog without the skills named in `disabled` (`skills.disabled`).
+    pub fn without(mut self, disabled: &std::collections::BTreeSet<String>) -> SkillCatalog {
+        self.skills.retain(|s| !disabled.contains(&s.name));
+        self
     }
 
     /// The skill called `name` (frontmatter name or directory name).

@@ -81,7 +81,7 @@ fn scan(content: &str) -> Result<(), String> {
 
 fn write_atomic(path: &Path, content: &[u8]) -> Result<(), String> {
     let dir = path.parent().ok_or("no parent directory")?;
-    fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    hermes_protocol::private_fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| e.to_string())?;
     tmp.write_all(content).map_err(|e| e.to_string())?;
     tmp.persist(path).map_err(|e| e.error.to_string())?;

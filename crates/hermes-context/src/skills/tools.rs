@@ -1,8 +1,10 @@
 //! The read-only skill tools: `skills_list` and `skill_view` (FEATURES §7). `skill_view` is
 //! confined to the skill's own directory inside the skills root (case C27).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use hermes_protocol::ToolSpec;
 use hermes_tools::{Parallelism, Tool, ToolContext, ToolOutput};
@@ -119,17 +121,34 @@ fn read_capped(path: &Path) -> Result<String, String> {
 #[derive(Debug, Clone)]
 pub struct SkillViewTool {
     root: PathBuf,
+    disabled: Arc<BTreeSet<String>>,
 }
 
 impl SkillViewTool {
     /// A tool reading skills under `root` (`HERMES_HOME/skills`).
     pub fn new(root: impl Into<PathBuf>) -> SkillViewTool {
-        SkillViewTool { root: root.into() }
+        SkillViewTool {
+            root: root.into(),
+            disabled: Arc::default(),
+        }
+    }
+
+    /// The same tool refusing the skills named in `disabled` (`skills.disabled` and the
+    /// platform's `skills.platform_disabled`), as Python Hermes' `skill_view` does.
+    pub fn with_disabled(mut self, disabled: BTreeSet<String>) -> SkillViewTool {
+        self.disabled = Arc::new(disabled);
+        self
     }
 
     /// The blocking part of a call; the `Err` text goes to the model as an error result.
     pub fn view(&self, name: &str, file_path: Option<&str>) -> Result<String, String> {
         let skill = locate(&self.root, name)?;
+        if self.disabled.contains(&skill.name) {
+            return Err(format!(
+                "skill {:?} is disabled (skills.disabled in config.yaml); it cannot be viewed",
+                skill.name
+            ));
+        }
         match file_path {
             Some(rel) => {
                 let path = confined_path(&skill.dir, rel)?;
@@ -191,12 +210,22 @@ impl Tool for SkillViewTool {
 #[derive(Debug, Clone)]
 pub struct SkillsListTool {
     root: PathBuf,
+    disabled: Arc<BTreeSet<String>>,
 }
 
 impl SkillsListTool {
     /// A tool listing skills under `root`.
     pub fn new(root: impl Into<PathBuf>) -> SkillsListTool {
-        SkillsListTool { root: root.into() }
+        SkillsListTool {
+            root: root.into(),
+            disabled: Arc::default(),
+        }
+    }
+
+    /// The same tool leaving out the skills named in `disabled`.
+    pub fn with_disabled(mut self, disabled: BTreeSet<String>) -> SkillsListTool {
+        self.disabled = Arc::new(disabled);
+        self
     }
 
     /// The listing as JSON text: `{"skills": [{name, category, description}], "count"}`.
@@ -206,6 +235,7 @@ impl SkillsListTool {
             .skills
             .iter()
             .filter(|s| category.is_none_or(|c| s.category.as_deref() == Some(c)))
+            .filter(|s| !self.disabled.contains(&s.name))
             .map(|s| json!({"name": s.name, "category": s.category, "description": s.description}))
             .collect();
         json!({"count": skills.len(), "skills": skills}).to_string()

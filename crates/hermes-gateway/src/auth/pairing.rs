@@ -9,6 +9,12 @@
 //! lock on `.pairing.lock` in the same directory while it re-reads, changes and atomically
 //! rewrites the files, because the gateway and `hermes pairing approve` are different
 //! processes (issue 7; the same pattern as the memory files of `hermes-context`).
+//!
+//! Python Hermes 0.19.0 (`gateway/pairing.py`) keeps files of the same names in the directory
+//! [`PairingStore::dir_for_home`] picks the way Python does. Python takes no lock file for them
+//! (only a lock inside its own process, and an atomic replace per file), so there is no Python
+//! lock protocol to share: hermes' `.pairing.lock` orders hermes processes, and both programs
+//! replace each file atomically, so neither ever reads half a file.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -176,6 +182,25 @@ impl PairingStore {
         PairingStore { dir: dir.into() }
     }
 
+    /// The pairing directory of a hermes home, chosen as Python Hermes 0.19.0 chooses it
+    /// (`hermes_constants.get_hermes_dir("platforms/pairing", "pairing")`): the old
+    /// `pairing/` when it exists and is not an empty directory, else `platforms/pairing/`
+    /// when that exists, else `pairing/` (hermes' default, which Python then also uses once it
+    /// has files).
+    pub fn dir_for_home(root: &Path) -> PathBuf {
+        let old = root.join("pairing");
+        let new = root.join("platforms").join("pairing");
+        let has_content = |p: &Path| match std::fs::read_dir(p) {
+            Ok(mut entries) => entries.next().is_some(),
+            Err(e) => e.kind() != std::io::ErrorKind::NotFound && p.exists(),
+        };
+        if has_content(&old) || !new.exists() {
+            old
+        } else {
+            new
+        }
+    }
+
     /// The directory of the files.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -216,13 +241,8 @@ impl PairingStore {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = hermes_protocol::private_fs::open_append(&path).map_err(io)?;
         file.lock().map_err(io)?;
         Ok(file)
     }
@@ -233,7 +253,7 @@ impl PairingStore {
             path: path.to_path_buf(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
         let text = serde_json::to_string_pretty(value).map_err(|e| PairingError::Corrupt {
             path: path.to_path_buf(),
             detail: e.to_string(),
@@ -420,6 +440,25 @@ impl PairingStore {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_pairing_directory_is_chosen_as_python_chooses_it() {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path();
+        // Nothing yet: hermes' default `pairing/`.
+        assert_eq!(PairingStore::dir_for_home(root), root.join("pairing"));
+        // Python's new layout in use and an empty old stub: the new layout.
+        std::fs::create_dir_all(root.join("pairing")).unwrap();
+        std::fs::create_dir_all(root.join("platforms/pairing")).unwrap();
+        std::fs::write(root.join("platforms/pairing/telegram-approved.json"), "{}").unwrap();
+        assert_eq!(
+            PairingStore::dir_for_home(root),
+            root.join("platforms/pairing")
+        );
+        // An old directory with files wins, as in Python.
+        std::fs::write(root.join("pairing/telegram-pending.json"), "{}").unwrap();
+        assert_eq!(PairingStore::dir_for_home(root), root.join("pairing"));
+    }
+
     use super::*;
 
     fn store() -> (tempfile::TempDir, PairingStore) {

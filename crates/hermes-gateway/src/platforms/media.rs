@@ -137,10 +137,18 @@ async fn fetch_to(
     {
         return Ok(Fetched::TooLarge(len));
     }
-    tokio::fs::create_dir_all(dir)
+    tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(hermes_protocol::private_fs::PRIVATE_DIR_MODE)
+        .create(dir)
         .await
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut out = tokio::fs::File::create(path)
+    let mut out = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(hermes_protocol::private_fs::PRIVATE_FILE_MODE)
+        .open(path)
         .await
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut total = 0u64;

@@ -121,7 +121,7 @@ impl Gateway {
         store: Arc<SessionStore>,
         home: HermesHome,
     ) -> Gateway {
-        let pairing = PairingStore::new(home.root().join("pairing"));
+        let pairing = PairingStore::new(PairingStore::dir_for_home(home.root()));
         let adapters = adapters
             .into_iter()
             .map(|a| (a.name().to_string(), a))

@@ -25,7 +25,7 @@ pub(crate) fn save(home: &HermesHome, messages: &[InboundMessage]) -> Result<(),
     all.extend(messages.iter().cloned());
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| err(&e))?;
+        hermes_protocol::private_fs::create_dir_all(dir).map_err(|e| err(&e))?;
     }
     let text = serde_json::to_string_pretty(&all).map_err(|e| err(&e))?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));

@@ -86,6 +86,8 @@ impl AgentFactory for MockFactory {
             retry_base: Duration::from_millis(1),
             retry_max: Duration::from_millis(5),
             api_max_retries: self.max_retries.load(std::sync::atomic::Ordering::SeqCst),
+            // These tests are not about the sandbox (tests/sandbox_*.rs are).
+            sandbox: std::sync::Arc::new(hermes_tools::SandboxSettings::off()),
             ..AgentOptions::default()
         };
         Agent::start(deps, opts, spec.resume.as_deref())

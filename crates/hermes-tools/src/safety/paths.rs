@@ -1,29 +1,9 @@
-//! The write deny-list, checked on canonical paths (FEATURES §4).
+//! Path resolution for the safety checks, and the protected-location check of the sandbox
+//! policy for callers without a session (FEATURES §4; issue 18).
 
 use std::path::{Component, Path, PathBuf};
 
 use hermes_protocol::HermesHome;
-
-/// Shell start-up files under the user's home that a tool must never write.
-const SHELL_RC_FILES: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".cshrc",
-    ".tcshrc",
-    ".kshrc",
-    ".config/fish/config.fish",
-];
-
-/// Directories under the user's home that a tool must never write into.
-const HOME_DENIED_DIRS: &[&str] = &[".ssh", ".gnupg"];
 
 /// Checks that a tool may write `path`, using `$HOME` as the user's home directory.
 ///
@@ -36,15 +16,11 @@ pub fn check_write_path(path: &Path, home: &HermesHome) -> Result<PathBuf, Strin
     check_write_path_in(path, home, user_home.as_deref())
 }
 
-/// Checks that a tool may write `path` (absolute, or relative to the process working
-/// directory) and returns its canonical form.
-///
-/// The path is canonicalized with symlinks resolved: an existing file directly, a new file
-/// through its nearest existing parent (the missing tail is appended after `.`/`..` are
-/// resolved lexically). Denied (FEATURES §4): anything under `<user_home>/.ssh` or
-/// `<user_home>/.gnupg`, the shell rc files (`~/.bashrc`, `~/.zshrc`, `~/.profile`,
-/// `~/.bash_profile`, …), `HERMES_HOME/.env`, and anything under `/etc`. Denied locations
-/// are canonicalized the same way, so a symlink pointing into one of them is caught.
+/// Checks `path` (absolute, or relative to the process working directory) against the
+/// protected locations of the sandbox policy alone (as in `terminal.sandbox: off`) and
+/// returns its canonical form: [`crate::sandbox::SandboxPolicy::check_write`] with no
+/// writable-area limit. The list is the policy's ([`crate::sandbox::policy`]): HERMES_HOME's
+/// secrets and control files, `~/.ssh`, shell start-up files, credential files, `/etc`, ….
 ///
 /// # Errors
 /// A message for the model naming the denied location, or the I/O error of canonicalization.
@@ -53,52 +29,20 @@ pub fn check_write_path_in(
     home: &HermesHome,
     user_home: Option<&Path>,
 ) -> Result<PathBuf, String> {
-    let canonical = canonicalize_lenient(path)
-        .map_err(|e| format!("cannot resolve path {}: {e}", path.display()))?;
-    let mut denied_dirs: Vec<PathBuf> = vec![PathBuf::from("/etc")];
-    let mut denied_files: Vec<PathBuf> = vec![home.env_file()];
-    if let Some(uh) = user_home {
-        denied_dirs.extend(HOME_DENIED_DIRS.iter().map(|d| uh.join(d)));
-        denied_files.extend(SHELL_RC_FILES.iter().map(|f| uh.join(f)));
-    }
-    for dir in &denied_dirs {
-        for form in forms(dir) {
-            if canonical.starts_with(&form) {
-                return Err(format!(
-                    "writing {} is denied: it is inside the protected location {}",
-                    path.display(),
-                    dir.display()
-                ));
-            }
-        }
-    }
-    for file in &denied_files {
-        for form in forms(file) {
-            if canonical == form {
-                return Err(format!(
-                    "writing {} is denied: {} is a protected file",
-                    path.display(),
-                    file.display()
-                ));
-            }
-        }
-    }
-    Ok(canonical)
-}
-
-/// A denied location as written and canonicalized (both, so neither spelling slips by).
-fn forms(p: &Path) -> Vec<PathBuf> {
-    let mut v = vec![lexical_normalize(p)];
-    if let Ok(c) = canonicalize_lenient(p)
-        && !v.contains(&c)
-    {
-        v.push(c);
-    }
-    v
+    let policy = crate::sandbox::SandboxPolicy::new(&crate::sandbox::PolicyInputs {
+        mode: hermes_protocol::config::SandboxMode::Off,
+        workspace: Path::new("/"),
+        temp_dir: Path::new("/"),
+        writable_paths: &[],
+        hermes_home: home,
+        user_home,
+        network: true,
+    });
+    policy.check_write(path)
 }
 
 /// Resolves `.` and `..` without touching the file system.
-fn lexical_normalize(p: &Path) -> PathBuf {
+pub(crate) fn lexical_normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

@@ -1,15 +1,17 @@
 //! Running one shell command in its own process group (tokio::process + process-wrap).
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessSession};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::output::OutputBuffer;
+use crate::sandbox::secret_env_names;
+use crate::tool::ToolContext;
 
 /// How long output is still drained after the shell exits. A backgrounded grandchild may hold
 /// the pipe open forever (case C28), so EOF is not awaited beyond this.
@@ -39,11 +41,39 @@ pub(crate) struct Finished {
 
 /// Builds `bash -c 'set +m; exec 2>&1; <command>'` (not interactive, not a login shell, job
 /// control off — case C28; stderr joined to stdout so the two stay in order) with stdin closed,
-/// stdout/stderr piped, pagers disabled, in its own process group.
-pub(crate) fn shell_command(command: &str, workdir: &Path) -> CommandWrap {
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(format!("set +m\nexec 2>&1\n{command}"))
+/// stdout/stderr piped, pagers disabled, in its own session and process group (no
+/// controlling terminal). It runs through [`crate::sandbox::SandboxSettings::wrap`]: inside
+/// the launcher's sandbox, or on the configured backend. The variables of
+/// `HERMES_HOME/.env` are removed from its environment.
+///
+/// # Errors
+/// The refusal text for the model when the command may not run (see `wrap`).
+pub(crate) fn shell_command(
+    command: &str,
+    workdir: &Path,
+    ctx: &ToolContext,
+) -> Result<CommandWrap, String> {
+    // On a remote backend the working directory is the backend's; the local client runs in
+    // the session's directory.
+    let remote = !matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local);
+    let (workdir, remote_workdir) = if remote {
+        (ctx.cwd.as_path(), (workdir != ctx.cwd).then_some(workdir))
+    } else {
+        (workdir, None)
+    };
+    let argv: Vec<OsString> = vec![
+        "bash".into(),
+        "-c".into(),
+        format!("set +m\nexec 2>&1\n{command}").into(),
+    ];
+    let argv = ctx
+        .sandbox
+        .wrap(&argv, &ctx.cwd, remote_workdir, &ctx.home)?;
+    let Some((program, args)) = argv.split_first() else {
+        return Err("no command given".into());
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
         .current_dir(workdir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -51,9 +81,12 @@ pub(crate) fn shell_command(command: &str, workdir: &Path) -> CommandWrap {
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0");
+    for name in secret_env_names(&ctx.home) {
+        cmd.env_remove(name);
+    }
     let mut wrapped = CommandWrap::from(cmd);
-    wrapped.wrap(ProcessGroup::leader());
-    wrapped
+    wrapped.wrap(ProcessSession);
+    Ok(wrapped)
 }
 
 /// Spawns a task that copies `reader` into `buffer` until EOF or error.
@@ -104,14 +137,17 @@ impl Drop for GroupGuard {
 /// for at most [`DRAIN_AFTER_EXIT`]; processes the command backgrounded keep running.
 ///
 /// # Errors
-/// The spawn error (e.g. `bash` missing or `workdir` not a directory).
+/// The refusal text, or the spawn error (e.g. `bash` missing or `workdir` not a directory).
 pub(crate) async fn run_foreground(
     command: &str,
     workdir: &Path,
     timeout: Duration,
-    cancel: &CancellationToken,
-) -> std::io::Result<Finished> {
-    let mut child = shell_command(command, workdir).spawn()?;
+    ctx: &ToolContext,
+) -> Result<Finished, String> {
+    let cancel = &ctx.cancel;
+    let mut child = shell_command(command, workdir, ctx)?
+        .spawn()
+        .map_err(|e| format!("cannot run command: {e}"))?;
     let buffer = Arc::new(Mutex::new(OutputBuffer::new(KEEP_BYTES, KEEP_BYTES)));
     let readers: Vec<JoinHandle<()>> = [
         pump(child.stdout().take(), buffer.clone()),

@@ -150,7 +150,13 @@ impl Tool for TerminalTool {
                     .unwrap_or(ctx.terminal_timeout_s)
                     .max(1),
                 opt_bool(&args, "background")?.unwrap_or(false),
-                opt_str(&args, "workdir").map(|w| ctx.resolve_path(w)),
+                opt_str(&args, "workdir").map(|w| {
+                    if matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local) {
+                        ctx.resolve_path(w)
+                    } else {
+                        std::path::PathBuf::from(w)
+                    }
+                }),
             ))
         })();
         let (command, timeout_s, background, workdir) = match parsed {
@@ -161,7 +167,8 @@ impl Tool for TerminalTool {
             return ToolOutput::error("command is empty");
         }
         let workdir = workdir.unwrap_or_else(|| ctx.cwd.clone());
-        if !workdir.is_dir() {
+        let local = matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local);
+        if local && !workdir.is_dir() {
             return ToolOutput::error(format!(
                 "working directory {} does not exist or is not a directory",
                 workdir.display()
@@ -171,7 +178,7 @@ impl Tool for TerminalTool {
             return refusal;
         }
         if background {
-            return match self.registry.spawn(&command, &workdir) {
+            return match self.registry.spawn(&command, &workdir, ctx) {
                 Ok(p) => ToolOutput::ok(format!(
                     "Started background process {} (pid {}). Use process with action \
                      \"poll\", \"log\" or \"kill\" and id \"{}\".",
@@ -182,17 +189,11 @@ impl Tool for TerminalTool {
                 Err(e) => ToolOutput::error(e),
             };
         }
-        let finished = match run_foreground(
-            &command,
-            &workdir,
-            Duration::from_secs(timeout_s),
-            &ctx.cancel,
-        )
-        .await
-        {
-            Ok(f) => f,
-            Err(e) => return ToolOutput::error(format!("cannot run command: {e}")),
-        };
+        let finished =
+            match run_foreground(&command, &workdir, Duration::from_secs(timeout_s), ctx).await {
+                Ok(f) => f,
+                Err(e) => return ToolOutput::error(e),
+            };
         let text = cap_output(&finished.output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
         let body = if text.trim().is_empty() {
             "(no output)".to_string()

@@ -119,13 +119,20 @@ impl ProcessRegistry {
         }
     }
 
-    /// Starts `command` in `workdir` as a background process and returns its snapshot at once.
-    /// Must be called inside a tokio runtime (a task watches the process).
+    /// Starts `command` in `workdir` as a background process and returns its snapshot at once;
+    /// it runs in the same sandbox (or on the same backend) as foreground commands
+    /// ([`crate::sandbox`], settings from `ctx`). Must be called inside a tokio runtime (a
+    /// task watches the process).
     ///
     /// # Errors
-    /// The spawn error text.
-    pub fn spawn(&self, command: &str, workdir: &Path) -> Result<ProcessInfo, String> {
-        let mut child = shell_command(command, workdir)
+    /// The refusal text, or the spawn error text.
+    pub fn spawn(
+        &self,
+        command: &str,
+        workdir: &Path,
+        ctx: &ToolContext,
+    ) -> Result<ProcessInfo, String> {
+        let mut child = shell_command(command, workdir, ctx)?
             .spawn()
             .map_err(|e| format!("cannot start background process: {e}"))?;
         let output = Arc::new(Mutex::new(OutputBuffer::new(KEEP_BYTES, KEEP_BYTES)));

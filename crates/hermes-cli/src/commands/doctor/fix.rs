@@ -3,7 +3,8 @@
 //! fixes it, and repaired when `--fix` is given:
 //! - missing folders of HERMES_HOME (`memories/`, `skills/`, `sessions/`, `logs/`,
 //!   `models/`, `cache/`) are created;
-//! - `.env` and `auth.json` readable by other users get mode 0600 (they hold API keys);
+//! - `.env` and `auth.json` readable by other users get mode 0600 (they hold API keys), and
+//!   every other file under HERMES_HOME 0600 and folder 0700 (issue 18 item 2);
 //! - a missing `SOUL.md` is seeded with the default identity;
 //! - a word index of `state.db` that disagrees with the messages is rebuilt from them.
 //!
@@ -35,6 +36,7 @@ pub(crate) fn check_home(home: &HermesHome, fix: bool, report: &mut Report) {
     for (name, path) in [(".env", home.env_file()), ("auth.json", home.auth_file())] {
         check_private(name, &path, fix, report);
     }
+    check_modes(home, fix, report);
     if !home.soul_file().exists() {
         if fix {
             match hermes_context::ensure_soul(home) {
@@ -86,7 +88,7 @@ fn check_folders(home: &HermesHome, fix: bool, report: &mut Report) {
         return;
     }
     for (name, path) in missing {
-        match std::fs::create_dir_all(&path) {
+        match hermes_protocol::private_fs::create_dir_all(&path) {
             Ok(()) => report.add(
                 Level::Fixed,
                 format!("created {name}/ ({})", path.display()),
@@ -130,6 +132,66 @@ fn check_private(name: &str, path: &Path, fix: bool, report: &mut Report) {
             Level::Broken,
             format!("cannot change the mode of {}: {e}", path.display()),
         ),
+    }
+}
+
+/// Every file and folder under HERMES_HOME must be owner-only (issue 18 item 2: 0600 files,
+/// 0700 folders; state.db, logs, exports and memories hold conversation text and keys).
+/// With `fix` each loose one is tightened ([`hermes_protocol::private_fs::loose_modes`]).
+fn check_modes(home: &HermesHome, fix: bool, report: &mut Report) {
+    let (loose, failures) = hermes_protocol::private_fs::loose_modes(home.root(), fix);
+    if loose.is_empty() {
+        report.add(
+            Level::Ok,
+            "every file and folder under HERMES_HOME is private (600/700)",
+        );
+        return;
+    }
+    let shown: Vec<String> = loose
+        .iter()
+        .take(5)
+        .map(|l| {
+            let rel = l.path.strip_prefix(home.root()).unwrap_or(&l.path);
+            let name = if rel.as_os_str().is_empty() {
+                "HERMES_HOME".to_string()
+            } else {
+                rel.display().to_string()
+            };
+            format!("{name} ({:o})", l.mode)
+        })
+        .collect();
+    let more = if loose.len() > shown.len() {
+        format!(" and {} more", loose.len() - shown.len())
+    } else {
+        String::new()
+    };
+    if !fix {
+        report.add(
+            Level::Warn,
+            format!(
+                "{} files or folders under HERMES_HOME can be read by other users: {}{more}; \
+                 `hermes doctor --fix` sets them to 600/700",
+                loose.len(),
+                shown.join(", ")
+            ),
+        );
+        return;
+    }
+    for (path, e) in &failures {
+        report.add(
+            Level::Broken,
+            format!("cannot change the mode of {}: {e}", path.display()),
+        );
+    }
+    let fixed = loose.len() - failures.len();
+    if fixed > 0 {
+        report.add(
+            Level::Fixed,
+            format!(
+                "{fixed} files or folders under HERMES_HOME set to 600/700: {}{more}",
+                shown.join(", ")
+            ),
+        );
     }
 }
 

@@ -131,8 +131,15 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     }
 
     check_store(&app, fix, &mut report);
+    check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
     check_web(&app, &mut report);
+    let sandbox = crate::assembly::sandbox::settings(
+        &app,
+        hermes_protocol::config::UnsupportedPolicy::Refuse,
+    );
+    let (warning, text) = crate::assembly::sandbox::status(&sandbox);
+    report.add(if warning { Level::Warn } else { Level::Ok }, text);
 
     let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
     report.add(
@@ -155,6 +162,32 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     );
     report.print();
     Ok(if report.broken() { 1 } else { 0 })
+}
+
+/// The files shared with Python Hermes: a malformed `auth.json` (chats on pooled keys fail)
+/// or `cron/jobs.json` (cron stops) is broken; neither is rewritten.
+fn check_shared_files(app: &App, report: &mut Report) {
+    let auth = app.home.auth_file();
+    if auth.exists() {
+        match hermes_llm::auth_file::check(&auth) {
+            Ok(n) => report.add(Level::Ok, format!("auth.json: {n} pooled API key(s)")),
+            Err(e) => report.add(Level::Broken, format!("auth.json: {e}")),
+        }
+    }
+    let jobs = hermes_cron::JobStore::new(&app.home);
+    let path = jobs.jobs_path();
+    if path.exists() {
+        match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| hermes_cron::parse_jobs_file(&path, &b).map_err(|e| e.to_string()))
+        {
+            Ok(f) => report.add(
+                Level::Ok,
+                format!("cron/jobs.json: {} job(s)", f.jobs.len()),
+            ),
+            Err(e) => report.add(Level::Broken, format!("cron/jobs.json: {e}")),
+        }
+    }
 }
 
 /// The `web` toolset: an invalid `web.*` value is broken (sessions refuse to start); otherwise

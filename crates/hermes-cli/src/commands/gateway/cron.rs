@@ -54,6 +54,7 @@ pub fn origin_of(source: &MessageSource) -> Option<Origin> {
         platform: source.platform.clone(),
         chat_id,
         thread_id: source.thread_id.clone(),
+        extra: Default::default(),
     })
 }
 

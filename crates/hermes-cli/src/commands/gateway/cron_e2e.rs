@@ -101,6 +101,7 @@ impl Served {
             home: home.home().clone(),
             config: Config::load(&home.home().config_file()).unwrap().config,
             config_warnings: Vec::new(),
+            startup_notes: Vec::new(),
             env,
         };
         let (chat, tx) = fake_chat();

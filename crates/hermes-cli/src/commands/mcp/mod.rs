@@ -198,9 +198,7 @@ fn edit_config(
         ),
         other => anyhow::anyhow!("{}: {other}", path.display()),
     })?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))?;
+    hermes_protocol::private_fs::write_atomic(&path, out)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

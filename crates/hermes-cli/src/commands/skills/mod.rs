@@ -247,7 +247,8 @@ fn install_dir(root: &Path, src: &Path, category: Option<&str>, force: bool) -> 
             dest.display()
         );
     }
-    fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    hermes_protocol::private_fs::create_dir_all(&parent)
+        .with_context(|| format!("creating {}", parent.display()))?;
     // A hidden folder (skipped by the catalog) until complete, then renamed into place.
     let staging = parent.join(format!(".install-{name}-{}", std::process::id()));
     let result = copy_files(src, &files, &staging).and_then(|()| {
@@ -260,15 +261,15 @@ fn install_dir(root: &Path, src: &Path, category: Option<&str>, force: bool) -> 
 }
 
 fn copy_files(src: &Path, files: &[PathBuf], to_dir: &Path) -> Result<()> {
-    fs::create_dir_all(to_dir).with_context(|| format!("creating {}", to_dir.display()))?;
+    hermes_protocol::private_fs::create_dir_all(to_dir)
+        .with_context(|| format!("creating {}", to_dir.display()))?;
     for f in files {
         let rel = f.strip_prefix(src).unwrap_or(f);
         let to = to_dir.join(rel);
-        if let Some(dir) = to.parent() {
-            fs::create_dir_all(dir)?;
-        }
         // Contents only: permissions of a read-only source would make the copy undeletable.
-        fs::write(&to, fs::read(f)?).with_context(|| format!("writing {}", to.display()))?;
+        // Folders 0700, files 0600 (issue 18 item 2).
+        hermes_protocol::private_fs::write(&to, fs::read(f)?)
+            .with_context(|| format!("writing {}", to.display()))?;
         copy_exec_bit(f, &to)?;
     }
     Ok(())
@@ -278,7 +279,7 @@ fn copy_files(src: &Path, files: &[PathBuf], to_dir: &Path) -> Result<()> {
 fn copy_exec_bit(from: &Path, to: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if fs::metadata(from)?.permissions().mode() & 0o111 != 0 {
-        fs::set_permissions(to, fs::Permissions::from_mode(0o755))?;
+        fs::set_permissions(to, fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
 }

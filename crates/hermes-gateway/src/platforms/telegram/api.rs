@@ -209,7 +209,12 @@ impl BotApi {
         }
         let partial = dest.with_extension("part");
         let result = async {
-            let mut file = tokio::fs::File::create(&partial)
+            let mut file = tokio::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(hermes_protocol::private_fs::PRIVATE_FILE_MODE)
+                .open(&partial)
                 .await
                 .map_err(|e| DownloadError::Failed(format!("creating the file: {e}")))?;
             let mut written: u64 = 0;

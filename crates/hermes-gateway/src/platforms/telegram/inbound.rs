@@ -247,7 +247,10 @@ async fn fetch(
         sanitize_file_name(&media.file_unique_id),
         sanitize_file_name(&base_name)
     );
-    tokio::fs::create_dir_all(media_dir)
+    tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(hermes_protocol::private_fs::PRIVATE_DIR_MODE)
+        .create(media_dir)
         .await
         .map_err(|e| DownloadError::Failed(format!("creating {}: {e}", media_dir.display())))?;
     let dest = media_dir.join(name);

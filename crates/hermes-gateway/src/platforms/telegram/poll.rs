@@ -32,13 +32,11 @@ pub(crate) async fn load_offset(path: &Path) -> Option<i64> {
 
 /// Saves the next offset atomically (write beside, then rename).
 async fn save_offset(path: &Path, offset: i64) {
-    let tmp = path.with_extension("tmp");
     let result = async {
-        if let Some(dir) = path.parent() {
-            tokio::fs::create_dir_all(dir).await?;
-        }
-        tokio::fs::write(&tmp, format!("{offset}\n")).await?;
-        tokio::fs::rename(&tmp, path).await
+        let (path, text) = (path.to_path_buf(), format!("{offset}\n"));
+        tokio::task::spawn_blocking(move || hermes_protocol::private_fs::write_atomic(&path, text))
+            .await
+            .map_err(std::io::Error::other)?
     }
     .await;
     if let Err(e) = result {

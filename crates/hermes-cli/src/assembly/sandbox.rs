@@ -1,0 +1,102 @@
+//! Wiring of the OS sandbox (issue 18 item 1; `hermes_tools::sandbox`): the hidden launcher
+//! subcommand, the settings every front end hands its agents, and the start-up / `doctor`
+//! warnings.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use hermes_protocol::config::{SandboxMode, UnsupportedPolicy};
+use hermes_tools::SandboxSettings;
+use hermes_tools::sandbox::{Backend, KernelSupport, LAUNCHER_ARG, LAUNCHER_FAILED};
+
+use crate::assembly::app::App;
+
+/// When the first argument is the launcher's, restricts this process and execs the command
+/// (never returns on success); returns `None` otherwise. Called first thing in `main`.
+pub fn launcher_if_requested() -> Option<std::process::ExitCode> {
+    let mut args = std::env::args_os();
+    let _binary = args.next();
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(LAUNCHER_ARG)) {
+        return None;
+    }
+    let rest: Vec<OsString> = args.collect();
+    let error = hermes_tools::sandbox::launcher_main(&rest);
+    eprintln!("hermes sandbox: {error}");
+    Some(std::process::ExitCode::from(LAUNCHER_FAILED as u8))
+}
+
+/// The sandbox settings of `app`'s agents. `default_unsupported` is the front end's answer
+/// when `terminal.sandbox.unsupported` is not set: `Warn` where a user watches a terminal,
+/// `Refuse` for the gateway, the API server and cron.
+pub fn settings(app: &App, default_unsupported: UnsupportedPolicy) -> Arc<SandboxSettings> {
+    let launcher = match std::env::current_exe() {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot find the hermes executable for the sandbox launcher");
+            None
+        }
+    };
+    Arc::new(SandboxSettings::from_config(
+        &app.config.terminal,
+        default_unsupported,
+        launcher,
+    ))
+}
+
+/// What to tell the user at start (and in `doctor`) about the sandbox: `(is_warning, text)`.
+pub fn status(settings: &SandboxSettings) -> (bool, String) {
+    match &settings.backend {
+        Backend::Local => {}
+        other => {
+            return (
+                matches!(other, Backend::Unknown(_)),
+                format!("terminal.backend: {}", other.describe()),
+            );
+        }
+    }
+    if settings.mode == SandboxMode::Off {
+        return (
+            true,
+            "terminal.sandbox is off: commands the agent runs can read and write anything you \
+             can"
+            .into(),
+        );
+    }
+    let network = if settings.network {
+        "network allowed"
+    } else {
+        "network blocked"
+    };
+    match hermes_tools::sandbox::kernel_support() {
+        KernelSupport::Available { abi } => (
+            false,
+            format!(
+                "sandbox: {} (Landlock ABI {abi}+, {network})",
+                settings.mode.as_str()
+            ),
+        ),
+        KernelSupport::Unsupported { reason } => (
+            true,
+            match settings.unsupported {
+                UnsupportedPolicy::Refuse => format!(
+                    "sandbox unavailable ({reason}): commands will be refused \
+                     (terminal.sandbox.unsupported: refuse)"
+                ),
+                UnsupportedPolicy::Warn => format!(
+                    "sandbox unavailable ({reason}): commands run UNSANDBOXED \
+                     (terminal.sandbox.unsupported: warn)"
+                ),
+            },
+        ),
+    }
+}
+
+/// Prints the start-up warning once, when there is one (REPL, one-shot, gateway).
+pub fn warn_at_start(settings: &SandboxSettings) {
+    let (warning, text) = status(settings);
+    if warning {
+        eprintln!("warning: {text}");
+    } else {
+        tracing::info!("{text}");
+    }
+}

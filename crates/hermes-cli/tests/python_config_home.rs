@@ -1,0 +1,148 @@
+//! A `config.yaml` written by Python Hermes 0.19.0's own writer (issue 17 item 5; fixture
+//! `crates/hermes-protocol/tests/fixtures/python_config/python_home_config.yaml`, made by
+//! `make_python_home_config.py` there): `hermes setup --non-interactive` and
+//! `hermes model set` change only what they set; every other key, `_config_version` and every
+//! comment survive; the Python settings hermes ignores are summed up in one line at start and
+//! listed by `hermes config check`; `.env` statements python-dotenv would skip are named.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{hermes, stderr, stdout};
+use hermes_protocol::config::Config;
+use hermes_testkit::TempHome;
+
+fn python_config() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../hermes-protocol/tests/fixtures/python_config/python_home_config.yaml"),
+    )
+    .unwrap()
+}
+
+fn yaml(text: &str) -> serde_json::Value {
+    yaml_serde::from_str(text).unwrap()
+}
+
+/// Comment lines of `text`, in order.
+fn comments(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with('#'))
+        .collect()
+}
+
+/// `after` equals `before` except at the `model` keys in `changed`.
+fn only_model_keys_changed(
+    before: &serde_json::Value,
+    after: &serde_json::Value,
+    changed: &[&str],
+) {
+    let mut b = before.clone();
+    let mut a = after.clone();
+    for k in changed {
+        b["model"].as_object_mut().unwrap().remove(*k);
+        a["model"].as_object_mut().unwrap().remove(*k);
+    }
+    assert_eq!(a, b);
+}
+
+#[tokio::test]
+async fn setup_non_interactive_keeps_every_other_key_and_comment() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let original = python_config();
+    std::fs::write(home.home().config_file(), &original).unwrap();
+    let out = hermes(
+        home.path(),
+        cwd.path(),
+        &[
+            "setup",
+            "--non-interactive",
+            "--provider",
+            "openrouter",
+            "--api-key",
+            "sk-or-v1-test-key",
+            "-m",
+            "anthropic/claude-sonnet-4",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    let after = yaml(&text);
+    only_model_keys_changed(&yaml(&original), &after, &["provider", "default"]);
+    assert_eq!(after["model"]["context_length"], 65_536);
+    assert_eq!(after["model"]["provider"], "openrouter");
+    assert_eq!(after["_config_version"], 33);
+    assert_eq!(comments(&text), comments(&original));
+    assert!(
+        !home
+            .home()
+            .config_file()
+            .with_extension("yaml.bak")
+            .exists()
+    );
+}
+
+#[tokio::test]
+async fn model_set_keeps_every_other_key_and_comment() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let original = python_config();
+    std::fs::write(home.home().config_file(), &original).unwrap();
+    std::fs::write(home.home().env_file(), "WORK_PROXY_KEY=sk-proxy\n").unwrap();
+    let out = hermes(home.path(), cwd.path(), &["model", "set", "qwen3-max"]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    let after = yaml(&text);
+    only_model_keys_changed(&yaml(&original), &after, &["default"]);
+    assert_eq!(after["model"]["default"], "qwen3-max");
+    assert_eq!(comments(&text), comments(&original));
+    let loaded = Config::parse(&text, Path::new("config.yaml")).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[tokio::test]
+async fn ignored_python_settings_are_summed_up_and_listed_by_name() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.home().config_file(), python_config()).unwrap();
+    std::fs::write(
+        home.home().env_file(),
+        "WORK_PROXY_KEY=sk-proxy\nBROKEN=\"sk-secret-value\" junk\n",
+    )
+    .unwrap();
+    let out = hermes(home.path(), cwd.path(), &["model", "show"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(notes[0].contains("3 Python Hermes settings"), "{err}");
+    assert!(
+        err.contains(".env: line 2: cannot parse the statement for `BROKEN`"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-secret-value"), "{err}");
+    // The named custom provider of the Python config is what resolves.
+    let shown = stdout(&out);
+    assert!(shown.contains("base_url: http://127.0.0.1:9/v1"), "{shown}");
+    assert!(shown.contains("model:    qwen3-coder"), "{shown}");
+
+    let out = hermes(home.path(), cwd.path(), &["config", "check"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    for key in [
+        "agent.verify_on_stop",
+        "browser.allow_private_urls",
+        "tts.provider",
+    ] {
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("not used by hermes: ") && l.contains(key)),
+            "{key}: {shown}"
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The sandbox through the real binary (issue 18 item 1): `hermes` re-executes itself as the
+//! launcher for the model's commands, the front end's `unsupported` default applies, and
+//! `doctor` reports the mode. The full bypass corpus is `hermes-tools`' `sandbox_corpus`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Env, stderr, stdout};
+use hermes_testkit::MockResponse;
+
+const SECRET: &str = "sk-cli-sandbox-SECRET-41";
+
+/// The text of every tool result the model was sent.
+fn tool_results(env: &Env) -> String {
+    env.mock
+        .requests()
+        .iter()
+        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn the_models_commands_run_inside_the_sandbox() {
+    let env = Env::new().await;
+    let home = env.home.home().clone();
+    std::fs::write(home.env_file(), format!("SANDBOX_TEST_KEY={SECRET}\n")).unwrap();
+    let config_before = std::fs::read(home.config_file()).unwrap();
+    let command = format!(
+        "echo inside > inside.txt; echo evil >> '{cfg}'; mkdir -p '{hooks}/evil'; \
+         cat '{dotenv}'; echo \"env=$SANDBOX_TEST_KEY\"; echo done",
+        cfg = home.config_file().display(),
+        hooks = home.root().join("hooks").display(),
+        dotenv = home.env_file().display(),
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+    env.mock
+        .push(MockResponse::tool_calls(&[("call_1", "terminal", &args)]));
+    env.mock.push(MockResponse::text("Done."));
+    let out = env.run(&["chat", "-q", "go", "--yolo"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&env);
+    assert!(results.contains("done"), "{results}");
+    assert!(results.contains("env="), "{results}");
+    assert!(!results.contains(SECRET), "{results}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.path().join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert_eq!(std::fs::read(home.config_file()).unwrap(), config_before);
+    assert!(!home.root().join("hooks/evil").exists());
+}
+
+#[tokio::test]
+async fn headless_runs_refuse_commands_when_the_kernel_cannot_sandbox() {
+    let env = Env::new().await;
+    let marker = env.cwd.path().join("ran.txt");
+    let args =
+        serde_json::json!({ "command": format!("touch '{}'", marker.display()) }).to_string();
+    env.mock
+        .push(MockResponse::tool_calls(&[("call_1", "terminal", &args)]));
+    env.mock.push(MockResponse::text("Could not."));
+    let out = env
+        .run_env(
+            &["chat", "-q", "go", "--yolo"],
+            &[("HERMES_SANDBOX_TEST_UNSUPPORTED", "1".into())],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sandbox unavailable"),
+        "{}",
+        stderr(&out)
+    );
+    let results = tool_results(&env);
+    assert!(results.contains("Refused"), "{results}");
+    assert!(!marker.exists());
+}
+
+#[tokio::test]
+async fn doctor_reports_the_sandbox_and_warns_when_it_is_off() {
+    let env = Env::new().await;
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok    sandbox: workspace-write (Landlock ABI"),
+        "{text}"
+    );
+    let off = Env::with_config("terminal:\n  sandbox: off\n").await;
+    let out = off.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert!(text.contains("warn  terminal.sandbox is off"), "{text}");
+    let odd = Env::with_config("terminal:\n  backend: modal\n").await;
+    let text = stdout(&odd.run(&["doctor"]).await);
+    assert!(text.contains("warn  terminal.backend: `modal`"), "{text}");
+}
+
+#[tokio::test]
+async fn the_launcher_refuses_a_bad_policy_without_running_anything() {
+    let env = Env::new().await;
+    let marker = env.cwd.path().join("ran.txt");
+    let out = env
+        .run(&[
+            "__sandbox-exec",
+            "--policy",
+            "{not json",
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(126));
+    assert!(
+        stderr(&out).contains("bad sandbox policy"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists());
+}

@@ -1,0 +1,435 @@
+//! Where the secrets of a home are found ([`SecretRedactor::load`]) and which config fields
+//! are secret ([`mask_secret_fields`], for `hermes config show`). One rule for both: a field
+//! is secret when its name looks like a key, token, secret or password ([`is_secret_name`]),
+//! or when it is a value of an MCP server's `headers` or `env` map.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::SecretRedactor;
+use crate::HermesHome;
+use crate::config::parse_env_file;
+
+/// True when a variable or field named `name` holds a secret: its name contains `key`
+/// (as a word: `api_key`, `OPENAI_API_KEY`, `access_key`, `keys`), `token`, `secret`,
+/// `password`/`passwd`/`passphrase`, `credential`, `authorization` or `cookie`
+/// (case-insensitive). Names that point at a secret instead of holding one (`…_env`,
+/// `…_file`, `…_path`, `…_url`, `…_strategy`, `max_tokens`…) are not secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    for suffix in [
+        "_env",
+        "_file",
+        "_path",
+        "_url",
+        "_strategy",
+        "_mode",
+        "_type",
+        "_dir",
+    ] {
+        if lower.ends_with(suffix) {
+            return false;
+        }
+    }
+    if lower.contains("max_token") || lower.ends_with("tokens") {
+        // `max_tokens`, `reasoning_tokens`: budgets, not credentials.
+        return false;
+    }
+    const WORDS: [&str; 10] = [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "credential",
+        "authorization",
+        "cookie",
+        "apikey",
+        "private_key",
+    ];
+    if WORDS.iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    // `key` as a word of a snake/kebab/camel name: `api_key`, `KEY`, `keys`, `x-api-key`.
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w == "key" || w == "keys")
+}
+
+/// A config/JSON tree reduced to what the walk needs.
+enum Node {
+    Str(String),
+    List(Vec<Node>),
+    Map(Vec<(String, Node)>),
+    Other,
+}
+
+impl From<&yaml_serde::Value> for Node {
+    fn from(v: &yaml_serde::Value) -> Node {
+        match v {
+            yaml_serde::Value::String(s) => Node::Str(s.clone()),
+            yaml_serde::Value::Sequence(items) => {
+                Node::List(items.iter().map(Node::from).collect())
+            }
+            yaml_serde::Value::Mapping(map) => Node::Map(
+                map.iter()
+                    .map(|(k, v)| (yaml_key(k), Node::from(v)))
+                    .collect(),
+            ),
+            yaml_serde::Value::Tagged(t) => Node::from(&t.value),
+            _ => Node::Other,
+        }
+    }
+}
+
+impl From<&serde_json::Value> for Node {
+    fn from(v: &serde_json::Value) -> Node {
+        match v {
+            serde_json::Value::String(s) => Node::Str(s.clone()),
+            serde_json::Value::Array(items) => Node::List(items.iter().map(Node::from).collect()),
+            serde_json::Value::Object(map) => Node::Map(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Node::from(v)))
+                    .collect(),
+            ),
+            _ => Node::Other,
+        }
+    }
+}
+
+fn yaml_key(k: &yaml_serde::Value) -> String {
+    match k {
+        yaml_serde::Value::String(s) => s.clone(),
+        yaml_serde::Value::Number(n) => n.to_string(),
+        yaml_serde::Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// How the walk treats the strings below the current node.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    /// Only fields with secret names.
+    Names,
+    /// Every string (below a secret-named field).
+    All,
+    /// Every string that could be a credential (values of `headers` / `env` maps).
+    Loose,
+}
+
+/// A value of a `headers`/`env` map that is plainly not a credential: a path, a plain
+/// lowercase word (`production`), a `${VAR}` reference (the variable is collected itself).
+fn plainly_not_secret(value: &str) -> bool {
+    let v = value.trim();
+    v.starts_with('/')
+        || v.starts_with('~')
+        || v.starts_with("./")
+        || (v.starts_with("${") && v.ends_with('}') && !v[2..].contains("${"))
+        || v.chars()
+            .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
+}
+
+fn walk(node: &Node, path: &str, scope: Scope, out: &mut Vec<(String, String)>) {
+    match node {
+        Node::Str(s) => match scope {
+            Scope::All => out.push((path.to_string(), s.clone())),
+            Scope::Loose if !plainly_not_secret(s) => out.push((path.to_string(), s.clone())),
+            _ => {}
+        },
+        Node::List(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let child = if path.is_empty() {
+                    i.to_string()
+                } else {
+                    format!("{path}.{i}")
+                };
+                walk(item, &child, scope, out);
+            }
+        }
+        Node::Map(entries) => {
+            for (k, v) in entries {
+                let child = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                let scope = if scope == Scope::All || is_secret_name(k) {
+                    Scope::All
+                } else if k == "headers" || k == "env" || scope == Scope::Loose {
+                    Scope::Loose
+                } else {
+                    Scope::Names
+                };
+                walk(v, &child, scope, out);
+            }
+        }
+        Node::Other => {}
+    }
+}
+
+/// Expands `${NAME}` references with `vars` (`.env` first, then the process environment),
+/// as `mcp_servers` values are expanded when a server starts.
+fn expand(value: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                let name = &after[..end];
+                match vars.get(name) {
+                    Some(v) => out.push_str(v),
+                    None => out.push_str(&std::env::var(name).unwrap_or_default()),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl SecretRedactor {
+    /// Collects every secret of `home` ([`collect_secrets`]) into a redactor. Files that
+    /// are missing or do not parse contribute nothing (their problems are reported by the
+    /// commands that read them); this never fails.
+    pub fn load(home: &HermesHome) -> SecretRedactor {
+        SecretRedactor::new(collect_secrets(home))
+    }
+}
+
+/// The `(label, value)` pairs of every secret hermes knows in `home`:
+/// - `.env` entries with secret names ([`is_secret_name`]), labelled by the name;
+/// - process environment variables with secret names (provider keys exported in the
+///   shell), labelled by the name;
+/// - `config.yaml`: every string under a secret-named field anywhere (`model.api_key`,
+///   `delegation.api_key`, `custom_providers.N.api_key`, `gateway.platforms.telegram.token`,
+///   `fallback_providers.N.api_keys.M`) and the values of every `headers` and `env` map
+///   (`mcp_servers.NAME.headers.Authorization`), with `${VAR}` references expanded;
+/// - `auth.json`: every string under a secret-named field (keys, access and refresh
+///   tokens), labelled `auth.json.<path>`;
+/// - `mcp-tokens/*.json` (MCP OAuth tokens and client secrets), labelled
+///   `mcp-tokens/<file>.<path>`.
+pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let env_vars = std::fs::read_to_string(home.env_file())
+        .map(|t| parse_env_file(&t))
+        .unwrap_or_default();
+    for (k, v) in &env_vars {
+        if is_secret_name(k) {
+            out.push((k.clone(), v.clone()));
+        }
+    }
+    for (k, v) in std::env::vars_os() {
+        if let (Some(k), Some(v)) = (k.to_str(), v.to_str())
+            && is_secret_name(k)
+        {
+            out.push((k.to_string(), v.to_string()));
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(home.config_file())
+        && let Ok(value) = yaml_serde::from_str::<yaml_serde::Value>(&text)
+    {
+        let mut found = Vec::new();
+        walk(&Node::from(&value), "", Scope::Names, &mut found);
+        out.extend(found.into_iter().map(|(l, v)| (l, expand(&v, &env_vars))));
+    }
+    collect_json(&home.auth_file(), "auth.json", &mut out);
+    if let Ok(entries) = std::fs::read_dir(home.root().join("mcp-tokens")) {
+        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            if path.extension().is_some_and(|e| e == "json") {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                collect_json(&path, &format!("mcp-tokens/{name}"), &mut out);
+            }
+        }
+    }
+    out
+}
+
+fn collect_json(path: &Path, label: &str, out: &mut Vec<(String, String)>) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return;
+    };
+    let mut found = Vec::new();
+    walk(&Node::from(&value), "", Scope::Names, &mut found);
+    out.extend(found.into_iter().map(|(l, v)| (format!("{label}.{l}"), v)));
+}
+
+/// Replaces, in a config tree, every value [`collect_secrets`] would treat as a secret with
+/// `mask(value)` — for `hermes config show`. Strings under secret-named fields and the values
+/// of `headers` / `env` maps are masked (a `${VAR}` reference is left as written: it names
+/// the secret, it is not one).
+pub fn mask_secret_fields(value: &mut yaml_serde::Value, mask: &dyn Fn(&str) -> String) {
+    mask_walk(value, Scope::Names, mask);
+}
+
+fn mask_walk(value: &mut yaml_serde::Value, scope: Scope, mask: &dyn Fn(&str) -> String) {
+    match value {
+        yaml_serde::Value::String(s) => {
+            let reference = s.starts_with("${") && s.ends_with('}');
+            if scope != Scope::Names && !reference {
+                *s = mask(s);
+            }
+        }
+        yaml_serde::Value::Sequence(items) => {
+            for item in items {
+                mask_walk(item, scope, mask);
+            }
+        }
+        yaml_serde::Value::Mapping(map) => {
+            for (k, v) in map.iter_mut() {
+                let k = yaml_key(k);
+                let scope = if scope != Scope::Names
+                    || is_secret_name(&k)
+                    || k == "headers"
+                    || k == "env"
+                {
+                    Scope::All
+                } else {
+                    Scope::Names
+                };
+                mask_walk(v, scope, mask);
+            }
+        }
+        yaml_serde::Value::Tagged(t) => mask_walk(&mut t.value, scope, mask),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names() {
+        for name in [
+            "OPENAI_API_KEY",
+            "api_key",
+            "api_keys",
+            "TELEGRAM_BOT_TOKEN",
+            "access_token",
+            "refresh_token",
+            "client_secret",
+            "WEBHOOK_SECRET",
+            "password",
+            "Authorization",
+            "x-api-key",
+            "key",
+            "agent_key",
+            "apiKey",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "max_tokens",
+            "api_key_env",
+            "provider",
+            "base_url",
+            "keyboard",
+            "monkey",
+            "credential_strategy",
+            "reasoning_tokens",
+            "HOME",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_kind_of_home_secret_is_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::new(dir.path());
+        std::fs::write(
+            home.env_file(),
+            "OPENROUTER_API_KEY=sk-or-env-secret-1\nHERMES_MODEL=some/model-name\nGH=ghp_referenced_secret_9\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.config_file(),
+            "model:\n  provider: custom\n  api_key: sk-model-secret-2\n  max_tokens: 123456789\n\
+             delegation:\n  api_key: sk-delegate-secret-3\n\
+             custom_providers:\n  - name: mine\n    base_url: http://127.0.0.1:1/v1\n    api_key: sk-custom-secret-4\n\
+             mcp_servers:\n  gh:\n    url: http://127.0.0.1:2/mcp\n    headers:\n      Authorization: Bearer ${GH}\n  fs:\n    command: npx\n    env:\n      NODE_ENV: production\n      ROOT: /srv/data\n      UPSTREAM: plainvalue-5-xyz\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.auth_file(),
+            r#"{"providers":{"nous":{"access_token":"nous-access-secret-6","label":"main"}},"pools":[{"provider":"openai","keys":["sk-pool-secret-7"]}]}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(home.root().join("mcp-tokens")).unwrap();
+        std::fs::write(
+            home.root().join("mcp-tokens/gh.json"),
+            r#"{"access_token":"oauth-access-secret-8","token_type":"Bearer","expires_in":3600}"#,
+        )
+        .unwrap();
+        let found = collect_secrets(&home);
+        let get = |label: &str| {
+            found
+                .iter()
+                .find(|(l, _)| l == label)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("OPENROUTER_API_KEY"), Some("sk-or-env-secret-1"));
+        assert_eq!(get("HERMES_MODEL"), None);
+        assert_eq!(get("model.api_key"), Some("sk-model-secret-2"));
+        assert_eq!(get("delegation.api_key"), Some("sk-delegate-secret-3"));
+        assert_eq!(
+            get("custom_providers.0.api_key"),
+            Some("sk-custom-secret-4")
+        );
+        assert_eq!(
+            get("mcp_servers.gh.headers.Authorization"),
+            Some("Bearer ghp_referenced_secret_9")
+        );
+        assert_eq!(get("mcp_servers.fs.env.UPSTREAM"), Some("plainvalue-5-xyz"));
+        assert_eq!(get("mcp_servers.fs.env.NODE_ENV"), None);
+        assert_eq!(get("mcp_servers.fs.env.ROOT"), None);
+        assert_eq!(
+            get("auth.json.providers.nous.access_token"),
+            Some("nous-access-secret-6")
+        );
+        assert_eq!(get("auth.json.pools.0.keys.0"), Some("sk-pool-secret-7"));
+        assert_eq!(
+            get("mcp-tokens/gh.json.access_token"),
+            Some("oauth-access-secret-8")
+        );
+        let r = SecretRedactor::new(found);
+        let text =
+            "sk-or-env-secret-1 ghp_referenced_secret_9 oauth-access-secret-8 some/model-name";
+        assert_eq!(
+            r.redact(text),
+            "[REDACTED:OPENROUTER_API_KEY] [REDACTED:mcp_servers.gh.headers.Authorization] \
+             [REDACTED:mcp-tokens/gh.json.access_token] some/model-name"
+        );
+    }
+
+    #[test]
+    fn masking_covers_the_same_fields() {
+        let mut v: yaml_serde::Value = yaml_serde::from_str(
+            "model:\n  api_key: sk-a\n  provider: openai\ndelegation:\n  api_key: sk-b\n\
+             mcp_servers:\n  x:\n    headers: {Authorization: Bearer sk-c}\n    env: {TOKEN: '${T}', OTHER: plain}\n",
+        )
+        .unwrap();
+        mask_secret_fields(&mut v, &|_| "***".to_string());
+        let text = yaml_serde::to_string(&v).unwrap();
+        for secret in ["sk-a", "sk-b", "sk-c", "plain"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(text.contains("openai") && text.contains("${T}"), "{text}");
+    }
+}

@@ -1,0 +1,253 @@
+//! Turning a [`SandboxPolicy`] into kernel restrictions on the current process: Landlock
+//! (file system; TCP when the network is off; signal and abstract-socket scoping) and a
+//! seccomp filter. Called only by the launcher ([`super::launcher`]), which then execs the
+//! command; restrictions are inherited by every descendant and cannot be lifted.
+//!
+//! Landlock rules (see [`super::tree`] for the "tree minus paths" construction):
+//! - read (`ReadFile`, `ReadDir`, `Execute`) on `/` minus [`SandboxPolicy::deny_read`]; the
+//!   ancestor directories of a secret may still be listed (names, not contents);
+//! - write (every write right of ABI 3: create, remove, rename, link, truncate) on each of
+//!   [`SandboxPolicy::writable`] minus [`SandboxPolicy::deny_write`];
+//! - write on the device files of [`super::policy::WRITABLE_DEVICES`].
+//!
+//! Landlock's `Refer` right makes the kernel refuse a link or rename that would give a file
+//! more rights at its new place than at its old one, so a hard link or `mv` cannot carry a
+//! read-only file into a writable tree.
+//!
+//! seccomp is used where Landlock has no rule: always, `ioctl(TIOCSTI)` / `ioctl(TIOCLINUX)`
+//! (typing into a terminal) fail with `EPERM`; with `network: false`, `socket(2)` and
+//! `socketpair(2)` of any family but `AF_UNIX` and `io_uring_setup(2)` (which can create
+//! sockets) fail with `EPERM`, and Landlock (ABI 4+) also denies TCP bind and connect.
+//! Unix-domain sockets stay usable (local IPC; note this includes sockets such as a docker
+//! daemon's, which the file rules do not cover before Landlock ABI 9).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+};
+
+use super::policy::{SandboxPolicy, WRITABLE_DEVICES};
+use super::tree::{Grant, tree_minus};
+use hermes_protocol::config::SandboxMode;
+
+/// The oldest Landlock ABI the sandbox accepts: 3 (Linux 6.2), the first that controls
+/// truncation, so a read-only file cannot be emptied with `truncate(2)`.
+pub const MIN_LANDLOCK_ABI: u32 = 3;
+
+/// Test hook: when this variable is set (to anything), [`kernel_support`] reports the kernel
+/// as unsupported, so the `terminal.sandbox.unsupported` fallback can be tested on a kernel
+/// that has Landlock.
+pub const FORCE_UNSUPPORTED_ENV: &str = "HERMES_SANDBOX_TEST_UNSUPPORTED";
+
+/// Whether this kernel can enforce the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelSupport {
+    /// Landlock at this ABI or newer (at least [`MIN_LANDLOCK_ABI`]).
+    Available {
+        /// The highest ABI level probed successfully.
+        abi: u32,
+    },
+    /// No usable Landlock; the text says why (for the one warning at start).
+    Unsupported {
+        /// e.g. "this kernel has no Landlock".
+        reason: String,
+    },
+}
+
+/// Probes the running kernel once (cached) and returns whether the sandbox can be enforced;
+/// [`FORCE_UNSUPPORTED_ENV`] overrides the answer at every call.
+pub fn kernel_support() -> KernelSupport {
+    if std::env::var_os(FORCE_UNSUPPORTED_ENV).is_some() {
+        return KernelSupport::Unsupported {
+            reason: format!("forced by {FORCE_UNSUPPORTED_ENV} (a test hook)"),
+        };
+    }
+    static PROBED: OnceLock<KernelSupport> = OnceLock::new();
+    PROBED.get_or_init(probe).clone()
+}
+
+/// Asks for the rights of one ABI level on a fresh ruleset.
+type Probe = fn(Ruleset) -> Result<Ruleset, landlock::RulesetError>;
+
+fn probe() -> KernelSupport {
+    let hard = |r: Ruleset| r.set_compatibility(CompatLevel::HardRequirement);
+    let probes: [(u32, Probe); 6] = [
+        (6, |r| {
+            r.handle_access(AccessFs::from_all(ABI::V5))?
+                .scope(Scope::from_all(ABI::V6))
+        }),
+        (5, |r| r.handle_access(AccessFs::from_all(ABI::V5))),
+        (4, |r| {
+            r.handle_access(AccessFs::from_all(ABI::V3))?
+                .handle_access(AccessNet::from_all(ABI::V4))
+        }),
+        (3, |r| r.handle_access(AccessFs::from_all(ABI::V3))),
+        (2, |r| r.handle_access(AccessFs::from_all(ABI::V2))),
+        (1, |r| r.handle_access(AccessFs::from_all(ABI::V1))),
+    ];
+    for (abi, build) in probes {
+        if build(hard(Ruleset::default()))
+            .and_then(|r| r.create())
+            .is_ok()
+        {
+            if abi < MIN_LANDLOCK_ABI {
+                return KernelSupport::Unsupported {
+                    reason: format!(
+                        "this kernel's Landlock is ABI {abi}; the sandbox needs ABI \
+                         {MIN_LANDLOCK_ABI} (Linux 6.2) or newer"
+                    ),
+                };
+            }
+            return KernelSupport::Available { abi };
+        }
+    }
+    KernelSupport::Unsupported {
+        reason: "this kernel has no Landlock (not built in, or not enabled at boot)".into(),
+    }
+}
+
+/// Why the restrictions could not be applied. The launcher then exits without running the
+/// command: it never runs it unrestricted.
+#[derive(Debug, thiserror::Error)]
+pub enum EnforceError {
+    /// A Landlock call failed (kernel too old, or a rule could not be added).
+    #[error("Landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    /// Landlock reported the ruleset as not fully enforced.
+    #[error("Landlock could not fully enforce the policy ({0})")]
+    NotEnforced(String),
+    /// The seccomp filter could not be built or loaded.
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+}
+
+/// Applies `policy` to the current process (and so to whatever it execs). Must be called in
+/// a process that runs nothing else afterwards but the command (the launcher).
+///
+/// # Errors
+/// [`EnforceError`] when any restriction could not be applied in full.
+pub fn restrict_current_process(policy: &SandboxPolicy) -> Result<(), EnforceError> {
+    if policy.mode != SandboxMode::Off {
+        apply_landlock(policy)?;
+    }
+    apply_seccomp(policy.network)
+}
+
+fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
+    let required = AccessFs::from_all(ABI::V3);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(required)?
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::IoctlDev)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
+    if !policy.network {
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+    }
+    let mut created = ruleset.create()?;
+
+    let read = AccessFs::from_read(ABI::V3);
+    let write = AccessFs::from_write(ABI::V3);
+    for grant in tree_minus(std::path::Path::new("/"), &policy.deny_read) {
+        let access = match grant {
+            Grant::Subtree(_) => read,
+            Grant::Ancestor(_) => BitFlags::from(AccessFs::ReadDir),
+        };
+        created = add_rule(created, grant.path(), access)?;
+    }
+    for root in &policy.writable {
+        for grant in tree_minus(root, &policy.deny_write) {
+            if let Grant::Subtree(path) = grant {
+                created = add_rule(created, &path, write)?;
+            }
+        }
+    }
+    for device in WRITABLE_DEVICES {
+        let path = std::path::Path::new(device);
+        if path.exists() {
+            created = add_rule(
+                created,
+                path,
+                BitFlags::from(AccessFs::WriteFile) | AccessFs::Truncate,
+            )?;
+        }
+    }
+    let status = created.restrict_self()?;
+    match status.ruleset {
+        // Fully: everything asked for. Partially: the best-effort extras (device ioctls,
+        // TCP, scoping) are missing on an older kernel; the required file rights are not.
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
+        other => Err(EnforceError::NotEnforced(format!("{other:?}"))),
+    }
+}
+
+/// Adds one path-beneath rule; a non-directory gets only the rights that apply to files. A
+/// path that cannot be opened (vanished since it was listed) gets no rule: denied.
+fn add_rule(
+    created: landlock::RulesetCreated,
+    path: &std::path::Path,
+    access: BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, EnforceError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(created);
+    };
+    let access = if meta.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(ABI::V3)
+    };
+    if access.is_empty() {
+        return Ok(created);
+    }
+    let Ok(fd) = PathFd::new(path) else {
+        return Ok(created);
+    };
+    Ok(created.add_rule(PathBeneath::new(fd, access))?)
+}
+
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+fn apply_seccomp(network: bool) -> Result<(), EnforceError> {
+    fn err(e: impl std::fmt::Display) -> EnforceError {
+        EnforceError::Seccomp(e.to_string())
+    }
+    let cond = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(err)
+    };
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?]).map_err(err)?,
+            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?]).map_err(err)?,
+        ],
+    );
+    if !network {
+        let not_unix = || -> Result<Vec<SeccompRule>, EnforceError> {
+            Ok(vec![
+                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
+                    .map_err(err)?,
+            ])
+        };
+        rules.insert(libc::SYS_socket, not_unix()?);
+        rules.insert(libc::SYS_socketpair, not_unix()?);
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(err)?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(err)?;
+    let program: seccompiler::BpfProgram = filter.try_into().map_err(err)?;
+    seccompiler::apply_filter(&program).map_err(err)
+}
