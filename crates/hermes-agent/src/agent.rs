@@ -187,6 +187,12 @@ pub struct Agent {
     /// A commit found the history changed elsewhere; the turn stops and the session is
     /// reloaded ([`Agent::reload_after_conflict`]).
     pub(crate) history_conflict: bool,
+    /// The first failed save of the running turn that was not a history conflict (the
+    /// store's own retries on a locked database already spent, case C21), as the line the
+    /// front ends show. The turn stops and ends as [`hermes_protocol::TurnOutcome::Failed`]
+    /// with it (issue 17: a message that cannot be stored fails loudly). Cleared when a
+    /// turn starts.
+    pub(crate) store_failure: Option<String>,
     /// Until when turns skip the primary after a rate-limit or billing fallback.
     pub(crate) primary_cooldown: Option<tokio::time::Instant>,
     /// Learning-loop counters and the running background review (FEATURES §8).
@@ -245,6 +251,7 @@ impl Agent {
             session_usage: Usage::default(),
             history_version: 0,
             history_conflict: false,
+            store_failure: None,
         };
         match resume {
             Some(key) => agent.resume(key).await?,
@@ -464,8 +471,8 @@ impl Agent {
     }
 
     /// Appends `message` to the history and commits it to the store at once (invariant 3).
-    /// A failed write is reported as a status event and retried before the next write; the
-    /// message is kept in memory meanwhile.
+    /// A failed write keeps the message in memory, queued to be written before the next one,
+    /// and sets [`Agent::store_failure`]: the running turn then ends with an error.
     pub(crate) async fn persist(&mut self, message: Message, events: &UnboundedSender<AgentEvent>) {
         self.persist_with_usage(message, &Usage::default(), events)
             .await;
@@ -478,7 +485,7 @@ impl Agent {
         &mut self,
         message: Message,
         usage: &Usage,
-        events: &UnboundedSender<AgentEvent>,
+        _events: &UnboundedSender<AgentEvent>,
     ) {
         self.flush_unsaved().await;
         let index = self.history.len();
@@ -486,6 +493,13 @@ impl Agent {
             id: None,
             message: message.clone(),
         });
+        if !self.unsaved.is_empty() {
+            // Earlier messages are still not written: this one waits behind them, so the
+            // stored order stays the order of the conversation.
+            self.unsaved.push(index);
+            self.record_usage(usage).await;
+            return;
+        }
         let sid = self.session_id.clone();
         let expected = self.history_version;
         let row = (!usage.is_empty()).then(|| self.usage_row(usage));
@@ -509,18 +523,18 @@ impl Agent {
                 self.history_conflict = true;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "could not save message; will retry");
-                let _ = events.send(AgentEvent::Status {
-                    message: format!("warning: could not save a message yet ({e}); it will be saved on the next write"),
-                });
+                self.note_store_failure(&e);
                 self.unsaved.push(index);
             }
         }
     }
 
+    /// Writes the messages whose save failed, oldest first; stops at the first that fails
+    /// again (it and the rest stay queued, [`Agent::store_failure`] is set).
     pub(crate) async fn flush_unsaved(&mut self) {
         let pending = std::mem::take(&mut self.unsaved);
-        for index in pending {
+        let mut rest = pending.into_iter();
+        while let Some(index) = rest.next() {
             let Some(entry) = self.history.get(index) else {
                 continue;
             };
@@ -532,9 +546,26 @@ impl Agent {
                 .await
             {
                 Ok(id) => self.history[index].id = Some(id),
-                Err(e) if is_conflict(&e) => self.history_conflict = true,
-                Err(_) => self.unsaved.push(index),
+                Err(e) if is_conflict(&e) => {
+                    self.history_conflict = true;
+                    return;
+                }
+                Err(e) => {
+                    self.note_store_failure(&e);
+                    self.unsaved.push(index);
+                    self.unsaved.extend(rest);
+                    return;
+                }
             }
+        }
+    }
+
+    /// Records a failed save (not a conflict): the first of the turn becomes
+    /// [`Agent::store_failure`] (shown once, as the turn's error); each is logged.
+    fn note_store_failure(&mut self, e: &AgentError) {
+        tracing::error!(error = %e, "could not save a message");
+        if self.store_failure.is_none() {
+            self.store_failure = Some(store_failure_text(e));
         }
     }
 
@@ -574,6 +605,21 @@ impl Agent {
             .map_err(AgentError::from)
     }
 }
+
+/// The one line a failed save ends the turn with: names the database file (the store's
+/// errors carry its path, `…/state.db`) and the cause.
+pub(crate) fn store_failure_text(e: &AgentError) -> String {
+    let cause = match e {
+        AgentError::Store(inner) => inner.to_string(),
+        other => other.to_string(),
+    };
+    let cause = cause.split(['\r', '\n']).collect::<Vec<_>>().join(" ");
+    format!("{STORE_FAILED_PREFIX} ({cause}); this turn is not saved")
+}
+
+/// How the final text of a turn that could not save its messages begins (issue 17). Front
+/// ends may match it to report a storage error instead of a model error.
+pub const STORE_FAILED_PREFIX: &str = "The conversation could not be saved to the session database";
 
 /// True when `e` is a refused version-checked write ([`hermes_store::StoreError::HistoryChanged`]).
 pub(crate) fn is_conflict(e: &AgentError) -> bool {

@@ -23,7 +23,9 @@ mod steer;
 mod switch;
 mod turn;
 
-pub use agent::{Agent, AgentDeps, AgentError, AgentOptions, SystemPromptSource};
+pub use agent::{
+    Agent, AgentDeps, AgentError, AgentOptions, STORE_FAILED_PREFIX, SystemPromptSource,
+};
 pub use compression::{CompressTrigger, CompressionReport, DEFAULT_CONTEXT_WINDOW};
 pub use delegate::{
     DELEGATE_TASK, DELEGATION_TOOLSET, DelegateTool, DelegationSettings, MAX_TASKS,

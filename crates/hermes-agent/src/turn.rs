@@ -77,12 +77,16 @@ impl Agent {
             session_id: self.session_id.clone(),
         });
         self.fire_hook("agent:start", serde_json::json!({"message": input}));
+        self.store_failure = None;
         self.persist(Message::user(input), events).await;
         if self.history_conflict {
             // The history moved on before this turn wrote anything: the new message goes on
             // top of what is stored now.
             self.reload_after_conflict().await;
             self.persist(Message::user(input), events).await;
+        }
+        if self.store_failure.is_some() {
+            self.forget_unsaved_input();
         }
         self.learning_on_user_turn();
         self.maybe_set_title(input).await;
@@ -100,6 +104,13 @@ impl Agent {
                 final_text = HISTORY_CHANGED_TEXT.to_string();
                 outcome = TurnOutcome::Failed;
                 self.reload_after_conflict().await;
+                break;
+            }
+            if let Some(text) = &self.store_failure {
+                // A message of this turn could not be stored: no more model calls whose
+                // answers could not be kept either (issue 17).
+                final_text = text.clone();
+                outcome = TurnOutcome::Failed;
                 break;
             }
             if self.refresh_tools() {
@@ -202,6 +213,11 @@ impl Agent {
         if outcome == TurnOutcome::Interrupted {
             final_text = "Interrupted.".to_string();
         }
+        if let Some(text) = &self.store_failure {
+            // However the turn ended otherwise, it did not end saved (issue 17).
+            final_text = text.clone();
+            outcome = TurnOutcome::Failed;
+        }
         self.session_usage.add(&usage);
         self.fire_hook(
             "agent:end",
@@ -224,6 +240,19 @@ impl Agent {
             self.learning_after_turn(events);
         }
         outcome
+    }
+
+    /// The user message that opened the turn could not be stored: it is dropped from memory
+    /// too (the turn fails without calling the model, so the user sends it again rather
+    /// than having it written twice later).
+    fn forget_unsaved_input(&mut self) {
+        let Some(last) = self.history.len().checked_sub(1) else {
+            return;
+        };
+        if self.history[last].id.is_none() && self.unsaved.last() == Some(&last) {
+            self.unsaved.pop();
+            self.history.truncate(last);
+        }
     }
 
     /// Builds a request: stored prompt + ephemeral prompt + repaired history + tools (always
