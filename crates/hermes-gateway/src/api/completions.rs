@@ -140,6 +140,13 @@ fn failure_for(outcome: &TurnOutcome, text: &str) -> ApiFailure {
             "turn_interrupted",
             "The turn was interrupted (the server is shutting down).",
         ),
+        // The answer exists but could not be saved (issue 17: a lost write fails loudly):
+        // the server's own fault, not the model's.
+        _ if text.starts_with(hermes_agent::STORE_FAILED_PREFIX) => ApiFailure::server(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage_failed",
+            text.to_string(),
+        ),
         _ => ApiFailure::server(
             StatusCode::BAD_GATEWAY,
             "turn_failed",
@@ -348,4 +355,22 @@ fn sse_stream(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_that_could_not_be_saved_is_a_500_storage_failure() {
+        let text = format!(
+            "{} (state.db: disk I/O error)",
+            hermes_agent::STORE_FAILED_PREFIX
+        );
+        let saved = failure_for(&TurnOutcome::Failed, &text);
+        let model = failure_for(&TurnOutcome::Failed, "provider said no");
+        assert_eq!(saved.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(saved.code, "storage_failed");
+        assert_eq!(model.status, StatusCode::BAD_GATEWAY);
+    }
 }
