@@ -76,7 +76,7 @@ async fn planted_env() -> Env {
     std::fs::write(
         home.auth_file(),
         format!(
-            r#"[{{"provider":"openrouter","credentials":[{{"label":"k1","key":"{}"}}]}}]"#,
+            r#"{{"version":1,"providers":{{}},"credential_pool":{{"openrouter":[{{"id":"a1","label":"k1","auth_type":"api_key","priority":0,"source":"manual","access_token":"{}"}}]}}}}"#,
             value("auth.json key")
         ),
     )
@@ -173,7 +173,7 @@ async fn planted_secrets_never_leave() {
             "[REDACTED:gateway.platforms.slack.bot_token]",
             "[REDACTED:mcp_servers.remote.headers.Authorization]",
             "[REDACTED:mcp_servers.local.env.UPSTREAM_CREDENTIAL_VALUE]",
-            "[REDACTED:auth.json.0.credentials.0.key]",
+            "[REDACTED:auth.json.credential_pool.openrouter.0.access_token]",
             "[REDACTED:mcp-tokens/remote.json.access_token]",
         ] {
             assert!(text.contains(marker), "{marker} missing from {text}");
