@@ -190,7 +190,14 @@ pub fn spawn(
         .ok_or_else(|| std::io::Error::other("child stdout missing"))?;
     let stats = Arc::new(StdioStats::default());
     let (mut to_sdk, from_filter) = tokio::io::duplex(1 << 16);
-    let log = Arc::new(LogSink::open(server, log_file));
+    // The server's own secrets (its environment's key/token variables) are masked in its log
+    // file; what reaches `tracing` is masked again by the process's log writers.
+    let redactor = hermes_protocol::SecretRedactor::new(
+        env.iter()
+            .filter(|(name, _)| hermes_protocol::secrets::is_secret_name(name))
+            .map(|(name, value)| (format!("mcp_servers.{server}.env.{name}"), value)),
+    );
+    let log = Arc::new(LogSink::open(server, log_file, redactor));
     if let Some(stderr) = child.stderr().take() {
         let log = log.clone();
         tokio::spawn(async move {
@@ -246,20 +253,27 @@ pub fn spawn(
 /// Where a server's stderr and stdout noise go.
 struct LogSink {
     server: String,
+    redactor: hermes_protocol::SecretRedactor,
     file: tokio::sync::Mutex<Option<tokio::fs::File>>,
     path: Option<PathBuf>,
 }
 
 impl LogSink {
-    fn open(server: &str, path: Option<PathBuf>) -> LogSink {
+    fn open(
+        server: &str,
+        path: Option<PathBuf>,
+        redactor: hermes_protocol::SecretRedactor,
+    ) -> LogSink {
         LogSink {
             server: server.to_string(),
+            redactor,
             file: tokio::sync::Mutex::new(None),
             path,
         }
     }
 
     async fn write(&self, stream: &str, line: &str) {
+        let line = self.redactor.redact(line);
         tracing::debug!(server = %self.server, stream, "{line}");
         let Some(path) = &self.path else { return };
         let mut file = self.file.lock().await;
@@ -275,6 +289,8 @@ impl LogSink {
         }
         if let Some(f) = file.as_mut() {
             let _ = f.write_all(format!("[{stream}] {line}\n").as_bytes()).await;
+            // tokio's File hands writes to a blocking thread: flush so the line is on disk.
+            let _ = f.flush().await;
         }
     }
 }
@@ -283,6 +299,20 @@ impl LogSink {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_servers_secret_env_values_are_masked_in_its_log_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp-gh.log");
+        let redactor =
+            hermes_protocol::SecretRedactor::new([("GITHUB_TOKEN", "ghp_plantedsecret123")]);
+        let sink = LogSink::open("gh", Some(path.clone()), redactor);
+        sink.write("stderr", "auth with ghp_plantedsecret123 ok")
+            .await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("ghp_plantedsecret123"), "{text}");
+        assert!(text.contains("[REDACTED:GITHUB_TOKEN]"), "{text}");
+    }
 
     #[test]
     fn classifies_log_noise() {
