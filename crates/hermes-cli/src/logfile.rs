@@ -5,7 +5,7 @@
 //! newest), like Python's `RotatingFileHandler(5 MiB × 3)`. The REPL and `chat -q` never draw
 //! a log line on the terminal: problems reach the user as one friendly line from the CLI.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ struct Rotating {
 
 impl Rotating {
     fn open(path: &Path, max_bytes: u64) -> io::Result<Rotating> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = hermes_protocol::private_fs::open_append(path)?;
         let size = file.metadata()?.len();
         Ok(Rotating {
             path: path.to_path_buf(),
@@ -57,10 +57,7 @@ impl Rotating {
             }
         }
         std::fs::rename(&self.path, self.backup(1))?;
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = hermes_protocol::private_fs::open_append(&self.path)?;
         self.size = 0;
         Ok(())
     }

@@ -156,7 +156,7 @@ async fn gateway_status_reports_cron_enabled() {
 fn health(port: u16) -> Option<String> {
     http(
         port,
-        "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        &format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
     )
 }
 
@@ -254,7 +254,7 @@ async fn gateway_run_listens_for_signed_webhooks_and_stops_on_sigterm() {
     let pid = child.id();
     let body = r#"{"chat_id":"c1","user_id":"u1","text":"hi"}"#;
     let request = format!(
-        "POST /hooks/in HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /hooks/in HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let started = Instant::now();
