@@ -9,9 +9,9 @@ use hermes_protocol::Message;
 
 use crate::error::StoreError;
 use crate::messages::{Encoded, bump_version, encode, insert_row};
-use crate::store::{SessionStore, to_ts};
+use crate::store::{SqliteStore, to_ts};
 
-/// The body of [`SessionStore::replace_active_from`], shared with the version-checked form.
+/// The body of [`SqliteStore::replace_active_from`], shared with the version-checked form.
 pub(crate) fn replace_in(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
@@ -48,7 +48,7 @@ pub(crate) fn replace_in(
         .collect()
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// In ONE transaction: marks message `from_id` and every later message of the session
     /// inactive (when `from_id` is given), then appends `replacement` as new active messages
     /// in order. Returns the new row ids. `message_count` ends up counting the active
@@ -93,11 +93,11 @@ impl SessionStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use crate::{NewSession, SessionStore};
+    use crate::{NewSession, SqliteStore};
     use hermes_protocol::Message;
 
-    fn store_with(n: usize) -> (SessionStore, Vec<i64>) {
-        let store = SessionStore::open_in_memory().unwrap();
+    fn store_with(n: usize) -> (SqliteStore, Vec<i64>) {
+        let store = SqliteStore::open_in_memory().unwrap();
         store
             .create_session(&NewSession {
                 id: "s1".into(),

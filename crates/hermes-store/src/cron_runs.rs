@@ -8,7 +8,7 @@ use rusqlite::Row;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::store::{SessionStore, from_ts, to_ts};
+use crate::store::{SqliteStore, from_ts, to_ts};
 
 /// The outcome of delivering one run to one target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +83,7 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<CronRun> {
     })
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Records finished runs in one transaction. A run whose `run_id` is already recorded is
     /// left as it is (`INSERT OR IGNORE`), so importing the same history twice adds nothing.
     /// Returns how many rows were added.
@@ -127,7 +127,7 @@ impl SessionStore {
         })
     }
 
-    /// Records one finished run (see [`SessionStore::record_cron_runs`]).
+    /// Records one finished run (see [`SqliteStore::record_cron_runs`]).
     pub fn record_cron_run(&self, run: &CronRun) -> Result<(), StoreError> {
         self.record_cron_runs(std::slice::from_ref(run)).map(|_| ())
     }
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn runs_round_trip_newest_first_and_import_is_idempotent() {
-        let store = SessionStore::open_in_memory().unwrap();
+        let store = SqliteStore::open_in_memory().unwrap();
         let a = run("r1", "j1", "2026-01-01T07:00:00Z", "ok");
         let b = run("r2", "j2", "2026-01-01T08:00:00Z", "failed");
         let c = run("r3", "j1", "2026-01-02T07:00:00Z", "timeout");
@@ -249,7 +249,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = SessionStore::open(&path).unwrap();
+        let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(store.get_session("old").unwrap().unwrap().source, "cron");
         let mut r = run("r1", "j1", "2026-01-01T07:00:00Z", "silent");

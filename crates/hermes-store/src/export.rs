@@ -6,8 +6,8 @@ use hermes_protocol::{ContentPart, Role};
 use serde::Serialize;
 
 use crate::error::StoreError;
-use crate::store::SessionStore;
-use crate::types::{SessionRecord, StoreStats, StoredMessage};
+use crate::handle::SessionStore;
+use crate::types::{SessionRecord, StoredMessage};
 
 /// Export format for [`SessionStore::export_session`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,32 +63,6 @@ impl SessionStore {
             }
             Format::Markdown => Ok(markdown(&session, &messages)),
         }
-    }
-
-    /// Counts over the whole store.
-    pub fn stats(&self) -> Result<StoreStats, StoreError> {
-        let conn = self.lock();
-        let err = self.sql_err("stats");
-        let one = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0));
-        let n = |v: i64| v.max(0) as u64;
-        Ok(StoreStats {
-            sessions: n(one("SELECT count(*) FROM sessions").map_err(&err)?),
-            messages: n(one("SELECT count(*) FROM messages").map_err(&err)?),
-            active_messages: n(one("SELECT count(*) FROM messages WHERE active = 1").map_err(&err)?),
-            total_tokens: n(one(&format!(
-                "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM sessions \
-                     WHERE source != '{}'",
-                crate::SUBAGENT_SOURCE
-            ))
-            .map_err(&err)?),
-            db_bytes: n(one(
-                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
-            )
-            .map_err(&err)?),
-            schema_version: crate::migrate::python_version(&conn)
-                .map_err(&err)?
-                .unwrap_or_default(),
-        })
     }
 }
 

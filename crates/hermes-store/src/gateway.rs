@@ -3,14 +3,14 @@
 //! sessions directory) and falls back to the newest live session carrying the key; hermes
 //! routes by the newest session carrying the key. So that the same chat reaches the same
 //! session in both programs, hermes reads Python's routing entry when it is newer than its
-//! own newest session for the key ([`SessionStore::route_session`]), and every session hermes
+//! own newest session for the key ([`SqliteStore::route_session`]), and every session hermes
 //! creates with a key moves Python's entries for that key to it (in `create_session`'s
 //! transaction, [`move_routes`]).
 
 use rusqlite::OptionalExtension;
 
 use crate::error::StoreError;
-use crate::store::SessionStore;
+use crate::store::SqliteStore;
 
 /// Points every `gateway_routing` entry of `key` at `session_id` (keeping the rest of each
 /// entry's JSON), with `updated_at` now. Entries whose JSON is not an object are left alone.
@@ -34,7 +34,7 @@ pub(crate) fn move_routes(
     .execute(rusqlite::params![key, session_id, iso, now])
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// The session a gateway chat's `session_key` routes to: Python's routing entry for the
     /// key (the newest one, when several sessions directories have one) if its session
     /// exists and the entry is at least as new as the newest session carrying the key; else

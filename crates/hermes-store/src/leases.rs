@@ -14,9 +14,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::store::SessionStore;
+use crate::store::SqliteStore;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS hermes_session_leases (
     session_id TEXT PRIMARY KEY,
@@ -28,7 +29,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS hermes_session_leases (
 )";
 
 /// A held lease: who holds which session, with which fencing token, until when.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lease {
     /// The session.
     pub session_id: String,
@@ -40,8 +41,8 @@ pub struct Lease {
     pub expires_at: f64,
 }
 
-/// The answer of [`SessionStore::acquire_lease`].
-#[derive(Debug, Clone, PartialEq)]
+/// The answer of [`SqliteStore::acquire_lease`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum LeaseAttempt {
     /// The lease is now held by the caller.
     Acquired(Lease),
@@ -62,14 +63,14 @@ fn now() -> f64 {
 }
 
 /// Creates the lease table if it is missing (called once when the store opens).
-pub(crate) fn create_table(store: &SessionStore) -> Result<(), StoreError> {
+pub(crate) fn create_table(store: &SqliteStore) -> Result<(), StoreError> {
     store.write("create_lease_table", |tx| {
         tx.execute_batch(CREATE)
             .map_err(store.sql_err("create_lease_table"))
     })
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Takes the lease of `session_id` for `holder` for `ttl`, unless another holder has an
     /// unexpired one. The caller's own unexpired lease is taken again with a new token. Runs
     /// in one write transaction, so two processes cannot both acquire.
@@ -127,7 +128,7 @@ impl SessionStore {
     /// Extends `lease` to `ttl` from now (the heartbeat). `Ok(false)` when it is no longer
     /// held with this token (expired and taken over, or released): the holder must stop.
     ///
-    /// Errors: as [`SessionStore::acquire_lease`].
+    /// Errors: as [`SqliteStore::acquire_lease`].
     pub fn renew_lease(&self, lease: &mut Lease, ttl: Duration) -> Result<bool, StoreError> {
         let t = now();
         let expires_at = t + ttl.as_secs_f64();
@@ -148,7 +149,7 @@ impl SessionStore {
     /// Gives `lease` back (the token is kept, so the next one is greater). `Ok(false)` when
     /// it was no longer held with this token.
     ///
-    /// Errors: as [`SessionStore::acquire_lease`].
+    /// Errors: as [`SqliteStore::acquire_lease`].
     pub fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError> {
         let changed = self.write("release_lease", |tx| {
             tx.execute(
@@ -162,12 +163,12 @@ impl SessionStore {
     }
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Ends whatever lease `session_id` has, whoever holds it (recovery when the holder is
     /// known to be dead and waiting for the expiry is not wanted). The token is kept, so the
     /// old holder's renew and release fail. Returns whether a lease was held.
     ///
-    /// Errors: as [`SessionStore::acquire_lease`].
+    /// Errors: as [`SqliteStore::acquire_lease`].
     pub fn break_lease(&self, session_id: &str) -> Result<bool, StoreError> {
         let changed = self.write("break_lease", |tx| {
             tx.execute(
@@ -198,8 +199,8 @@ mod tests {
     fn one_holder_at_a_time_across_handles_with_increasing_tokens() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("state.db");
-        let a = SessionStore::open(&db).unwrap();
-        let b = SessionStore::open(&db).unwrap();
+        let a = SqliteStore::open(&db).unwrap();
+        let b = SqliteStore::open(&db).unwrap();
         let ttl = Duration::from_secs(30);
         let la = acquired(a.acquire_lease("s1", "proc-a", ttl).unwrap());
         match b.acquire_lease("s1", "proc-b", ttl).unwrap() {
@@ -224,7 +225,7 @@ mod tests {
 
     #[test]
     fn an_expired_lease_is_taken_over_and_the_old_holder_fenced_off() {
-        let a = SessionStore::open_in_memory().unwrap();
+        let a = SqliteStore::open_in_memory().unwrap();
         let mut dead = acquired(
             a.acquire_lease("s1", "crashed", Duration::from_millis(20))
                 .unwrap(),

@@ -5,7 +5,8 @@
 
 use crate::error::StoreError;
 use crate::schema::REBUILD_SEARCH;
-use crate::store::SessionStore;
+use crate::store::SqliteStore;
+use crate::types::StoreStats;
 
 /// How the word index compares with `messages`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,7 +24,7 @@ impl SearchIndexReport {
     }
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Compares the word index with `messages` (two counting queries; read-only).
     pub fn search_index_check(&self) -> Result<SearchIndexReport, StoreError> {
         let conn = self.lock();
@@ -61,7 +62,7 @@ impl SessionStore {
     }
 }
 
-/// What [`SessionStore::schema_check`] found.
+/// What [`SqliteStore::schema_check`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaReport {
     /// The file's Python schema version (`schema_version.version`; `None` when the row is
@@ -82,7 +83,33 @@ impl SchemaReport {
     }
 }
 
-impl SessionStore {
+impl SqliteStore {
+    /// Counts over the whole store.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        let conn = self.lock();
+        let err = self.sql_err("stats");
+        let one = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0));
+        let n = |v: i64| v.max(0) as u64;
+        Ok(StoreStats {
+            sessions: n(one("SELECT count(*) FROM sessions").map_err(&err)?),
+            messages: n(one("SELECT count(*) FROM messages").map_err(&err)?),
+            active_messages: n(one("SELECT count(*) FROM messages WHERE active = 1").map_err(&err)?),
+            total_tokens: n(one(&format!(
+                "SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM sessions \
+                     WHERE source != '{}'",
+                crate::SUBAGENT_SOURCE
+            ))
+            .map_err(&err)?),
+            db_bytes: n(one(
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+            )
+            .map_err(&err)?),
+            schema_version: crate::migrate::python_version(&conn)
+                .map_err(&err)?
+                .unwrap_or_default(),
+        })
+    }
+
     /// Compares the open file's schema with the one this build uses (for `hermes doctor`):
     /// its Python schema version and the columns hermes needs. Read-only.
     pub fn schema_check(&self) -> Result<SchemaReport, StoreError> {

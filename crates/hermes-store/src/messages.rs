@@ -7,7 +7,7 @@ use rusqlite::{Connection, Row};
 use serde_json::{Value, json};
 
 use crate::error::StoreError;
-use crate::store::{SessionStore, from_ts, to_ts};
+use crate::store::{SqliteStore, from_ts, to_ts};
 use crate::types::{ModelUsage, StoredMessage};
 
 const MESSAGE_COLUMNS: &str = "m.id, m.role, m.content, h.content_parts, m.tool_calls, \
@@ -26,15 +26,15 @@ const IMAGE_PLACEHOLDER: &str = "[image]";
 /// row when the content or the reasoning signature does not fit them.
 pub(crate) struct Encoded {
     /// `messages.content`: the text (`NULL` when there is none).
-    content: Option<String>,
+    pub(crate) content: Option<String>,
     /// `messages.tool_calls`: OpenAI-shaped JSON, as Python's agent stores it.
-    tool_calls: Option<String>,
+    pub(crate) tool_calls: Option<String>,
     /// `messages.reasoning`: the reasoning text.
-    reasoning: Option<String>,
+    pub(crate) reasoning: Option<String>,
     /// `hermes_messages.content_parts`: the exact parts when `content` is not all of them.
-    parts: Option<String>,
+    pub(crate) parts: Option<String>,
     /// `hermes_messages.reasoning_signature`.
-    signature: Option<String>,
+    pub(crate) signature: Option<String>,
 }
 
 fn json_err(what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
@@ -293,7 +293,7 @@ pub(crate) fn insert_row_with_id(
 }
 
 /// Appends one message row and updates the session counters (the body of
-/// [`SessionStore::append_message`], shared with the version-checked append).
+/// [`SqliteStore::append_message`], shared with the version-checked append).
 pub(crate) fn append_in(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
@@ -333,7 +333,7 @@ pub(crate) fn bump_version(
 
 /// Marks `message_id` and later messages inactive, fixes `message_count` and bumps
 /// `history_version` when anything changed (the body of
-/// [`SessionStore::deactivate_messages_from`]). Returns how many messages changed.
+/// [`SqliteStore::deactivate_messages_from`]). Returns how many messages changed.
 pub(crate) fn deactivate_in(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
@@ -359,9 +359,9 @@ pub(crate) fn deactivate_in(
     Ok(changed)
 }
 
-/// One model call's token usage and cost, as [`SessionStore::add_usage`] records it; also
+/// One model call's token usage and cost, as [`SqliteStore::add_usage`] records it; also
 /// recorded in the same commit as the reply it produced by
-/// [`SessionStore::append_message_with_usage_checked`].
+/// [`SqliteStore::append_message_with_usage_checked`].
 #[derive(Debug, Clone, Copy)]
 pub struct UsageRecord<'a> {
     /// Model name the call went to.
@@ -375,7 +375,7 @@ pub struct UsageRecord<'a> {
 }
 
 /// Adds `record` to the session totals and to its per-model row (the body of
-/// [`SessionStore::add_usage`], shared with the append that records usage with its reply).
+/// [`SqliteStore::add_usage`], shared with the append that records usage with its reply).
 pub(crate) fn add_usage_in(
     tx: &rusqlite::Transaction<'_>,
     session_id: &str,
@@ -458,7 +458,7 @@ pub(crate) fn add_usage_in(
     Ok(())
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Appends `message` to session `session_id` in its own committed transaction and
     /// returns the new row id. Updates the session's `message_count` and `tool_call_count`.
     /// `token_count` is the message's size in tokens if the caller knows it.

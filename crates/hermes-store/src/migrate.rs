@@ -1,4 +1,4 @@
-//! What `SessionStore::open` does to a file before using it (issue 17 item 1):
+//! What `SqliteStore::open` does to a file before using it (issue 17 item 1):
 //! - an empty file gets the shared schema ([`crate::schema`]: Python Hermes 0.19.0's, version
 //!   22, plus the `hermes_*` tables), so Python opens it without migrating;
 //! - a file of Python's layout (a `schema_version` table) is used as it is when every column

@@ -5,9 +5,9 @@
 //! owns its format.
 
 use crate::error::StoreError;
-use crate::store::{SessionStore, found};
+use crate::store::{SqliteStore, found};
 
-impl SessionStore {
+impl SqliteStore {
     /// Records that session `id` now runs on `model` at `provider` (the `model` and
     /// `provider` columns shown by `/status` and `sessions list`) because of `choice` (the
     /// front end's text; `None` clears it: the configured model again).
@@ -35,7 +35,7 @@ impl SessionStore {
         })
     }
 
-    /// The model choice recorded for session `id` by [`SessionStore::set_model_choice`];
+    /// The model choice recorded for session `id` by [`SqliteStore::set_model_choice`];
     /// `None` when there is none or no such session.
     pub fn model_choice(&self, id: &str) -> Result<Option<String>, StoreError> {
         let conn = self.lock();
@@ -56,9 +56,9 @@ impl SessionStore {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use crate::{NewSession, SessionStore, StoreError};
+    use crate::{NewSession, SqliteStore, StoreError};
 
-    fn session(store: &SessionStore, id: &str) {
+    fn session(store: &SqliteStore, id: &str) {
         store
             .create_session(&NewSession {
                 id: id.into(),
@@ -76,7 +76,7 @@ mod tests {
 
     #[test]
     fn a_choice_is_kept_with_the_session_and_can_be_cleared() {
-        let store = SessionStore::open_in_memory().unwrap();
+        let store = SqliteStore::open_in_memory().unwrap();
         session(&store, "s1");
         assert_eq!(store.model_choice("s1").unwrap(), None);
         let choice = r#"{"provider":"anthropic","model":"claude-x"}"#;

@@ -21,25 +21,25 @@ use rusqlite::{Connection, Row, ToSql};
 
 use crate::error::StoreError;
 use crate::sanitize::{Item, Op, parse_query, render};
-use crate::store::{SessionStore, from_ts};
+use crate::store::{SqliteStore, from_ts};
 use crate::types::{SearchHit, SearchQuery};
 
 /// Hits returned when [`SearchQuery::limit`] is 0.
-const DEFAULT_LIMIT: usize = 20;
+pub(crate) const DEFAULT_LIMIT: usize = 20;
 
 /// Matches ranked per word search: the newest this many (by message id). A query matching
 /// more messages returns the best `limit` of its newest 5,000 matches, which bounds a frequent
 /// term's cost (`bm25` reads every ranked match's positions, ~1.5 µs each) — at 1M messages
 /// the slowest of the fixed benchmark queries match ~15,000 (issue 6: p99 ≤ 20 ms). Queries
 /// with fewer matches are ranked over all of them.
-const RANK_WINDOW: i64 = 5_000;
+pub(crate) const RANK_WINDOW: i64 = 5_000;
 
 /// Chars of context kept on each side of a substring hit in its snippet.
 const SNIPPET_CONTEXT: usize = 40;
 
 const HIT_COLUMNS: &str = "m.id, m.session_id, m.role, s.title, s.started_at, m.active";
 
-impl SessionStore {
+impl SqliteStore {
     /// Searches message text, tool names and tool arguments; best hits first.
     ///
     /// `query.text` goes through [`crate::sanitize_fts_query`], so any input is a valid query;
@@ -185,14 +185,16 @@ fn is_cjk(c: char) -> bool {
     CJK_RANGES.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
 
-fn has_cjk_term(items: &[Item]) -> bool {
+pub(crate) fn has_cjk_term(items: &[Item]) -> bool {
     items
         .iter()
         .any(|i| matches!(i, Item::Term { text, .. } if text.chars().any(is_cjk)))
 }
 
-/// `(a AND b AND NOT c) OR (d)` over `LIKE` conditions; returns the SQL and the patterns.
-fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
+/// The OR-groups of `items` that have a positive CJK term, each a list of `(positive, term)`
+/// (AND within a group; `NOT term` is a negative): what the substring search runs. Groups
+/// without a positive CJK term are the word search's.
+pub(crate) fn cjk_groups(items: &[Item]) -> Vec<Vec<(bool, String)>> {
     let mut groups: Vec<Vec<(bool, String)>> = vec![Vec::new()];
     let mut negate = false;
     for item in items {
@@ -208,15 +210,19 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
             }
         }
     }
+    groups.retain(|g| {
+        g.iter()
+            .any(|(positive, text)| *positive && text.chars().any(is_cjk))
+    });
+    groups
+}
+
+/// `(a AND b AND NOT c) OR (d)` over `LIKE` conditions; returns the SQL and the patterns.
+fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
     let mut params = Vec::new();
     let mut positives = Vec::new();
     let mut sql_groups = Vec::new();
-    // Only groups with a positive CJK term: groups without one are the word search's.
-    let has_positive_cjk = |g: &Vec<(bool, String)>| {
-        g.iter()
-            .any(|(positive, text)| *positive && text.chars().any(is_cjk))
-    };
-    for group in groups.into_iter().filter(has_positive_cjk) {
+    for group in cjk_groups(items) {
         let mut conds = Vec::new();
         for (positive, text) in group {
             params.push(format!("%{}%", escape_like(&text)));
@@ -236,7 +242,7 @@ fn like_expression(items: &[Item]) -> (String, Vec<String>, Vec<String>) {
     (sql_groups.join(" OR "), params, positives)
 }
 
-fn escape_like(text: &str) -> String {
+pub(crate) fn escape_like(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {
@@ -277,7 +283,7 @@ fn substring_search(
 
 /// Up to [`SNIPPET_CONTEXT`] chars either side of the first positive term found in `body`
 /// (ASCII case-insensitive), the term wrapped in `>>>`/`<<<`.
-fn substring_snippet(body: &str, terms: &[String]) -> String {
+pub(crate) fn substring_snippet(body: &str, terms: &[String]) -> String {
     let chars: Vec<char> = body.chars().collect();
     let lower: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
     for term in terms {

@@ -60,22 +60,21 @@ pub(crate) const NOT_A_CHILD: &str = "s.source != 'subagent' AND \
 /// file: every write runs in `BEGIN IMMEDIATE` and is retried with jitter for up to
 /// [`WRITE_RETRY_BUDGET`] while another process holds the lock. Dropping the store runs a
 /// truncating WAL checkpoint.
-pub struct SessionStore {
+pub struct SqliteStore {
     conn: Mutex<Connection>,
     db: String,
     writes: AtomicU64,
-    retry_budget: Duration,
+    /// The write retry budget in milliseconds ([`SqliteStore::set_retry_budget`]).
+    retry_budget_ms: AtomicU64,
 }
 
-impl std::fmt::Debug for SessionStore {
+impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionStore")
-            .field("db", &self.db)
-            .finish()
+        f.debug_struct("SqliteStore").field("db", &self.db).finish()
     }
 }
 
-impl SessionStore {
+impl SqliteStore {
     /// Opens (creating it, mode 0600, and its parent directories, mode 0700, if needed; an
     /// existing database readable by others is tightened) the database at `path`, turns
     /// on WAL, `synchronous=NORMAL`, foreign keys and a busy timeout, and brings the file to
@@ -88,7 +87,7 @@ impl SessionStore {
     /// [`StoreError::SchemaMismatch`] (columns hermes needs are missing), [`StoreError::Backup`]
     /// and [`StoreError::Migration`] (earlier schema), [`StoreError::Busy`]. A refused file is
     /// not changed.
-    pub fn open(path: impl AsRef<Path>) -> Result<SessionStore, StoreError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             hermes_protocol::private_fs::create_dir_all(parent).map_err(|source| {
@@ -111,20 +110,20 @@ impl SessionStore {
             db: db.clone(),
             source,
         })?;
-        SessionStore::init(conn, db, Some(path))
+        SqliteStore::init(conn, db, Some(path))
     }
 
     /// An in-memory store (tests, `--no-persist` runs). Same schema, no file.
-    pub fn open_in_memory() -> Result<SessionStore, StoreError> {
+    pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let db = ":memory:".to_string();
         let conn = Connection::open_in_memory().map_err(|source| StoreError::Open {
             db: db.clone(),
             source,
         })?;
-        SessionStore::init(conn, db, None)
+        SqliteStore::init(conn, db, None)
     }
 
-    fn init(conn: Connection, db: String, path: Option<&Path>) -> Result<SessionStore, StoreError> {
+    fn init(conn: Connection, db: String, path: Option<&Path>) -> Result<SqliteStore, StoreError> {
         let open_err = |source| StoreError::Open {
             db: db.clone(),
             source,
@@ -139,11 +138,11 @@ impl SessionStore {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
-        let store = SessionStore {
+        let store = SqliteStore {
             conn: Mutex::new(conn),
             db,
             writes: AtomicU64::new(0),
-            retry_budget: WRITE_RETRY_BUDGET,
+            retry_budget_ms: AtomicU64::new(millis(WRITE_RETRY_BUDGET)),
         };
         store.migrate(path)?;
         crate::leases::create_table(&store)?;
@@ -182,9 +181,15 @@ impl SessionStore {
     /// Replaces the write retry budget (default [`WRITE_RETRY_BUDGET`]). A short budget suits
     /// interactive callers that prefer an early [`StoreError::Busy`] over waiting; the
     /// store stays usable after a `Busy` error.
-    pub fn with_retry_budget(mut self, budget: Duration) -> SessionStore {
-        self.retry_budget = budget;
+    pub fn with_retry_budget(self, budget: Duration) -> SqliteStore {
+        self.set_retry_budget(budget);
         self
+    }
+
+    /// [`SqliteStore::with_retry_budget`] on a shared store: later writes use `budget`.
+    pub fn set_retry_budget(&self, budget: Duration) {
+        self.retry_budget_ms
+            .store(millis(budget), Ordering::Relaxed);
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -244,7 +249,9 @@ impl SessionStore {
                 }
                 Err(TxError::Sql(e)) if is_busy(&e) => {
                     let waited = start.elapsed();
-                    if waited >= self.retry_budget {
+                    let budget =
+                        Duration::from_millis(self.retry_budget_ms.load(Ordering::Relaxed));
+                    if waited >= budget {
                         tracing::warn!(op, db = %self.db, attempts, ?waited, "giving up: database stayed locked");
                         return Err(StoreError::Busy {
                             op,
@@ -367,7 +374,7 @@ impl SessionStore {
 
     /// Sessions newest first, `limit` rows after skipping `offset`, each with its message
     /// count and first-user-message preview. Subagent sessions ([`crate::SUBAGENT_SOURCE`])
-    /// are left out: they belong to their parent ([`SessionStore::child_sessions`]).
+    /// are left out: they belong to their parent ([`SqliteStore::child_sessions`]).
     pub fn list_sessions(
         &self,
         limit: usize,
@@ -424,7 +431,7 @@ impl SessionStore {
 
     /// Records the end time (now) and a free-text reason, and bumps `history_version` so an
     /// agent elsewhere still working on the session cannot append to it unawares
-    /// ([`SessionStore::append_message_checked`]). Errors with
+    /// ([`SqliteStore::append_message_checked`]). Errors with
     /// [`StoreError::SessionNotFound`] for an unknown id.
     pub fn end_session(&self, id: &str, reason: &str) -> Result<(), StoreError> {
         let now = to_ts(Utc::now());
@@ -448,7 +455,7 @@ impl SessionStore {
         })
     }
 
-    /// Deletes every session started before `cutoff` (as [`SessionStore::delete_session`]
+    /// Deletes every session started before `cutoff` (as [`SqliteStore::delete_session`]
     /// does), for `hermes sessions prune --older-than 90d` (FEATURES §10). Returns how many
     /// sessions were deleted.
     pub fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
@@ -528,7 +535,7 @@ impl SessionStore {
     }
 }
 
-impl Drop for SessionStore {
+impl Drop for SqliteStore {
     fn drop(&mut self) {
         let conn = self.lock();
         checkpoint(&conn, "TRUNCATE", &self.db);
@@ -686,6 +693,10 @@ fn jitter(waited: Duration) -> Duration {
     Duration::from_millis(rand::rng().random_range(lo..=hi))
 }
 
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Stored timestamps are REAL unix seconds (UTC).
 pub(crate) fn to_ts(t: DateTime<Utc>) -> f64 {
     t.timestamp_millis() as f64 / 1000.0
@@ -743,7 +754,7 @@ pub(crate) fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord>
     })
 }
 
-fn make_preview(text: &str) -> Option<String> {
+pub(crate) fn make_preview(text: &str) -> Option<String> {
     // Python's list-of-parts content (`\0json:[...]`): its text parts.
     let parts;
     let text = match text.strip_prefix("\u{0}json:") {

@@ -2,21 +2,21 @@
 //! its own, with source [`SUBAGENT_SOURCE`] and `parent_session_id` naming the session that
 //! delegated, and Python's `_delegate_from` marker in `model_config` (so Python Hermes hides
 //! and cascades it like its own delegate runs; Python's delegate children are likewise left
-//! out of hermes' lists). They are reachable by id and from their parent ([`SessionStore::child_sessions`]),
+//! out of hermes' lists). They are reachable by id and from their parent ([`SqliteStore::child_sessions`]),
 //! but are never the "latest session" of `hermes -c`, never listed among the conversations,
-//! and their tokens are not counted twice in [`SessionStore::stats`] (the parent's totals
+//! and their tokens are not counted twice in [`SqliteStore::stats`] (the parent's totals
 //! already include them).
 
 use rusqlite::OptionalExtension;
 
 use crate::error::StoreError;
-use crate::store::{SESSION_COLUMNS, SESSION_FROM, SessionStore, session_from_row};
+use crate::store::{SESSION_COLUMNS, SESSION_FROM, SqliteStore, session_from_row};
 use crate::types::SessionRecord;
 
 /// The `source` of a subagent session.
 pub const SUBAGENT_SOURCE: &str = "subagent";
 
-impl SessionStore {
+impl SqliteStore {
     /// The subagent sessions started by `parent_id`, oldest first (empty for an unknown id).
     pub fn child_sessions(&self, parent_id: &str) -> Result<Vec<SessionRecord>, StoreError> {
         let conn = self.lock();

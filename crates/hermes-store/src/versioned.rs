@@ -12,7 +12,7 @@ use hermes_protocol::Message;
 use crate::compaction::replace_in;
 use crate::error::StoreError;
 use crate::messages::{UsageRecord, add_usage_in, append_in, deactivate_in, encode};
-use crate::store::{SessionStore, to_ts};
+use crate::store::{SqliteStore, to_ts};
 
 /// The stored `history_version` of `session_id`, or [`StoreError::HistoryChanged`] when it is
 /// not `expected` ([`StoreError::SessionNotFound`] when there is no such session).
@@ -48,8 +48,8 @@ fn check(
     Ok(found)
 }
 
-impl SessionStore {
-    /// [`SessionStore::append_message`], refused unless the session's `history_version` is
+impl SqliteStore {
+    /// [`SqliteStore::append_message`], refused unless the session's `history_version` is
     /// still `expected_version` (appending does not change the version).
     ///
     /// Errors: [`StoreError::HistoryChanged`] when the history changed since the caller loaded
@@ -71,13 +71,13 @@ impl SessionStore {
         })
     }
 
-    /// [`SessionStore::append_message_checked`] for a model's reply, with the call's usage
-    /// added ([`SessionStore::add_usage`]) in the same committed transaction: one commit
+    /// [`SqliteStore::append_message_checked`] for a model's reply, with the call's usage
+    /// added ([`SqliteStore::add_usage`]) in the same committed transaction: one commit
     /// instead of two per model call (issue 6), and the tokens are never counted for a reply
     /// that was not stored, nor a reply stored without its tokens. When the version check
     /// fails nothing is written, the usage included.
     ///
-    /// Errors: as [`SessionStore::append_message_checked`].
+    /// Errors: as [`SqliteStore::append_message_checked`].
     pub fn append_message_with_usage_checked(
         &self,
         session_id: &str,
@@ -96,11 +96,11 @@ impl SessionStore {
         })
     }
 
-    /// [`SessionStore::deactivate_messages_from`], refused unless the session's
+    /// [`SqliteStore::deactivate_messages_from`], refused unless the session's
     /// `history_version` is still `expected_version`. Returns the new version (unchanged
     /// when no message was active from `message_id` on).
     ///
-    /// Errors: as [`SessionStore::append_message_checked`].
+    /// Errors: as [`SqliteStore::append_message_checked`].
     pub fn deactivate_messages_checked(
         &self,
         session_id: &str,
@@ -114,10 +114,10 @@ impl SessionStore {
         })
     }
 
-    /// [`SessionStore::replace_active_from`], refused unless the session's `history_version`
+    /// [`SqliteStore::replace_active_from`], refused unless the session's `history_version`
     /// is still `expected_version`. Returns the new row ids and the new version.
     ///
-    /// Errors: as [`SessionStore::append_message_checked`].
+    /// Errors: as [`SqliteStore::append_message_checked`].
     pub fn replace_active_checked(
         &self,
         session_id: &str,
