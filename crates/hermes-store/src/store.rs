@@ -65,6 +65,9 @@ pub struct SessionStore {
     db: String,
     writes: AtomicU64,
     retry_budget: Duration,
+    /// The file's registration among this process's open stores; declared last so it is
+    /// dropped after the connection closed.
+    file: Option<crate::open_files::OpenFile>,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -98,7 +101,6 @@ impl SessionStore {
                 }
             })?;
         }
-        check_header(path)?;
         // Mode 0600 before SQLite opens it; its -wal and -shm files take the same mode.
         hermes_protocol::private_fs::prepare_sqlite(path).map_err(|source| {
             StoreError::CreateDir {
@@ -106,12 +108,17 @@ impl SessionStore {
                 source,
             }
         })?;
+        // The header is read through a descriptor of our own only by the first store of the
+        // process on this file: closing it would release the other stores' locks.
+        let file = crate::open_files::register(path, || check_header(path))?;
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             db: db.clone(),
             source,
         })?;
-        SessionStore::init(conn, db, Some(path))
+        let mut store = SessionStore::init(conn, db, Some(path))?;
+        store.file = Some(file);
+        Ok(store)
     }
 
     /// An in-memory store (tests, `--no-persist` runs). Same schema, no file.
@@ -144,6 +151,7 @@ impl SessionStore {
             db,
             writes: AtomicU64::new(0),
             retry_budget: WRITE_RETRY_BUDGET,
+            file: None,
         };
         store.migrate(path)?;
         crate::leases::create_table(&store)?;
