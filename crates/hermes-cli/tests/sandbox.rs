@@ -119,3 +119,91 @@ async fn the_launcher_refuses_a_bad_policy_without_running_anything() {
     );
     assert!(!marker.exists());
 }
+
+/// A launcher stand-in that runs the command after `--` with no sandbox.
+const FAKE_LAUNCHER: &str =
+    "#!/bin/sh\nwhile [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n";
+
+/// hermes re-executes itself as the launcher of every command. When the binary lies in the
+/// workspace (started from a build folder, or `~/.cargo/bin/hermes` with the workspace `~`)
+/// the agent must not be able to replace it — the next command, and your next `hermes`,
+/// would run whatever it put there, unsandboxed — and a binary replaced by someone else
+/// while hermes runs must not become the launcher either (`/proc/self/exe` is used).
+#[tokio::test]
+async fn the_launcher_cannot_be_replaced_through_the_workspace() {
+    let env = Env::new().await;
+    let bin = env.cwd.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("hermes");
+    let built = assert_cmd::cargo::cargo_bin("hermes");
+    if std::fs::hard_link(&built, &exe).is_err() {
+        std::fs::copy(&built, &exe).unwrap();
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("canary.txt");
+    std::fs::write(&canary, "canary\n").unwrap();
+    let swap = serde_json::json!({ "command": format!(
+        "mv bin/hermes bin/hermes.orig; printf '{}' > bin/hermes; chmod +x bin/hermes; echo tried",
+        FAKE_LAUNCHER.replace('\n', "\\n")
+    )})
+    .to_string();
+    let write = serde_json::json!({ "command": format!("echo pwned >> '{}'", canary.display()) })
+        .to_string();
+    env.mock
+        .push(MockResponse::tool_calls(&[("call_1", "terminal", &swap)]));
+    // Before the second command, replace the binary from outside the sandbox (as a
+    // reinstall would): the launcher must still be the running executable.
+    let (exe_out, orig) = (exe.clone(), bin.join("hermes.outside"));
+    let swapped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = swapped.clone();
+    env.mock.set_responder(move |body| {
+        let calls = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        if calls == 1 && !flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::fs::rename(&exe_out, &orig).unwrap();
+            std::fs::write(&exe_out, FAKE_LAUNCHER).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&exe_out, std::fs::Permissions::from_mode(0o755)).unwrap();
+            return Some(MockResponse::tool_calls(&[("call_2", "terminal", &write)]));
+        }
+        None
+    });
+    env.mock.push(MockResponse::text("Done."));
+    let out = tokio::task::spawn_blocking({
+        let (exe, home, cwd) = (
+            exe.clone(),
+            env.home.path().to_path_buf(),
+            env.cwd.path().to_path_buf(),
+        );
+        move || {
+            std::process::Command::new(&exe)
+                .env_clear()
+                .env("HERMES_HOME", &home)
+                .env("HOME", &home)
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("NO_COLOR", "1")
+                // Only this folder is the writable temp dir: the canary's is not.
+                .env("TMPDIR", cwd.join("bin"))
+                .current_dir(&cwd)
+                .args(["chat", "-q", "go", "--yolo"])
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&env);
+    assert!(results.contains("Permission denied"), "{results}");
+    assert!(
+        !bin.join("hermes.orig").exists(),
+        "the agent moved the hermes binary away: {results}"
+    );
+    assert!(swapped.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(
+        std::fs::read_to_string(&canary).unwrap(),
+        "canary\n",
+        "{results}"
+    );
+}

@@ -37,6 +37,7 @@ mod maintenance;
 mod messages;
 mod migrate;
 mod model_choice;
+mod open_files;
 mod sanitize;
 mod schema;
 mod search;

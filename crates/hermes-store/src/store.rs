@@ -66,6 +66,9 @@ pub struct SqliteStore {
     writes: AtomicU64,
     /// The write retry budget in milliseconds ([`SqliteStore::set_retry_budget`]).
     retry_budget_ms: AtomicU64,
+    /// The file's registration among this process's open stores; declared last so it is
+    /// dropped after the connection closed.
+    file: Option<crate::open_files::OpenFile>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -97,7 +100,6 @@ impl SqliteStore {
                 }
             })?;
         }
-        check_header(path)?;
         // Mode 0600 before SQLite opens it; its -wal and -shm files take the same mode.
         hermes_protocol::private_fs::prepare_sqlite(path).map_err(|source| {
             StoreError::CreateDir {
@@ -105,12 +107,17 @@ impl SqliteStore {
                 source,
             }
         })?;
+        // The header is read through a descriptor of our own only by the first store of the
+        // process on this file: closing it would release the other stores' locks.
+        let file = crate::open_files::register(path, || check_header(path))?;
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             db: db.clone(),
             source,
         })?;
-        SqliteStore::init(conn, db, Some(path))
+        let mut store = SqliteStore::init(conn, db, Some(path))?;
+        store.file = Some(file);
+        Ok(store)
     }
 
     /// An in-memory store (tests, `--no-persist` runs). Same schema, no file.
@@ -143,6 +150,7 @@ impl SqliteStore {
             db,
             writes: AtomicU64::new(0),
             retry_budget_ms: AtomicU64::new(millis(WRITE_RETRY_BUDGET)),
+            file: None,
         };
         store.migrate(path)?;
         crate::leases::create_table(&store)?;

@@ -171,3 +171,43 @@ fn writes_from_threads_sharing_one_file_all_land() {
         100
     );
 }
+
+/// Whether this process holds a POSIX lock on `db`, as the kernel lists it for every other
+/// process in `/proc/locks` (`<n>: POSIX ADVISORY READ <pid> <major:minor:inode> <start> <end>`).
+fn process_holds_a_lock_on(db: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let inode = format!(":{} ", std::fs::metadata(db).unwrap().ino());
+    let pid = format!(" {} ", std::process::id());
+    std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .any(|l| l.contains("POSIX") && l.contains(&pid) && l.contains(&inode))
+}
+
+/// Opening a second store on the same file in one process (the gateway opens one per front
+/// end) must not drop the first one's locks: POSIX advisory locks belong to the process, and
+/// any `close()` of the file by the process releases them all, whatever descriptor they were
+/// taken through. Without its SHARED lock on the database file, another process takes itself
+/// for the last connection: SQLite 3.40 (the `sqlite3` shell, Python's `sqlite3` on Debian
+/// 12, hence Python Hermes) then checkpoints and deletes the WAL when it closes, and every
+/// later write of the open stores goes into the deleted file — lost, and invisible to every
+/// other process (session leases included).
+#[test]
+fn a_second_store_in_the_process_keeps_the_first_ones_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let first = SessionStore::open(&db).unwrap();
+    first.create_session(&session("kept")).unwrap();
+    assert!(process_holds_a_lock_on(&db), "an open store holds a lock");
+    let second = SessionStore::open(&db).unwrap();
+    assert!(
+        process_holds_a_lock_on(&db),
+        "opening a second store released the process's lock on the database"
+    );
+    second
+        .append_message("kept", &Message::user("from the second store"), None)
+        .unwrap();
+    drop(second);
+    assert!(process_holds_a_lock_on(&db));
+    assert_eq!(first.load_messages("kept").unwrap().len(), 1);
+}

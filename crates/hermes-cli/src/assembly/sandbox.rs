@@ -3,6 +3,7 @@
 //! warnings.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hermes_protocol::config::{SandboxMode, UnsupportedPolicy};
@@ -29,18 +30,31 @@ pub fn launcher_if_requested() -> Option<std::process::ExitCode> {
 /// when `terminal.sandbox.unsupported` is not set: `Warn` where a user watches a terminal,
 /// `Refuse` for the gateway, the API server and cron.
 pub fn settings(app: &App, default_unsupported: UnsupportedPolicy) -> Arc<SandboxSettings> {
-    let launcher = match std::env::current_exe() {
+    let exe = match std::env::current_exe() {
         Ok(p) => Some(p),
         Err(e) => {
             tracing::warn!(error = %e, "cannot find the hermes executable for the sandbox launcher");
             None
         }
     };
-    Arc::new(SandboxSettings::from_config(
-        &app.config.terminal,
-        default_unsupported,
-        launcher,
-    ))
+    let mut settings =
+        SandboxSettings::from_config(&app.config.terminal, default_unsupported, launcher(&exe));
+    // The binary on disk runs unsandboxed the next time hermes starts: nothing the agent
+    // runs may replace it (its folder's entries included, see the sandbox's tree rules).
+    settings.protected_paths = exe.into_iter().collect();
+    Arc::new(settings)
+}
+
+/// The program that re-executes this binary as the launcher: `/proc/self/exe` where the
+/// kernel has it — the running executable itself, even when the file at its path has been
+/// replaced or deleted since (a path would run whatever is there now, unsandboxed) — else
+/// the executable's path.
+fn launcher(exe: &Option<PathBuf>) -> Option<PathBuf> {
+    let own = Path::new("/proc/self/exe");
+    if own.exists() {
+        return Some(own.to_path_buf());
+    }
+    exe.clone()
 }
 
 /// What to tell the user at start (and in `doctor`) about the sandbox: `(is_warning, text)`.

@@ -48,9 +48,13 @@ pub struct SandboxSettings {
     pub network: bool,
     /// `terminal.sandbox.unsupported`, or the front end's default.
     pub unsupported: UnsupportedPolicy,
-    /// The launcher binary (the running hermes executable); `None` = no launcher, treated as
-    /// an unsupported kernel.
+    /// The launcher binary (the running hermes executable, as `/proc/self/exe` where there
+    /// is one, so that the file on disk being replaced changes nothing); `None` = no
+    /// launcher, treated as an unsupported kernel.
     pub launcher: Option<PathBuf>,
+    /// More paths nothing the agent runs may write, in every mode (the hermes executable's
+    /// path: a replaced binary would run unsandboxed the next time you start hermes).
+    pub protected_paths: Vec<PathBuf>,
     /// `terminal.backend`.
     pub backend: Backend,
     /// The user's home (`$HOME`) for the protected locations under `~`.
@@ -70,6 +74,7 @@ impl Default for SandboxSettings {
             network: true,
             unsupported: UnsupportedPolicy::Refuse,
             launcher: None,
+            protected_paths: Vec::new(),
             backend: Backend::Local,
             user_home: std::env::var_os("HOME").map(PathBuf::from),
             temp_dir: std::env::temp_dir(),
@@ -123,6 +128,7 @@ impl SandboxSettings {
             hermes_home: home,
             user_home: self.user_home.as_deref(),
             network: self.network,
+            protected: &self.protected_paths,
         })
     }
 

@@ -121,6 +121,9 @@ pub struct PolicyInputs<'a> {
     pub user_home: Option<&'a Path>,
     /// `terminal.sandbox.network`.
     pub network: bool,
+    /// More paths nothing may write, whatever the mode (the hermes executable, which is
+    /// also the launcher: replacing it would let the next command run unsandboxed).
+    pub protected: &'a [PathBuf],
 }
 
 impl SandboxPolicy {
@@ -162,6 +165,9 @@ impl SandboxPolicy {
         }
         for p in SYSTEM_PROTECTED {
             push_forms(&mut deny_write, Path::new(p));
+        }
+        for p in inputs.protected {
+            push_forms(&mut deny_write, p);
         }
         let mut writable = Vec::new();
         if inputs.mode == SandboxMode::WorkspaceWrite {
@@ -279,6 +285,7 @@ mod tests {
             hermes_home: &HermesHome::new(hh),
             user_home: Some(uh),
             network: true,
+            protected: &[],
         })
     }
 
