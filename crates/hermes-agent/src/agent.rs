@@ -98,6 +98,11 @@ pub struct AgentOptions {
     /// launcher, which refuses commands until the front end sets the launcher
     /// (issue 18).
     pub sandbox: Arc<hermes_tools::SandboxSettings>,
+    /// Write a new session's row only with its first message (issue 20 item 6): a REPL
+    /// opened and closed, or a `/new` never used, leaves nothing in `sessions list`. Off by
+    /// default: the gateway records model choices and routes on a session before its first
+    /// message.
+    pub defer_session_creation: bool,
 }
 
 impl Default for AgentOptions {
@@ -121,6 +126,7 @@ impl Default for AgentOptions {
             learning: crate::review::LearningOptions::default(),
             parent_session_id: None,
             sandbox: Arc::new(hermes_tools::SandboxSettings::default()),
+            defer_session_creation: false,
         }
     }
 }
@@ -200,6 +206,9 @@ pub struct Agent {
     /// The secrets hermes knows, masked in every tool result before the model, the store,
     /// the spill files or an event sees it (issue 18 item 2).
     pub(crate) redactor: Arc<SecretRedactor>,
+    /// The row of a new session not written yet ([`AgentOptions::defer_session_creation`]):
+    /// created before the first message is.
+    pub(crate) pending_session: Option<NewSession>,
 }
 
 impl Agent {
@@ -252,6 +261,7 @@ impl Agent {
             history_version: 0,
             history_conflict: false,
             store_failure: None,
+            pending_session: None,
         };
         match resume {
             Some(key) => agent.resume(key).await?,
@@ -376,7 +386,12 @@ impl Agent {
             parent_session_id: self.opts.parent_session_id.clone(),
             cwd: Some(self.opts.cwd.display().to_string()),
         };
-        self.blocking(move |s| s.create_session(&record)).await?;
+        if self.opts.defer_session_creation {
+            self.pending_session = Some(record);
+        } else {
+            self.blocking(move |s| s.create_session(&record)).await?;
+            self.pending_session = None;
+        }
         self.session_id = id;
         self.system_prompt = prompt;
         self.history.clear();
@@ -404,6 +419,7 @@ impl Agent {
         let messages = self.blocking(move |s| s.load_messages(&id)).await?;
         self.history_version = record.history_version;
         self.history_conflict = false;
+        self.pending_session = None;
         self.session_id = record.id;
         self.system_prompt = record.system_prompt;
         self.history = messages
@@ -489,6 +505,14 @@ impl Agent {
     ) {
         self.flush_unsaved().await;
         let index = self.history.len();
+        if let Err(e) = self.create_pending_session().await {
+            // Kept in memory and written (with the session) before the next message.
+            self.note_store_failure(&e);
+            self.history.push(Entry { id: None, message });
+            self.unsaved.push(index);
+            self.record_usage(usage).await;
+            return;
+        }
         self.history.push(Entry {
             id: None,
             message: message.clone(),
@@ -532,6 +556,13 @@ impl Agent {
     /// Writes the messages whose save failed, oldest first; stops at the first that fails
     /// again (it and the rest stay queued, [`Agent::store_failure`] is set).
     pub(crate) async fn flush_unsaved(&mut self) {
+        if self.unsaved.is_empty() {
+            return;
+        }
+        if let Err(e) = self.create_pending_session().await {
+            self.note_store_failure(&e);
+            return;
+        }
         let pending = std::mem::take(&mut self.unsaved);
         let mut rest = pending.into_iter();
         while let Some(index) = rest.next() {
@@ -558,6 +589,28 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// Writes the row of a session whose creation was deferred, if any
+    /// ([`AgentOptions::defer_session_creation`]); kept pending when that fails.
+    async fn create_pending_session(&mut self) -> Result<(), AgentError> {
+        let Some(record) = self.pending_session.take() else {
+            return Ok(());
+        };
+        let row = record.clone();
+        match self.blocking(move |s| s.create_session(&row)).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.pending_session = Some(record);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether the current session's row is written yet (false for a new session that has
+    /// no message yet, when its creation is deferred).
+    pub fn session_is_stored(&self) -> bool {
+        self.pending_session.is_none()
     }
 
     /// Records a failed save (not a conflict): the first of the turn becomes

@@ -91,6 +91,24 @@ pub enum CommandId {
     Help,
     /// `/quit` (`/exit`, `/q`): leave the REPL.
     Quit,
+    /// `/title [name]`: show or set the session's title.
+    Title,
+    /// `/insights [days]`: usage of the last days from the session store.
+    Insights,
+    /// `/personality [name]`: list the SOUL presets, or switch SOUL.md to one.
+    Personality,
+    /// `/platforms` (`/gateway`): the gateway's platforms and whether they are set up.
+    Platforms,
+    /// `/version`: the hermes version.
+    Version,
+    /// `/config`: where the settings are and the main ones in force.
+    Config,
+    /// `/toolsets`: the enabled toolsets and the tools they give.
+    Toolsets,
+    /// `/history`: the conversation so far.
+    History,
+    /// `/clear`: clear the screen and start a new session.
+    Clear,
 }
 
 /// What a command accepts after its name.
@@ -181,9 +199,36 @@ pub const COMMANDS: &[CommandSpec] = &[
         id: CommandId::Resume,
         name: "resume",
         aliases: &[],
-        args_hint: "<id|title>",
-        args: ArgSpec::RequiredText,
-        help: "switch to a stored session (id, title or id prefix)",
+        args_hint: "[id|title]",
+        args: ArgSpec::OptionalText,
+        help: "switch to a stored session (id, title or id prefix); alone: pick a recent one",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Title,
+        name: "title",
+        aliases: &[],
+        args_hint: "[name]",
+        args: ArgSpec::OptionalText,
+        help: "show or set this session's title",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::History,
+        name: "history",
+        aliases: &[],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "the conversation so far",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Clear,
+        name: "clear",
+        aliases: &[],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "clear the screen and start a new session",
         surfaces: CLI_ONLY,
     },
     CommandSpec {
@@ -216,7 +261,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         id: CommandId::Compress,
         name: "compress",
-        aliases: &[],
+        aliases: &["compact"],
         args_hint: "[focus]",
         args: ArgSpec::OptionalText,
         help: "summarize older messages now (optionally what to keep in focus)",
@@ -306,10 +351,64 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         id: CommandId::Prompt,
         name: "prompt",
-        aliases: &[],
+        aliases: &["compose"],
         args_hint: "[text]",
         args: ArgSpec::OptionalText,
         help: "write the message in $EDITOR, then send it",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Insights,
+        name: "insights",
+        aliases: &[],
+        args_hint: "[days]",
+        args: ArgSpec::OptionalText,
+        help: "sessions, turns, tokens, cost and tools of the last days (default 30)",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Personality,
+        name: "personality",
+        aliases: &[],
+        args_hint: "[name]",
+        args: ArgSpec::OptionalText,
+        help: "list the SOUL.md presets, or switch to one (from the next session)",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Toolsets,
+        name: "toolsets",
+        aliases: &[],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "the enabled toolsets and their tools",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Platforms,
+        name: "platforms",
+        aliases: &["gateway"],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "the gateway's platforms and whether each is set up",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Config,
+        name: "config",
+        aliases: &[],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "where the settings are, and the model and toolsets in force",
+        surfaces: CLI_ONLY,
+    },
+    CommandSpec {
+        id: CommandId::Version,
+        name: "version",
+        aliases: &["v"],
+        args_hint: "",
+        args: ArgSpec::None,
+        help: "the hermes version",
         surfaces: CLI_ONLY,
     },
     CommandSpec {
@@ -446,9 +545,192 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
-/// The message for a `/word` that is no command: says so and points at `/help`.
+/// Python Hermes slash commands hermes does not serve, with what to use instead (issue 20:
+/// every Hermes command either works or says in one line what to use instead). Names as in
+/// Python Hermes 0.19.0's `hermes_cli/commands.py`.
+const INSTEAD: &[(&[&str], &str)] = &[
+    (&["redraw"], "the screen redraws itself; Ctrl-L clears it"),
+    (
+        &["save"],
+        "every message is already saved in state.db; `hermes sessions export <id>` writes a transcript",
+    ),
+    (
+        &["handoff"],
+        "hand-off to a messaging platform is not supported; the gateway keeps its own session per chat",
+    ),
+    (
+        &["branch", "fork"],
+        "branching is not supported; /new starts a fresh session, /undo removes turns",
+    ),
+    (
+        &["rollback", "snapshot", "snap"],
+        "filesystem checkpoints are not supported; /undo removes turns from the conversation",
+    ),
+    (
+        &["background", "bg", "btw"],
+        "background prompts are not supported; `hermes chat -q \"…\" &` runs one in another shell",
+    ),
+    (
+        &["agents", "tasks"],
+        "delegate_task subagents report in the tool lines; /status shows the session",
+    ),
+    (
+        &["queue"],
+        "queueing is not supported in the REPL; send the message when the turn ends",
+    ),
+    (
+        &["steer"],
+        "steering is not supported in the REPL; Ctrl-C interrupts the turn, then send the correction",
+    ),
+    (
+        &["goal", "subgoal"],
+        "standing goals are not supported; say the goal in your message",
+    ),
+    (
+        &["moa"],
+        "Mixture of Agents is not supported; /model switches the model",
+    ),
+    (
+        &["whoami"],
+        "there are no access levels in the REPL; the gateway's allowlists are in `hermes gateway status`",
+    ),
+    (
+        &["profile"],
+        "profiles are chosen at start: `hermes -p NAME`",
+    ),
+    (
+        &["codex-runtime", "codex_runtime"],
+        "the Codex app-server runtime is not supported",
+    ),
+    (
+        &["timestamps", "ts"],
+        "timestamps are not shown; `hermes sessions show <id>` lists each message's time",
+    ),
+    (
+        &["verbose"],
+        "set `display.tool_progress` (off, new, all, verbose) with `hermes config set display.tool_progress verbose`",
+    ),
+    (
+        &["footer"],
+        "there is no gateway footer; /usage shows tokens and cost",
+    ),
+    (
+        &["yolo"],
+        "start with `hermes --yolo` to skip approvals (hard-line commands stay blocked)",
+    ),
+    (
+        &["reasoning"],
+        "show reasoning with `hermes config set display.show_reasoning true` or `hermes -v`",
+    ),
+    (
+        &["fast"],
+        "fast mode is not supported; /model switches the model",
+    ),
+    (
+        &["indicator"],
+        "the busy indicator comes with the skin (/skin)",
+    ),
+    (&["voice"], "voice mode is not supported"),
+    (
+        &["busy"],
+        "Enter while a turn runs is not queued in the REPL; `display.busy_input_mode` applies to the gateway",
+    ),
+    (
+        &["tools"],
+        "`hermes tools list` shows the tools; `hermes tools enable|disable NAME` changes them (/toolsets lists them here)",
+    ),
+    (
+        &["bundles"],
+        "skill bundles are not supported; `-s a,b` loads several skills",
+    ),
+    (&["pet", "hatch", "generate-pet"], "pets are not supported"),
+    (
+        &["learn"],
+        "ask in plain words (\"make a skill from …\"): the agent writes skills with skill_manage",
+    ),
+    (
+        &["suggestions", "suggest", "blueprint", "bp"],
+        "automation blueprints are not supported; `hermes cron create` schedules a job",
+    ),
+    (
+        &["curator"],
+        "there is no skill curator; `hermes skills list|show|remove` manage skills",
+    ),
+    (&["kanban"], "the kanban board is not supported"),
+    (
+        &["reload"],
+        ".env is read at start; restart hermes after changing it",
+    ),
+    (
+        &["reload-mcp", "reload_mcp"],
+        "MCP servers reconnect by themselves; changes to mcp_servers apply at the next start",
+    ),
+    (
+        &["reload-skills", "reload_skills"],
+        "skills are re-read before every message: a new skill is there already",
+    ),
+    (
+        &["browser"],
+        "browser tools are not supported; web_extract reads pages",
+    ),
+    (
+        &["plugins"],
+        "plugins are not supported; MCP servers add tools (`hermes mcp add`)",
+    ),
+    (&["commands"], "/help lists every command"),
+    (
+        &["restart"],
+        "restart the gateway with `hermes gateway restart`",
+    ),
+    (
+        &["subscription", "upgrade", "topup"],
+        "Nous billing is not shown in hermes; /usage shows tokens and cost",
+    ),
+    (
+        &["platform"],
+        "/platforms shows the platforms; pause one by removing its token from .env",
+    ),
+    (
+        &["copy"],
+        "copying to the clipboard is not supported; select the text in your terminal",
+    ),
+    (
+        &["paste", "image"],
+        "images are not supported yet; mention the file path and the agent can read it",
+    ),
+    (
+        &["update"],
+        "update by installing a newer build (`scripts/install.sh`)",
+    ),
+    (
+        &["debug"],
+        "`hermes logs` shows the logs; nothing is uploaded",
+    ),
+    (
+        &["journey", "learning", "memory-graph"],
+        "/memory and /skills show what was learned",
+    ),
+    (
+        &["topic"],
+        "Telegram DM topics are not supported; each chat has one session",
+    ),
+];
+
+/// What to use instead of the Python Hermes command `/name`, when hermes does not serve it.
+pub fn instead(name: &str) -> Option<&'static str> {
+    INSTEAD
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .map(|(_, text)| *text)
+}
+
+/// The message for a `/word` that is no command here: for a Python Hermes command, what to
+/// use instead; otherwise that it is unknown, pointing at `/help`.
 pub fn unknown_message(name: &str) -> String {
-    format!("Unknown command /{name}. /help lists the commands.")
+    match instead(name) {
+        Some(text) => format!("/{name} is not in hermes: {text}."),
+        None => format!("Unknown command /{name}. /help lists the commands."),
+    }
 }
 
 /// Splits a slash command line into its name (lowercase, `@bot` suffix dropped — Telegram adds
@@ -576,7 +858,8 @@ pub fn help_text(surface: Surface) -> String {
 /// are shorthands for listed names.
 const UNLISTED_ALIASES: &[&str] = &["start", "yes", "no", "?", "q"];
 
-fn shown_alias(alias: &str) -> bool {
+/// Whether `/help` lists `alias` (shorthands and Telegram's `/start` are left out).
+pub fn shown_alias(alias: &str) -> bool {
     !UNLISTED_ALIASES.contains(&alias)
 }
 

@@ -82,7 +82,12 @@ impl AgentHandle {
                             &format!("could not start a new session: {e}"),
                         ),
                     },
-                    Op::Resume { session } => match agent.resume(&session).await {
+                    // The session left is closed as `/new` closes it (issue 20 item 4).
+                    Op::Resume { session } => match close_session(&mut agent, &ev_tx, &token)
+                        .await
+                        .resume(&session)
+                        .await
+                    {
                         Ok(()) => {
                             if let Ok(mut s) = task_session.lock() {
                                 *s = agent.session_id().to_string();

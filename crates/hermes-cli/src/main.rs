@@ -85,7 +85,8 @@ fn init_logging(cli: &Cli) {
         EnvFilter::try_from_env("HERMES_LOG").unwrap_or_else(|_| EnvFilter::new(default))
     };
     let conversation = matches!(cli.command, None | Some(Command::Chat { .. }));
-    let home = hermes_protocol::HermesHome::resolve(cli.chat.profile.as_deref());
+    let verbose = cli.conversation().verbose;
+    let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref());
     let redactor = std::sync::Arc::new(
         home.as_ref()
             .map(hermes_protocol::SecretRedactor::load)
@@ -124,7 +125,7 @@ fn init_logging(cli: &Cli) {
             // A closed stderr (the terminal went away) must not turn a log line into a panic:
             // tracing-subscriber reports its own write failures with `eprintln!`, which panics.
             .log_internal_errors(false)
-            .with_filter(env(if cli.chat.verbose { "info" } else { "warn" }))
+            .with_filter(env(if verbose { "info" } else { "warn" }))
     });
     let _ = tracing_subscriber::registry()
         .with(file_layers)

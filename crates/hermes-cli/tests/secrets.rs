@@ -190,8 +190,9 @@ async fn planted_secrets_never_leave() {
     // Every file hermes wrote: the store (with its WAL), caches, logs, the workspace.
     let session = env.run_ok(&["sessions", "list"]).await;
     let id = stdout(&session)
-        .split_whitespace()
-        .next()
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
         .unwrap()
         .to_string();
     for args in [

@@ -46,7 +46,8 @@ async fn sessions_export_as_md_and_json() {
     env.run_ok(&["chat", "-q", "how often do I water the plants?"])
         .await;
     let list = env.run_ok(&["sessions", "list"]).await;
-    let id = stdout(&list).split_whitespace().next().unwrap().to_string();
+    // The first row under the header.
+    let id = stdout(&list).lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap().to_string();
 
     let md = stdout(
         &env.run_ok(&["sessions", "export", &id, "--format", "md"])

@@ -156,6 +156,7 @@ pub(crate) async fn run_child(
         learning: LearningOptions::default(),
         parent_session_id: Some(parent.session_id.clone()),
         sandbox: ctx.sandbox.clone(),
+        defer_session_creation: false,
     };
     let mut agent = match Agent::start(deps, opts, None).await {
         Ok(agent) => agent,

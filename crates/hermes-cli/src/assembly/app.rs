@@ -22,6 +22,8 @@ pub struct App {
     pub startup_notes: Vec<String>,
     /// `.env` merged under the process environment (the process wins), never logged.
     pub env: BTreeMap<String, String>,
+    /// The profile (`-p NAME`), when one was given.
+    pub profile: Option<String>,
 }
 
 impl App {
@@ -75,6 +77,7 @@ impl App {
             config_warnings,
             startup_notes,
             env,
+            profile: profile.map(str::to_string),
         })
     }
 
@@ -104,13 +107,78 @@ impl App {
         Ok(Arc::new(store))
     }
 
-    /// Prints config warnings to stderr (once per invocation).
+    /// Prints config warnings to stderr (once per invocation); an unknown key gets the
+    /// nearest known one (issue 20 item 10: `toolset` → `toolsets`).
     pub fn warn_config(&self) {
         for w in &self.config_warnings {
-            eprintln!("warning: {}: {w}", self.home.config_file().display());
+            eprintln!(
+                "warning: {}: {w}{}",
+                self.home.config_file().display(),
+                near_miss_hint(w)
+            );
         }
         for note in &self.startup_notes {
             eprintln!("{note}");
         }
+    }
+}
+
+/// For a warning ``unknown key `a.b` (ignored)``: ``; did you mean `a.c`?`` when a known key
+/// of the same section is close, else nothing.
+pub fn near_miss_hint(warning: &str) -> String {
+    let Some(key) = warning
+        .strip_prefix("unknown key `")
+        .and_then(|r| r.split_once('`'))
+        .map(|(k, _)| k)
+    else {
+        return String::new();
+    };
+    match nearest_known_key(key) {
+        Some(k) => format!("; did you mean `{k}`?"),
+        None => String::new(),
+    }
+}
+
+/// The known key nearest to the unknown dotted `key`, among the keys of the same section
+/// (`Config`'s own fields with their defaults).
+pub fn nearest_known_key(key: &str) -> Option<String> {
+    let tree = serde_json::to_value(yaml_serde::to_value(Config::default()).ok()?).ok()?;
+    let parts: Vec<&str> = key.split('.').collect();
+    let (leaf, parents) = parts.split_last()?;
+    let mut node = &tree;
+    for p in parents {
+        node = node.get(p)?;
+    }
+    let known = node.as_object()?;
+    known
+        .keys()
+        .filter(|k| k.as_str() != *leaf)
+        .map(|k| (strsim::jaro_winkler(leaf, k), k))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| {
+            let mut full: Vec<&str> = parents.to_vec();
+            full.push(k);
+            full.join(".")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn unknown_keys_get_the_nearest_known_one() {
+        assert_eq!(
+            super::nearest_known_key("toolset").as_deref(),
+            Some("toolsets")
+        );
+        assert_eq!(
+            super::nearest_known_key("agent.max_turn").as_deref(),
+            Some("agent.max_turns")
+        );
+        assert_eq!(super::nearest_known_key("zzzz"), None);
+        assert_eq!(
+            super::near_miss_hint("unknown key `toolset` (ignored)"),
+            "; did you mean `toolsets`?"
+        );
     }
 }

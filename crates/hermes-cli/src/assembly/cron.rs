@@ -27,6 +27,7 @@ fn owned(app: &App) -> Arc<App> {
         config_warnings: Vec::new(),
         startup_notes: Vec::new(),
         env: app.env.clone(),
+        profile: app.profile.clone(),
     })
 }
 

@@ -72,7 +72,7 @@ pub async fn start_for_session(
 /// A one-line reason for the terminal from an MCP start error: Rust type names in brackets
 /// (`[rmcp::transport::…<…>]`) removed, whitespace collapsed, at most 160 characters. The
 /// whole error goes to the log file.
-fn friendly_reason(error: &str) -> String {
+pub fn friendly_reason(error: &str) -> String {
     let mut out = String::new();
     let mut depth = 0usize;
     for c in error.chars() {

@@ -114,6 +114,8 @@ pub struct AgentKit {
     pub opts: AgentOptions,
     /// MCP tools (shared by every agent of the kit; servers stop when the last one drops).
     pub mcp: Option<Arc<dyn hermes_tools::ToolSource>>,
+    /// The MCP servers behind [`AgentKit::mcp`] (their states, for the lost/back lines).
+    pub mcp_servers: Option<Arc<hermes_mcp::McpManager>>,
     /// Enabled toolsets.
     pub toolsets: Vec<String>,
     /// `fallback_providers:` clients, in order.
@@ -173,12 +175,13 @@ impl AgentKit {
             ))),
             elicitor,
         };
-        let mcp = crate::assembly::mcp::start_for_session(app, &cwd, &tools, requests)
+        let mcp_servers = crate::assembly::mcp::start_for_session(app, &cwd, &tools, requests)
             .await
-            .map(|m| {
-                Arc::new(crate::assembly::mcp_scan::ScannedSource::new(Arc::new(m)))
-                    as Arc<dyn hermes_tools::ToolSource>
-            });
+            .map(Arc::new);
+        let mcp = mcp_servers.clone().map(|m| {
+            Arc::new(crate::assembly::mcp_scan::ScannedSource::new(m))
+                as Arc<dyn hermes_tools::ToolSource>
+        });
         let compact = prompt_is_compact(app, args, runtime.api_mode);
         let mut tools = tools;
         crate::assembly::delegation::configure(app, compact, &mut tools);
@@ -220,6 +223,7 @@ impl AgentKit {
             prompt: Arc::new(prompt),
             opts,
             mcp,
+            mcp_servers,
             toolsets,
             fallbacks: fallback_clients(app),
         })
@@ -280,8 +284,12 @@ pub async fn build_agent(
         },
         (None, false) => None,
     };
+    // A REPL opened and closed, or a `/new` never used, leaves no empty session behind
+    // (issue 20 item 6): the session's row is written with its first message.
+    let mut opts = kit.opts.clone();
+    opts.defer_session_creation = true;
     let agent = kit
-        .agent(approver, kit.opts.clone(), resume.as_deref(), &app.home)
+        .agent(approver, opts, resume.as_deref(), &app.home)
         .await?;
     Ok((agent, kit))
 }

@@ -55,6 +55,7 @@ impl ModelSwitcher {
                 config_warnings: Vec::new(),
                 startup_notes: Vec::new(),
                 env: app.env.clone(),
+                profile: app.profile.clone(),
             },
             current,
         }
@@ -227,6 +228,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            profile: None,
         };
         (app, dir)
     }

@@ -74,8 +74,16 @@ impl CliPrompt {
     }
 }
 
-impl SystemPromptSource for CliPrompt {
-    fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String {
+impl CliPrompt {
+    /// The prompt a session on `model`/`provider` with `tool_names` would get, section by
+    /// section (what `hermes prompt-size` measures; [`SystemPromptSource::build`] returns
+    /// its text).
+    pub fn built(
+        &self,
+        model: &str,
+        provider: &str,
+        tool_names: &[String],
+    ) -> hermes_context::BuiltPrompt {
         if let Err(e) = ensure_soul(&self.home) {
             tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
         }
@@ -115,6 +123,12 @@ impl SystemPromptSource for CliPrompt {
         for note in &built.notes {
             tracing::info!("{note}");
         }
-        built.text
+        built
+    }
+}
+
+impl SystemPromptSource for CliPrompt {
+    fn build(&self, model: &str, provider: &str, tool_names: &[String]) -> String {
+        self.built(model, provider, tool_names).text
     }
 }

@@ -1,7 +1,11 @@
 //! Command-line arguments (FEATURES §1 CLI). Flag and subcommand names follow the Python
 //! `hermes` so users can move between the two. The conversation flags ([`ChatArgs`]) belong
-//! to `crate::assembly::args`; each subcommand's actions are defined in its own module
-//! (`commands::mcp::McpCmd`, …; `hermes setup`'s in `crate::setup`).
+//! to `crate::assembly::args` and sit on `hermes` itself and on `hermes chat` only, so every
+//! other subcommand's `--help` shows just its own flags (issue 20 item 7); `-p/--profile`
+//! applies everywhere. Each subcommand's actions are defined in its own module
+//! (`commands::mcp::McpCmd`, …; `hermes setup`'s in `crate::setup`). A Python Hermes
+//! command hermes does not have is caught by [`Command::Other`] and answered in one line
+//! (`commands::redirect`).
 
 use clap::{Parser, Subcommand};
 
@@ -11,12 +15,26 @@ use crate::assembly::args::ChatArgs;
 #[derive(Debug, Parser)]
 #[command(name = "hermes", version, about, long_about = None)]
 pub struct Cli {
-    /// Options shared by chat and the REPL.
+    /// Profile name: uses `~/.hermes/profiles/NAME`.
+    #[arg(short = 'p', long, global = true)]
+    pub profile: Option<String>,
+    /// Options of the REPL (and of `chat`).
     #[command(flatten)]
     pub chat: ChatArgs,
     /// Subcommand (none = the interactive REPL).
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// The conversation flags in force: those before the subcommand, with `chat`'s own on
+    /// top for `hermes chat …`.
+    pub fn conversation(&self) -> ChatArgs {
+        match &self.command {
+            Some(Command::Chat { args, .. }) => self.chat.overlay(args),
+            _ => self.chat.clone(),
+        }
+    }
 }
 
 /// Subcommands.
@@ -27,8 +45,11 @@ pub enum Command {
         /// The question; the answer goes to stdout, progress to stderr.
         #[arg(short = 'q', long = "query")]
         query: Option<String>,
+        /// Conversation options (also accepted before `chat`).
+        #[command(flatten)]
+        args: ChatArgs,
     },
-    /// Browse and search stored sessions.
+    /// Browse, search, rename, delete and prune stored sessions.
     Sessions {
         /// What to do.
         #[command(subcommand)]
@@ -46,19 +67,19 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::commands::skills::SkillsCmd,
     },
-    /// Toolsets and tools, with availability (default: list).
+    /// Toolsets and tools, with availability; enable or disable toolsets (default: list).
     Tools {
         /// What to do (default: list).
         #[command(subcommand)]
         action: Option<crate::commands::tools::ToolsCmd>,
     },
-    /// Show the model in use, or download the default local model.
+    /// Pick the model (interactive on a terminal), show it, set it or download the local one.
     Model {
-        /// What to do (default: show).
+        /// What to do (default: the picker on a terminal, else show).
         #[command(subcommand)]
         action: Option<crate::commands::model::ModelCmd>,
     },
-    /// Show or check config.yaml.
+    /// Show, get, set, unset or edit config.yaml (comments kept).
     Config {
         /// What to do (default: show).
         #[command(subcommand)]
@@ -82,12 +103,17 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::commands::cron::CronCmd,
     },
-    /// The messaging gateway: `run` serves every configured platform, `status` shows them.
+    /// The messaging gateway: `run` in the foreground, `install`/`start`/`stop`/`restart`/
+    /// `status`/`uninstall` as a systemd user service.
     Gateway {
         /// What to do.
         #[command(subcommand)]
         action: crate::commands::gateway::GatewayCmd,
     },
+    /// Every component at a glance: home, model, keys, state.db, MCP servers, gateway, cron.
+    Status(crate::commands::status::StatusArgs),
+    /// Usage from state.db: sessions, turns, tokens, cost, tools used.
+    Insights(crate::commands::insights::InsightsArgs),
     /// View and filter the internal logs in HERMES_HOME/logs/ (agent.log, errors.log).
     Logs(crate::commands::logs::LogsArgs),
     /// DM pairing codes of the gateway: list, approve, revoke.
@@ -108,6 +134,12 @@ pub enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Back up HERMES_HOME to a zip file (secrets only with --include-secrets).
+    Backup(crate::commands::backup::BackupArgs),
+    /// Restore a `hermes backup` (or Python Hermes backup) zip into HERMES_HOME.
+    Import(crate::commands::backup::ImportArgs),
+    /// The size of the system prompt and tool schemas a session would send, part by part.
+    PromptSize(crate::commands::prompt_size::PromptSizeArgs),
     /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.
     Completion {
         /// The shell: bash, zsh, fish, elvish or powershell.
@@ -118,4 +150,7 @@ pub enum Command {
     Man,
     /// Print the version.
     Version,
+    /// A Python Hermes command hermes does not have: answered with what to use instead.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }

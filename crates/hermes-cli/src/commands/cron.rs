@@ -18,7 +18,11 @@ pub enum CronCmd {
     /// Every job with its state and next run.
     List,
     /// Creates a job: `hermes cron create "every 2h" "check the build"` (`-m` sets its model).
+    #[command(visible_alias = "add")]
     Create {
+        /// The job's own model, provider and base URL (default: the configured model).
+        #[command(flatten)]
+        model: crate::assembly::args::ModelFlags,
         /// `every 30m|2h|1d`, a 5-field cron expression, an ISO time, or a delay like `45m`.
         schedule: String,
         /// The task for the agent (may be empty with `--script … --no-agent`).
@@ -49,6 +53,9 @@ pub enum CronCmd {
     },
     /// Changes a job (`-m` sets its model).
     Edit {
+        /// A new model, provider or base URL for the job.
+        #[command(flatten)]
+        model: crate::assembly::args::ModelFlags,
         /// Job id, name or unique id prefix.
         job: String,
         /// New schedule (recomputes the next run).
@@ -92,11 +99,13 @@ pub enum CronCmd {
         job: String,
     },
     /// Deletes a job.
+    #[command(visible_alias = "rm", alias = "delete")]
     Remove {
         /// Job id, name or unique id prefix.
         job: String,
     },
     /// Recent runs, newest first.
+    #[command(alias = "history")]
     Runs {
         /// Only this job.
         job: Option<String>,
@@ -128,6 +137,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             Ok(hermes_cron::jobs_table(&s.list()?, tz))
         })),
         CronCmd::Create {
+            model: flags,
             schedule,
             prompt,
             name,
@@ -146,14 +156,14 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 prompt: prompt.clone(),
                 schedule: schedule.clone(),
                 skills: skills.clone(),
-                model: args.model.clone(),
+                model: flags.model.clone(),
                 deliver: deliver.clone(),
                 repeat: *repeat,
                 origin: None,
                 script: script.clone(),
                 no_agent: *no_agent,
-                provider: args.provider.clone(),
-                base_url: args.base_url.clone(),
+                provider: flags.provider.clone(),
+                base_url: flags.base_url.clone(),
                 workdir: workdir.clone(),
                 ..NewJob::default()
             };
@@ -169,6 +179,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             }))
         }
         CronCmd::Edit {
+            model: flags,
             job,
             schedule,
             prompt,
@@ -187,12 +198,12 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 prompt: prompt.clone(),
                 schedule: schedule.clone(),
                 skills: (!skills.is_empty()).then(|| skills.clone()),
-                model: args.model.clone().map(Some),
+                model: flags.model.clone().map(Some),
                 deliver: deliver.clone(),
                 repeat: repeat.map(Some),
                 script: script.clone().map(Some),
-                provider: args.provider.clone().map(Some),
-                base_url: args.base_url.clone().map(Some),
+                provider: flags.provider.clone().map(Some),
+                base_url: flags.base_url.clone().map(Some),
                 workdir: workdir
                     .clone()
                     .map(|w| Some(w).filter(|w| !w.trim().is_empty())),

@@ -4,19 +4,24 @@
 
 pub mod args;
 pub mod auth;
+pub mod backup;
 pub mod chat;
 pub mod config;
 pub mod cron;
 pub mod doctor;
 pub mod gateway;
+pub mod insights;
 pub mod logs;
 pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod pairing;
+pub mod prompt_size;
+pub mod redirect;
 pub mod sessions;
 pub mod shell;
 pub mod skills;
+pub mod status;
 pub mod tools;
 
 use anyhow::Result;
@@ -25,27 +30,37 @@ use crate::commands::args::{Cli, Command};
 
 /// Runs the parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> Result<i32> {
-    let profile = cli.chat.profile.clone();
+    let profile = cli.profile.clone();
     let profile = profile.as_deref();
+    let chat = cli.conversation();
     match &cli.command {
         Some(Command::Sessions { action }) => sessions::run(profile, action),
         Some(Command::Config { action }) => config::run(profile, action.as_ref()),
-        Some(Command::Model { action }) => model::run(profile, &cli.chat, action.as_ref()).await,
+        Some(Command::Model { action }) => model::run(profile, &chat, action.as_ref()).await,
         Some(Command::Mcp { action }) => mcp::run(profile, action).await,
         Some(Command::Memory { action }) => memory::run(profile, action),
         Some(Command::Skills { action }) => skills::run(profile, action),
-        Some(Command::Tools { action }) => tools::run(profile, &cli.chat, action.as_ref()),
+        Some(Command::Tools { action }) => tools::run(profile, &chat, action.as_ref()),
         Some(Command::Auth { action }) => auth::run(profile, action),
-        Some(Command::Cron { action }) => cron::run(profile, &cli.chat, action).await,
-        Some(Command::Gateway { action }) => gateway::run(profile, &cli.chat, action).await,
+        Some(Command::Cron { action }) => cron::run(profile, &chat, action).await,
+        Some(Command::Gateway { action }) => gateway::run(profile, &chat, action).await,
         Some(Command::Pairing { action }) => pairing::run(profile, action),
         Some(Command::Logs(args)) => logs::run(profile, args),
-        Some(Command::Doctor { fix }) => doctor::run(profile, &cli.chat, *fix).await,
-        Some(Command::Setup(args)) => crate::setup::run(profile, &cli.chat, args).await,
+        Some(Command::Status(args)) => status::run(profile, &chat, args).await,
+        Some(Command::Insights(args)) => insights::run(profile, args),
+        Some(Command::Backup(args)) => backup::backup(profile, args),
+        Some(Command::Import(args)) => backup::import(profile, args),
+        Some(Command::PromptSize(args)) => prompt_size::run(profile, &chat, args),
+        Some(Command::Doctor { fix }) => doctor::run(profile, &chat, *fix).await,
+        Some(Command::Setup(args)) => {
+            let chat = args.over(&chat);
+            crate::setup::run(profile, &chat, args).await
+        }
         Some(Command::Completion { shell }) => shell::completion(*shell),
         Some(Command::Man) => shell::man(),
         Some(Command::Version) => Ok(0),
-        Some(Command::Chat { query: Some(q) }) => chat::one_shot(profile, &cli.chat, q).await,
-        Some(Command::Chat { query: None }) | None => chat::interactive(profile, &cli.chat).await,
+        Some(Command::Other(words)) => Ok(redirect::answer(&[], words)),
+        Some(Command::Chat { query: Some(q), .. }) => chat::one_shot(profile, &chat, q).await,
+        Some(Command::Chat { query: None, .. }) | None => chat::interactive(profile, &chat).await,
     }
 }

@@ -21,6 +21,12 @@ pub enum ModelCmd {
         /// `MODEL`, `PROVIDER MODEL` or `PROVIDER:MODEL`.
         #[arg(required = true, num_args = 1..=2)]
         choice: Vec<String>,
+        /// The provider (instead of naming it before the model).
+        #[arg(long)]
+        provider: Option<String>,
+        /// Base URL of an OpenAI-compatible endpoint.
+        #[arg(long)]
+        base_url: Option<String>,
     },
     /// Download the default local model into HERMES_HOME/models/.
     Pull {
@@ -56,15 +62,19 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
                 }
             }
         }
-        ModelCmd::Set { choice } => {
+        ModelCmd::Set {
+            choice,
+            provider,
+            base_url,
+        } => {
             let mut words = choice.join(" ");
-            if let Some(p) = &args.provider
+            if let Some(p) = provider.as_ref().or(args.provider.as_ref())
                 && choice.len() == 1
             {
                 words = format!("{p} {words}");
             }
-            match crate::assembly::model_switch::set_default(&app, &words, args.base_url.as_deref())
-            {
+            let base_url = base_url.as_deref().or(args.base_url.as_deref());
+            match crate::assembly::model_switch::set_default(&app, &words, base_url) {
                 Ok(lines) => {
                     for l in lines {
                         outln!("{l}");

@@ -1,6 +1,10 @@
-//! `hermes tools list` (FEATURES §1, §4): the toolsets, every tool, whether a session would
-//! get it, and why not, from the registry and toolset choice sessions use
-//! (`crate::assembly::tools`), so the listing and a real session agree.
+//! `hermes tools list|enable|disable` (FEATURES §1, §4; names as in Python Hermes 0.19.0):
+//! the toolsets, every tool, whether a session would get it, and why not, from the registry
+//! and toolset choice sessions use (`crate::assembly::tools`), so the listing and a real
+//! session agree. `enable`/`disable NAME…` change `config.yaml` (comments kept): for the
+//! terminal (`--platform cli`, the default) `toolsets:` and `agent.disabled_toolsets`; for a
+//! gateway platform its `platform_toolsets.<platform>` list (Python's key), which the
+//! gateway applies to that platform's chats.
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -15,7 +19,31 @@ use crate::assembly::tools::{build_registry, enabled_toolsets};
 pub enum ToolsCmd {
     /// Toolsets and tools, with availability and the reason a tool is left out.
     List,
+    /// Turn toolsets on (`hermes tools enable web memory`).
+    Enable {
+        /// Toolset names (`hermes tools list` shows them).
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Where: `cli` (the terminal, default) or a gateway platform (telegram, discord, …).
+        #[arg(long, default_value = "cli")]
+        platform: String,
+    },
+    /// Turn toolsets off (`hermes tools disable web`).
+    Disable {
+        /// Toolset names (`hermes tools list` shows them).
+        #[arg(required = true)]
+        names: Vec<String>,
+        /// Where: `cli` (the terminal, default) or a gateway platform (telegram, discord, …).
+        #[arg(long, default_value = "cli")]
+        platform: String,
+    },
+    /// A Python Hermes `tools` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
+
+/// Platforms a toolset list may be set for (the terminal and the gateway's platforms).
+const PLATFORMS: &[&str] = &["cli", "telegram", "discord", "slack", "webhook", "api_server"];
 
 /// Runs a tools subcommand; returns the process exit code.
 pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) -> Result<i32> {
@@ -28,7 +56,227 @@ pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) ->
             print!("{}", list_text(&app, args, &registry)?);
             Ok(0)
         }
+        ToolsCmd::Enable { names, platform } => change(&app, names, platform, true),
+        ToolsCmd::Disable { names, platform } => change(&app, names, platform, false),
+        ToolsCmd::Other(words) => Ok(crate::commands::redirect::answer(&["tools"], words)),
     }
+}
+
+/// The toolset lists of a `config.yaml` after enabling or disabling `name`.
+#[derive(Debug, Clone, PartialEq)]
+struct Lists {
+    enabled: Vec<String>,
+    disabled: Vec<String>,
+}
+
+/// Whether every tool of toolset `name` is in the selection `lists`.
+fn covered(registry: &Registry, lists: &Lists, name: &str) -> bool {
+    let want = registry
+        .select(&ToolsetSelection::new([name], Vec::<String>::new()))
+        .map(|s| s.names())
+        .unwrap_or_default();
+    let have = registry
+        .select(&ToolsetSelection::new(
+            lists.enabled.clone(),
+            lists.disabled.clone(),
+        ))
+        .map(|s| {
+            let mut n = s.names();
+            n.extend(s.unavailable().iter().map(|(t, _)| t.clone()));
+            n
+        })
+        .unwrap_or_default();
+    !want.is_empty() && want.iter().all(|t| have.contains(t))
+}
+
+/// A composite's base toolsets (its includes, expanded).
+fn expand(name: &str, out: &mut Vec<String>) {
+    match TOOLSET_DEFS.iter().find(|d| d.name == name) {
+        Some(def) => {
+            for inc in def.includes {
+                expand(inc, out);
+            }
+            // A composite's own tools come from the toolsets of those tools.
+            for t in def.tools {
+                let t = t.to_string();
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        None => {
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+}
+
+/// `lists` with toolset `name` on (`enable`) or off.
+fn toggled(registry: &Registry, lists: &Lists, name: &str, enable: bool, use_disabled: bool) -> Lists {
+    let mut out = lists.clone();
+    if enable {
+        out.disabled.retain(|n| n != name);
+        if !covered(registry, &out, name) {
+            out.enabled.push(name.to_string());
+        }
+    } else if use_disabled {
+        out.enabled.retain(|n| n != name);
+        if !out.disabled.iter().any(|n| n == name) {
+            out.disabled.push(name.to_string());
+        }
+    } else {
+        // No disabled list: composites holding `name` are spelled out without it.
+        let mut enabled = Vec::new();
+        for n in &out.enabled {
+            if n == name {
+                continue;
+            }
+            if TOOLSET_DEFS.iter().any(|d| d.name == n) {
+                let probe = Lists {
+                    enabled: vec![n.clone()],
+                    disabled: Vec::new(),
+                };
+                if covered(registry, &probe, name) {
+                    let mut parts = Vec::new();
+                    expand(n, &mut parts);
+                    enabled.extend(parts.into_iter().filter(|p| p != name));
+                    continue;
+                }
+            }
+            enabled.push(n.clone());
+        }
+        enabled.dedup();
+        out.enabled = enabled;
+    }
+    out
+}
+
+/// `hermes tools enable|disable NAME… [--platform P]`.
+fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i32> {
+    if !PLATFORMS.contains(&platform) {
+        eprintln!(
+            "error: unknown platform `{platform}`; one of: {}",
+            PLATFORMS.join(", ")
+        );
+        return Ok(2);
+    }
+    let registry = build_registry(app, &ChatArgs::default(), None)?;
+    let known = registry.toolset_names();
+    for name in names {
+        if name.contains(':') {
+            eprintln!(
+                "error: `{name}`: single MCP tools are chosen with `mcp_servers.<server>.tools` in config.yaml (`hermes config edit`)"
+            );
+            return Ok(2);
+        }
+        if !known.contains(name) {
+            let near = known
+                .iter()
+                .map(|k| (strsim::jaro_winkler(name, k), k))
+                .filter(|(s, _)| *s > 0.8)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, k)| format!("; did you mean `{k}`?"))
+                .unwrap_or_default();
+            eprintln!("error: unknown toolset `{name}`{near} (`hermes tools list` shows them)");
+            return Ok(2);
+        }
+    }
+    let file = app.home.config_file();
+    let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+    let cli_default = || {
+        if app.config.toolsets.is_empty() {
+            vec![hermes_tools::DEFAULT_TOOLSET.to_string()]
+        } else {
+            app.config.toolsets.clone()
+        }
+    };
+    let set = |text: &str, path: &[&str], items: &[String]| -> Result<String> {
+        let value = serde_json::Value::Array(
+            items.iter().cloned().map(serde_json::Value::String).collect(),
+        );
+        let out = if items.is_empty() && path.len() > 1 {
+            crate::config_edit::path::unset_path(text, path).map(|o| o.unwrap_or_else(|| text.to_string()))
+        } else {
+            crate::config_edit::path::set_path(text, path, &value)
+        };
+        out.map_err(|e| anyhow::anyhow!("{}: {e}; `hermes config edit` opens the file", file.display()))
+    };
+    if platform == "cli" {
+        let mut lists = Lists {
+            enabled: cli_default(),
+            disabled: app.config.agent.disabled_toolsets.clone(),
+        };
+        for name in names {
+            lists = toggled(&registry, &lists, name, enable, true);
+        }
+        text = set(&text, &["toolsets"], &lists.enabled)?;
+        text = set(&text, &["agent", "disabled_toolsets"], &lists.disabled)?;
+    } else {
+        let current = app
+            .config
+            .platform_toolsets
+            .as_ref()
+            .and_then(|v| v.get(platform))
+            .and_then(|v| v.as_sequence())
+            .map(|s| s.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+            .unwrap_or_else(cli_default);
+        let mut lists = Lists {
+            enabled: current,
+            disabled: Vec::new(),
+        };
+        for name in names {
+            lists = toggled(&registry, &lists, name, enable, false);
+        }
+        text = set(&text, &["platform_toolsets", platform], &lists.enabled)?;
+    }
+    hermes_protocol::private_fs::create_dir_all(app.home.root())?;
+    hermes_protocol::private_fs::write_atomic(&file, &text)
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+    outln!(
+        "{} for {platform}: {} (in {})",
+        if enable { "enabled" } else { "disabled" },
+        names.join(", "),
+        file.display()
+    );
+    Ok(0)
+}
+
+/// The tool names gateway chats of each platform may use, from `platform_toolsets:` (a
+/// platform without an entry is not restricted). Unknown toolset names are logged and
+/// skipped.
+pub fn platform_tool_names(
+    app: &App,
+) -> std::collections::HashMap<String, std::collections::HashSet<String>> {
+    let mut out = std::collections::HashMap::new();
+    let Some(map) = app.config.platform_toolsets.as_ref().and_then(|v| v.as_mapping()) else {
+        return out;
+    };
+    let Ok(registry) = build_registry(app, &ChatArgs::default(), None) else {
+        return out;
+    };
+    let known = registry.toolset_names();
+    for (platform, list) in map {
+        let (Some(platform), Some(list)) = (platform.as_str(), list.as_sequence()) else {
+            continue;
+        };
+        let names: Vec<String> = list
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .filter(|n| {
+                let ok = known.contains(n);
+                if !ok {
+                    tracing::warn!(platform, toolset = %n, "platform_toolsets: unknown toolset skipped");
+                }
+                ok
+            })
+            .collect();
+        let selection = ToolsetSelection::new(names, app.config.agent.disabled_toolsets.clone());
+        if let Ok(set) = registry.select(&selection) {
+            out.insert(platform.to_string(), set.names().into_iter().collect());
+        }
+    }
+    out
 }
 
 /// The state of one tool for the current settings.

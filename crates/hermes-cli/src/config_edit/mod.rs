@@ -5,9 +5,11 @@
 //! unchanged, else the edit is refused (and the caller falls back to rewriting the file).
 
 //!
-//! [`keys`] does the same for other top-level sections (`model:`, lists such as `toolsets:`).
+//! [`keys`] does the same for other top-level sections (`model:`, lists such as `toolsets:`),
+//! [`path`] for one dotted key at any depth (`hermes config set|unset`).
 
 pub mod keys;
+pub mod path;
 
 use serde_json::Value;
 

@@ -19,6 +19,7 @@ pub mod display;
 pub mod markdown;
 pub mod progress;
 pub mod prompt;
+pub mod resize;
 pub mod skin;
 pub mod status;
 pub mod stream;
@@ -160,6 +161,8 @@ pub struct Renderer {
     tick: usize,
     turn_started: Option<Instant>,
     summary: TurnSummary,
+    /// Where the terminal's current width is read from (`None`: the width never changes).
+    width_watch: Option<resize::WidthWatch>,
 }
 
 impl Renderer {
@@ -201,7 +204,34 @@ impl Renderer {
             tick: 0,
             turn_started: None,
             summary: TurnSummary::default(),
+            width_watch: None,
         }
+    }
+
+    /// Follows the terminal's width from `watch`: lines drawn after a resize are wrapped to
+    /// the new width, Markdown from the next block on (issue 20 item 3).
+    pub fn follow_width(&mut self, watch: resize::WidthWatch) {
+        self.width_watch = Some(watch);
+        self.check_width();
+    }
+
+    /// Takes a new width from the watch, if it changed.
+    fn check_width(&mut self) {
+        let Some(watch) = &self.width_watch else {
+            return;
+        };
+        let now = watch.get();
+        if now > 0 && now != self.opts.width {
+            self.opts.width = now;
+            self.md.set_width(now);
+        }
+    }
+
+    /// Writes `text` as a warning line on the progress stream (an MCP server lost or back),
+    /// shown even with `-Q`.
+    pub fn warning_line(&mut self, text: &str) {
+        let line = vec![Span::new(text, Style::fg(self.skin.colors.ui_warn))];
+        self.progress_line(&line);
     }
 
     /// Picks `Stream` when stdout is a terminal, else `FinalOnly`; `Json` when asked.
@@ -242,6 +272,7 @@ impl Renderer {
 
     /// Redraws the spinner or the running tool's line (call every 100 ms while a turn runs).
     pub fn tick(&mut self) {
+        self.check_width();
         self.tick = self.tick.wrapping_add(1);
         if !self.opts.live || self.opts.quiet || self.mode != RenderMode::Stream {
             return;
@@ -302,8 +333,12 @@ impl Renderer {
     /// Flushes held Markdown and ends a partial text or reasoning line.
     fn end_text_line(&mut self) {
         self.clear_live();
-        let lines = self.md.finish();
-        self.write_out(&encode(&lines, true));
+        let text = self.md.finish();
+        if !text.is_empty() && self.reasoning_mid_line {
+            self.write_out("\n");
+            self.reasoning_mid_line = false;
+        }
+        self.write_out(&text);
         if self.mid_line || self.reasoning_mid_line {
             self.write_out("\n");
             self.mid_line = false;
@@ -330,21 +365,31 @@ impl Renderer {
         if self.mode != RenderMode::Stream || text.is_empty() {
             return;
         }
+        if self.opts.markdown {
+            // The spinner stays until something is drawn (a held-back first word keeps it).
+            let drawn = self.md.push(text);
+            if drawn.is_empty() {
+                return;
+            }
+            self.clear_live();
+            self.live = None;
+            if self.reasoning_mid_line {
+                self.write_out("\n");
+                self.reasoning_mid_line = false;
+            }
+            self.drawn_this_call = true;
+            self.write_out(&drawn);
+            return;
+        }
         self.clear_live();
         self.live = None;
         if self.reasoning_mid_line {
             self.write_out("\n");
             self.reasoning_mid_line = false;
         }
-        if self.opts.markdown {
-            let lines = self.md.push(text);
-            self.drawn_this_call |= !lines.is_empty();
-            self.write_out(&encode(&lines, true));
-        } else {
-            self.write_out(text);
-            self.drawn_this_call = true;
-            self.mid_line = !text.ends_with('\n');
-        }
+        self.write_out(text);
+        self.drawn_this_call = true;
+        self.mid_line = !text.ends_with('\n');
     }
 
     fn reasoning(&mut self, text: &str) {
@@ -377,11 +422,12 @@ impl Renderer {
         if self.mode != RenderMode::Stream {
             return;
         }
-        self.md.discard();
+        let line_end = self.md.discard();
         if !std::mem::take(&mut self.drawn_this_call) {
             return;
         }
         self.clear_live();
+        self.write_out(&line_end);
         if self.mid_line || self.reasoning_mid_line {
             self.write_out("\n");
             self.mid_line = false;
@@ -397,6 +443,7 @@ impl Renderer {
 
     /// Shows one event.
     pub fn handle(&mut self, event: &AgentEvent) {
+        self.check_width();
         if self.mode == RenderMode::Json {
             if let Ok(line) = serde_json::to_string(event) {
                 self.write_out(&format!("{line}\n"));

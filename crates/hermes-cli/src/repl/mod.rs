@@ -5,8 +5,9 @@
 //! This folder owns the terminal side of a session: line editing and paste ([`input`]),
 //! Tab completion ([`complete`]), slash commands ([`slash`]), the session facts the REPL
 //! shows ([`session`]), the questions a turn asks the user — approvals ([`approver`]), MCP
-//! elicitation ([`mcp_elicit`]), `clarify` ([`clarify_prompt`]) — and terminal hang-up and
-//! signal handling ([`hangup`], [`terminate`]). The agent itself comes from `crate::assembly`.
+//! elicitation ([`mcp_elicit`]), `clarify` ([`clarify_prompt`]) — the lines about MCP servers
+//! lost and back ([`mcp_watch`]), and terminal hang-up and signal handling ([`hangup`],
+//! [`terminate`]). The agent itself comes from `crate::assembly`.
 
 pub mod approver;
 pub mod clarify_prompt;
@@ -14,6 +15,7 @@ pub mod complete;
 pub mod hangup;
 pub mod input;
 pub mod mcp_elicit;
+pub mod mcp_watch;
 pub mod session;
 pub mod slash;
 pub mod terminate;
@@ -32,6 +34,7 @@ use crate::render::display::Display;
 use crate::render::prompt::SkinPrompt;
 use crate::render::{RenderMode, Renderer};
 use crate::repl::approver::{ApprovalQuestion, parse_answer};
+use crate::repl::mcp_watch::McpWatch;
 use crate::repl::session::SessionInfo;
 use crate::repl::slash::Action;
 
@@ -60,27 +63,42 @@ pub async fn start(app: &App, args: &ChatArgs) -> Result<i32> {
     )
     .await?;
     let info = SessionInfo::new(app, args, &kit);
+    let watch = kit.mcp_servers.clone().map(McpWatch::new);
     let handle = AgentHandle::spawn(agent);
     let questions = Questions {
         approvals,
         elicitations,
         clarifications,
     };
-    run(handle, questions, info, args.quiet, args.verbose).await
+    run(handle, questions, info, watch, args.quiet, args.verbose).await
+}
+
+/// What the REPL loop keeps between inputs.
+struct Repl {
+    handle: AgentHandle,
+    questions: Questions,
+    info: SessionInfo,
+    display: Display,
+    renderer: Renderer,
+    watch: Option<McpWatch>,
+    quiet: bool,
+    /// A `/title` given before the session's first message, set once it is stored.
+    pending_title: Option<String>,
 }
 
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
 pub async fn run(
-    mut handle: AgentHandle,
-    mut questions: Questions,
-    mut info: SessionInfo,
+    handle: AgentHandle,
+    questions: Questions,
+    info: SessionInfo,
+    watch: Option<McpWatch>,
     quiet: bool,
     verbose: bool,
 ) -> Result<i32> {
     crate::repl::hangup::watch_stdin();
     let (mut editor, pastes) =
         crate::repl::input::build_editor(&info.history_file, info.completion.clone());
-    let (mut display, warnings) = Display::load(&info.home, &info.display, quiet, verbose);
+    let (display, warnings) = Display::load(&info.home, &info.display, quiet, verbose);
     for w in warnings {
         eprintln!("warning: {w}");
     }
@@ -96,10 +114,24 @@ pub async fn run(
         )
     );
     let mut renderer = display.renderer(RenderMode::Stream);
+    if display.opts.live {
+        renderer.follow_width(crate::render::resize::WidthWatch::on_signal());
+    }
+    let mut repl = Repl {
+        handle,
+        questions,
+        info,
+        display,
+        renderer,
+        watch,
+        quiet,
+        pending_title: None,
+    };
     let mut pending = String::new();
     let mut ctrl_c_armed = false;
 
     loop {
+        repl.tell_mcp_changes();
         let signal = tokio::task::block_in_place(|| editor.read_line(&prompt));
         let line = match signal {
             Ok(Signal::Success(line)) => line,
@@ -132,12 +164,11 @@ pub async fn run(
         if input.trim().is_empty() {
             continue;
         }
-        let mut action = crate::repl::slash::action(&input, &handle.session_id(), &mut info);
+        let sid = repl.handle.session_id();
+        let mut action = crate::repl::slash::action(&input, &sid, &mut repl.info);
         if let Action::Compose(arg) = action {
             match tokio::task::block_in_place(|| crate::repl::input::compose_in_editor(&arg)) {
-                Ok(Some(text)) => {
-                    action = crate::repl::slash::action(&text, &handle.session_id(), &mut info)
-                }
+                Ok(Some(text)) => action = crate::repl::slash::action(&text, &sid, &mut repl.info),
                 Ok(None) => {
                     eprintln!("/prompt: the message was empty; nothing sent");
                     continue;
@@ -148,8 +179,9 @@ pub async fn run(
                 }
             }
         }
-        let op = match action {
-            Action::Submit(op) => op,
+        let (op, title_from) = match action {
+            Action::Submit(op) => (op, None),
+            Action::SubmitTitled { message, text } => (Op::UserInput { text: message }, Some(text)),
             Action::Print(text) => {
                 println!("{}", text.trim_end());
                 continue;
@@ -162,98 +194,283 @@ pub async fn run(
             Action::Skin(name) => {
                 println!(
                     "{}",
-                    crate::render::display::skin_command(&mut display, &mut renderer, &name)
+                    crate::render::display::skin_command(
+                        &mut repl.display,
+                        &mut repl.renderer,
+                        &name
+                    )
                 );
-                prompt = SkinPrompt::new(&display.skin, display.opts.color);
+                prompt = SkinPrompt::new(&repl.display.skin, repl.display.opts.color);
                 continue;
             }
             Action::Statusbar => {
                 println!(
                     "{}",
-                    crate::render::display::statusbar_command(&mut display)
+                    crate::render::display::statusbar_command(&mut repl.display)
                 );
                 continue;
             }
             Action::Model(words) => {
-                info.model_command(&words, &handle).await;
+                repl.info.model_command(&words, &repl.handle).await;
                 continue;
             }
             Action::Compose(_) => {
                 eprintln!("/prompt: the composed message cannot be another /prompt");
                 continue;
             }
+            Action::Title(name) => {
+                repl.title(&name);
+                continue;
+            }
+            Action::History => {
+                println!(
+                    "{}",
+                    crate::views::sessions::history_text(&repl.info.store, &sid)
+                );
+                continue;
+            }
+            Action::Clear => {
+                print!("\x1b[2J\x1b[H");
+                (Op::NewSession, None)
+            }
+            Action::Resume(id) => {
+                if !repl.resume(&id).await {
+                    break;
+                }
+                continue;
+            }
+            Action::PickSession => {
+                match repl.pick_session(&sid) {
+                    Some(id) => {
+                        if !repl.resume(&id).await {
+                            break;
+                        }
+                    }
+                    None => println!("staying in session {sid}"),
+                }
+                continue;
+            }
         };
         let model_turn = matches!(op, Op::UserInput { .. } | Op::Retry);
-        handle.submit(op);
-        if !wait_for_turn(&mut handle, &mut questions, &mut renderer).await {
+        let was_stored = repl.session_stored();
+        repl.handle.submit(op);
+        if !repl.wait_for_turn().await {
             break;
         }
-        if model_turn && display.statusbar && !quiet {
-            let cost = info
-                .store
-                .get_session(&handle.session_id())
-                .ok()
-                .flatten()
-                .and_then(|s| s.cost_usd);
-            let line = crate::render::display::status_after_turn(
-                &renderer,
-                &renderer.last_turn(),
-                &info.model,
-                &info.provider,
-                info.context_window,
-                cost,
-            );
-            eprintln!("{line}");
+        repl.after_first_message(was_stored, title_from.as_deref());
+        if model_turn && repl.display.statusbar && !repl.quiet {
+            repl.status_line();
         }
     }
-    println!("{}", info.usage_now(&handle.session_id()));
-    let _ = handle.shutdown().await;
+    println!("{}", repl.info.usage_now(&repl.handle.session_id()));
+    let _ = repl.handle.shutdown().await;
     Ok(0)
 }
 
-/// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
-/// task is gone.
-async fn wait_for_turn(
-    handle: &mut AgentHandle,
-    questions: &mut Questions,
-    renderer: &mut Renderer,
-) -> bool {
-    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => renderer.tick(),
-            event = handle.next_event() => match event {
-                Some(ev) => {
-                    let done = matches!(ev, AgentEvent::TurnFinished { .. });
-                    renderer.handle(&ev);
-                    if done {
-                        return true;
-                    }
+impl Repl {
+    /// Prints the lines about MCP servers lost or back since the last look.
+    fn tell_mcp_changes(&mut self) {
+        let Some(watch) = &mut self.watch else { return };
+        for line in watch.changes() {
+            self.renderer.warning_line(&line);
+        }
+    }
+
+    /// Whether the current session is in the store yet (its first message written).
+    fn session_stored(&self) -> bool {
+        self.info
+            .store
+            .get_session(&self.handle.session_id())
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.message_count > 0)
+    }
+
+    /// After a turn: a session that just got its first message takes the title given with
+    /// `/title` before it, or the user's own words when the message was a skill preface.
+    fn after_first_message(&mut self, was_stored: bool, title_from: Option<&str>) {
+        if was_stored || !self.session_stored() {
+            return;
+        }
+        let sid = self.handle.session_id();
+        let title = self
+            .pending_title
+            .take()
+            .or_else(|| title_from.and_then(crate::views::sessions::title_from_text));
+        if let Some(title) = title
+            && let Err(e) = self.info.store.set_title_numbered(&sid, &title)
+        {
+            eprintln!("could not title the session: {e}");
+        }
+    }
+
+    /// `/title [name]`.
+    fn title(&mut self, name: &str) {
+        let sid = self.handle.session_id();
+        let stored = self.info.store.get_session(&sid).ok().flatten();
+        let name = name.trim();
+        if name.is_empty() {
+            match stored.and_then(|s| s.title) {
+                Some(t) => println!("title: {t}"),
+                None => println!("this session has no title yet (/title NAME sets one)"),
+            }
+            return;
+        }
+        if stored.is_none() {
+            self.pending_title = Some(name.to_string());
+            println!("title \"{name}\" is set when the session's first message is sent");
+            return;
+        }
+        match self.info.store.set_title(&sid, name) {
+            Ok(()) => println!("title: {name}"),
+            Err(hermes_store::StoreError::TitleTaken { .. }) => {
+                eprintln!("/title: another session is already titled \"{name}\"")
+            }
+            Err(e) => eprintln!("/title: {e}"),
+        }
+    }
+
+    /// `/resume` alone: the recent sessions, numbered, and the user's pick (a number, an id
+    /// or a title; Enter keeps the current session).
+    fn pick_session(&mut self, current: &str) -> Option<String> {
+        let sessions: Vec<_> = crate::views::sessions::recent_sessions(&self.info.store, 11, None)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| s.id != current)
+            .take(10)
+            .collect();
+        if sessions.is_empty() {
+            println!("no other sessions to resume yet");
+            return None;
+        }
+        println!(
+            "{}",
+            crate::views::sessions::sessions_table(&sessions, true)
+        );
+        let answer = tokio::task::block_in_place(|| {
+            use std::io::Write;
+            eprint!("resume which? (number, id or title; Enter to stay): ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            line
+        });
+        let answer = answer.trim();
+        if answer.is_empty() {
+            return None;
+        }
+        if let Ok(n) = answer.parse::<usize>() {
+            return match sessions.get(n.wrapping_sub(1)) {
+                Some(s) => Some(s.id.clone()),
+                None => {
+                    eprintln!("/resume: no session number {n}");
+                    None
                 }
-                None => return false,
-            },
-            Some((request, answer)) = questions.elicitations.recv() => {
-                renderer.pause_live();
-                let _ = answer.send(crate::repl::mcp_elicit::ask_on_terminal(&request));
+            };
+        }
+        match self.info.store.find_session(answer) {
+            Ok(Some(s)) if s.id != current => Some(s.id),
+            Ok(Some(_)) => None,
+            Ok(None) => {
+                eprintln!("/resume: no session matches `{answer}`");
+                None
             }
-            Some((request, answer)) = questions.clarifications.recv() => {
-                renderer.pause_live();
-                let _ = answer.send(crate::repl::clarify_prompt::ask_on_terminal(&request));
+            Err(e) => {
+                eprintln!("/resume: {e}");
+                None
             }
-            Some((request, answer)) = questions.approvals.recv() => {
-                renderer.pause_live();
-                eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
-                let reply = tokio::task::block_in_place(|| {
-                    eprint!("run it? [y]es once / [a]lways this session / [N]o: ");
-                    let mut line = String::new();
-                    let _ = std::io::stdin().read_line(&mut line);
-                    line
-                });
-                let _ = answer.send(parse_answer(&reply));
+        }
+    }
+
+    /// Switches to session `id` in place (the current one is closed as `/new` closes it)
+    /// and shows where the conversation was. Returns false when the agent task is gone.
+    async fn resume(&mut self, id: &str) -> bool {
+        self.handle.submit(Op::Resume {
+            session: id.to_string(),
+        });
+        if !self.wait_for_turn().await {
+            return false;
+        }
+        if self.handle.session_id() == id {
+            self.pending_title = None;
+            let recap = crate::views::sessions::recap_text(&self.info.store, id, 2);
+            if !recap.is_empty() {
+                println!("{recap}");
             }
-            _ = tokio::signal::ctrl_c() => {
-                handle.interrupt();
+        }
+        true
+    }
+
+    /// The status line after a model turn.
+    fn status_line(&self) {
+        let cost = self
+            .info
+            .store
+            .get_session(&self.handle.session_id())
+            .ok()
+            .flatten()
+            .and_then(|s| s.cost_usd);
+        let line = crate::render::display::status_after_turn(
+            &self.renderer,
+            &self.renderer.last_turn(),
+            &self.info.model,
+            &self.info.provider,
+            self.info.context_window,
+            cost,
+        );
+        eprintln!("{line}");
+    }
+
+    /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
+    /// task is gone.
+    async fn wait_for_turn(&mut self) -> bool {
+        let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let renderer = &mut self.renderer;
+        let questions = &mut self.questions;
+        let handle = &mut self.handle;
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {
+                    if let Some(watch) = &mut self.watch {
+                        for line in watch.changes() {
+                            renderer.warning_line(&line);
+                        }
+                    }
+                    renderer.tick();
+                }
+                event = handle.next_event() => match event {
+                    Some(ev) => {
+                        let done = matches!(ev, AgentEvent::TurnFinished { .. });
+                        renderer.handle(&ev);
+                        if done {
+                            return true;
+                        }
+                    }
+                    None => return false,
+                },
+                Some((request, answer)) = questions.elicitations.recv() => {
+                    renderer.pause_live();
+                    let _ = answer.send(crate::repl::mcp_elicit::ask_on_terminal(&request));
+                }
+                Some((request, answer)) = questions.clarifications.recv() => {
+                    renderer.pause_live();
+                    let _ = answer.send(crate::repl::clarify_prompt::ask_on_terminal(&request));
+                }
+                Some((request, answer)) = questions.approvals.recv() => {
+                    renderer.pause_live();
+                    eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
+                    let reply = tokio::task::block_in_place(|| {
+                        eprint!("run it? [y]es once / [a]lways this session / [N]o: ");
+                        let mut line = String::new();
+                        let _ = std::io::stdin().read_line(&mut line);
+                        line
+                    });
+                    let _ = answer.send(parse_answer(&reply));
+                }
+                _ = tokio::signal::ctrl_c() => {
+                    handle.interrupt();
+                }
             }
         }
     }

@@ -39,6 +39,15 @@ pub struct SessionInfo {
     pub context_window: Option<u64>,
     /// What Tab completion offers (commands, skills, model names, paths).
     pub completion: crate::repl::complete::Sources,
+    /// `config.yaml` as loaded (for `/platforms`, `/config`).
+    pub config: hermes_protocol::config::Config,
+    /// The environment with `.env` merged (for `/platforms`; never shown).
+    env: std::collections::BTreeMap<String, String>,
+    /// The profile in use (`-p`).
+    pub profile: Option<String>,
+    /// Enabled toolsets and the tools the session was given (for `/toolsets`).
+    toolsets: Vec<String>,
+    tool_names: Vec<String>,
 }
 
 impl SessionInfo {
@@ -56,7 +65,72 @@ impl SessionInfo {
             display: app.config.display.clone(),
             context_window: kit.client.context_window(),
             completion: completion_sources(app, kit),
+            config: app.config.clone(),
+            env: app.env.clone(),
+            profile: app.profile.clone(),
+            toolsets: kit.toolsets.clone(),
+            tool_names: kit.tools.iter().map(|t| t.spec().name.clone()).collect(),
         }
+    }
+
+    /// `/insights [days]`: usage of the sessions of the last `days` days.
+    pub fn insights(&self, days: u32) -> String {
+        match crate::views::insights::gather(&self.store, days, None) {
+            Ok(report) => report.text(),
+            Err(e) => format!("could not read the session store: {e:#}"),
+        }
+    }
+
+    /// `/platforms`: the gateway's platforms and their setup.
+    pub fn platforms(&self) -> String {
+        match crate::views::platforms::status_text(
+            &self.home,
+            &self.config,
+            &self.env,
+            self.profile.as_deref(),
+            &self.store,
+        ) {
+            Ok((text, warnings)) => {
+                let mut out: Vec<String> =
+                    warnings.iter().map(|w| format!("warning: {w}")).collect();
+                out.push(text);
+                out.push(
+                    "Run it with `hermes gateway run` (or `hermes gateway install` for a service)."
+                        .into(),
+                );
+                out.join("\n")
+            }
+            Err(e) => format!("gateway settings: {e:#}"),
+        }
+    }
+
+    /// `/toolsets`: the enabled toolsets and the tools this session has.
+    pub fn toolsets_text(&self) -> String {
+        format!(
+            "Enabled toolsets: {}\nTools of this session ({}): {}\n`hermes tools list` shows every tool and why one is off.",
+            self.toolsets.join(", "),
+            self.tool_names.len(),
+            self.tool_names.join(", ")
+        )
+    }
+
+    /// `/config`: where the settings are and the main ones in force.
+    pub fn config_text(&self) -> String {
+        let mut lines = vec![
+            format!("config.yaml: {}", self.home.config_file().display()),
+            format!(".env:        {}", self.home.env_file().display()),
+            format!("model:       {} on {}", self.model, self.provider),
+            format!("toolsets:    {}", self.toolsets.join(", ")),
+            format!(
+                "skin:        {}",
+                self.display.skin.as_deref().unwrap_or("default")
+            ),
+        ];
+        lines.push(
+            "`hermes config show` prints every setting; `hermes config set KEY VALUE` changes one."
+                .into(),
+        );
+        lines.join("\n")
     }
 
     /// `/usage`: token totals of a session as stored.
@@ -93,7 +167,7 @@ impl SessionInfo {
 
     /// `/sessions`: the ten newest sessions.
     pub fn recent_sessions(&self) -> String {
-        crate::views::sessions::recent_sessions_text(&self.store, 10)
+        crate::views::sessions::recent_sessions_text(&self.store, 10, None)
             .unwrap_or_else(|e| format!("could not list sessions: {e}"))
     }
 }

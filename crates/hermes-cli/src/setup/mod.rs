@@ -27,10 +27,15 @@ const CUSTOM_DEFAULT_URL: &str = "http://127.0.0.1:8080/v1";
 /// How many listed models the wizard shows.
 const MODELS_SHOWN: usize = 15;
 
-/// Flags of `hermes setup` besides the shared `--provider`, `--model`, `--base-url` and
-/// `-t/--toolsets`.
+/// Flags of `hermes setup`.
 #[derive(Debug, Clone, Args, Default)]
 pub struct SetupArgs {
+    /// Provider, model and base URL to configure.
+    #[command(flatten)]
+    pub model: crate::assembly::args::ModelFlags,
+    /// Toolsets to enable, comma-separated (default: hermes-cli).
+    #[arg(short = 't', long, value_delimiter = ',')]
+    pub toolsets: Option<Vec<String>>,
     /// Ask nothing: take the answers from flags (`--provider` is then required).
     #[arg(long)]
     pub non_interactive: bool,
@@ -47,6 +52,18 @@ pub struct SetupArgs {
     /// Download the default local model (98 MB) when `local` is chosen and it is missing.
     #[arg(long)]
     pub pull: bool,
+}
+
+impl SetupArgs {
+    /// The conversation flags `chat` with this command's provider, model, base URL and
+    /// toolsets on top (they may also be given before `setup`).
+    pub fn over(&self, chat: &ChatArgs) -> ChatArgs {
+        let mut out = self.model.over(chat);
+        if self.toolsets.is_some() {
+            out.toolsets = self.toolsets.clone();
+        }
+        out
+    }
 }
 
 /// Runs `hermes setup`; returns the exit code.

@@ -522,7 +522,16 @@ impl Gateway {
             | CommandId::Prompt
             | CommandId::Skin
             | CommandId::Statusbar
-            | CommandId::Quit => hermes_agent::commands::unknown_message(&inv.name),
+            | CommandId::Quit
+            | CommandId::Title
+            | CommandId::Insights
+            | CommandId::Personality
+            | CommandId::Platforms
+            | CommandId::Version
+            | CommandId::Config
+            | CommandId::Toolsets
+            | CommandId::History
+            | CommandId::Clear => hermes_agent::commands::unknown_message(&inv.name),
         };
         reply(adapter.as_ref(), &target, &answer).await;
     }

@@ -103,6 +103,7 @@ impl Served {
             config_warnings: Vec::new(),
             startup_notes: Vec::new(),
             env,
+            profile: None,
         };
         let (chat, tx) = fake_chat();
         let (config, _) = GatewayConfig::from_config(&app.config, &app.env, None).unwrap();

@@ -42,6 +42,9 @@ pub struct CliAgentFactory {
     cron: Option<GatewayCron>,
     /// Resolves chats' `/model` choices against the kit's runtime (never switched itself).
     models: crate::assembly::model_switch::ModelSwitcher,
+    /// `platform_toolsets:` — the tools a platform's chats may use (`hermes tools
+    /// enable|disable --platform P`); platforms without an entry get every kit tool.
+    platform_tools: std::collections::HashMap<String, std::collections::HashSet<String>>,
 }
 
 impl CliAgentFactory {
@@ -58,6 +61,7 @@ impl CliAgentFactory {
         let signature = format!("{:016x}", h.finish());
         CliAgentFactory {
             models: crate::assembly::model_switch::ModelSwitcher::new(app, kit.runtime.clone()),
+            platform_tools: crate::commands::tools::platform_tool_names(app),
             kit,
             home: app.home.clone(),
             signature,
@@ -92,8 +96,12 @@ impl AgentFactory for CliAgentFactory {
             },
             None => None,
         };
-        let kit = if self.cron.is_some() || chosen.is_some() {
+        let allowed = self.platform_tools.get(&opts.source);
+        let kit = if self.cron.is_some() || chosen.is_some() || allowed.is_some() {
             let mut kit = self.kit.clone();
+            if let Some(allowed) = allowed {
+                kit.tools.retain(|t| allowed.contains(&t.spec().name));
+            }
             if let Some(cron) = &self.cron {
                 for tool in kit.tools.iter_mut() {
                     if tool.toolset() == hermes_cron::CRONJOB_TOOLSET {
