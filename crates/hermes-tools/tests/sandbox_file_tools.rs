@@ -32,7 +32,7 @@ fn world() -> World {
         out: r.join("out"),
         _d: d,
     };
-    for p in [&w.ws, &w.hh, &w.home, &w.out] {
+    for p in [&w.ws, &w.hh, &w.home, &w.out, &w.ws.join("src")] {
         std::fs::create_dir_all(p).unwrap();
     }
     std::fs::write(w.hh.join(".env"), format!("KEY={SECRET}\n")).unwrap();
@@ -86,8 +86,32 @@ async fn read_file_refuses_secrets_even_through_a_symlink() {
 async fn write_and_patch_follow_the_mode() {
     let w = world();
     let c = ctx(&w, SandboxMode::WorkspaceWrite);
-    let ok = call("write_file", json!({"path": "new.txt", "content": "x"}), &c).await;
+    let ok = call(
+        "write_file",
+        json!({"path": "src/new.txt", "content": "x"}),
+        &c,
+    )
+    .await;
     assert!(!ok.is_error, "{ok:?}");
+    // The workspace holds this HERMES_HOME, so (as for commands) no entry may be created
+    // directly in it — a new file is refused by the kernel — while its existing files can
+    // still be edited.
+    let out = call("write_file", json!({"path": "new.txt", "content": "x"}), &c).await;
+    assert!(
+        out.is_error && out.content.contains("Permission denied"),
+        "{out:?}"
+    );
+    let out = call(
+        "patch",
+        json!({"path": "code.txt", "old_string": "hello", "new_string": "bye"}),
+        &c,
+    )
+    .await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("code.txt")).unwrap(),
+        "bye sk-file\n"
+    );
     for p in [
         w.out.join("x.txt"),
         w.home.join(".bashrc"),
@@ -156,4 +180,79 @@ async fn search_files_skips_secret_files_inside_the_tree() {
     )
     .await;
     assert!(out.is_error && !out.content.contains(SECRET), "{out:?}");
+}
+
+/// Swaps `dir` between a real folder and a symlink to `target` until `stop`, as a command
+/// left running in the background can (`mv` in a loop).
+fn swapper(
+    dir: std::path::PathBuf,
+    target: &Path,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let real = dir.with_extension("real");
+    let link = dir.with_extension("link");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    std::thread::spawn(move || {
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = std::fs::rename(&dir, &real);
+            let _ = std::fs::rename(&link, &dir);
+            std::thread::yield_now();
+            let _ = std::fs::rename(&dir, &link);
+            let _ = std::fs::rename(&real, &dir);
+        }
+    })
+}
+
+/// A path check and the `open` after it are two steps: a background command swapping a
+/// checked folder for a symlink in between used to let `write_file` write
+/// `~/.ssh/authorized_keys` and `read_file` read `.env` (8 wins in 60 tries). The file tools
+/// now do their I/O on a thread restricted by the commands' Landlock rules, so the kernel
+/// refuses what the check would have.
+#[tokio::test]
+async fn a_folder_swapped_for_a_symlink_between_check_and_open_gains_nothing() {
+    if !matches!(
+        hermes_tools::sandbox::kernel_support(),
+        hermes_tools::sandbox::KernelSupport::Available { .. }
+    ) {
+        eprintln!("SKIP: this kernel cannot enforce the sandbox");
+        return;
+    }
+    let w = world();
+    let c = ctx(&w, SandboxMode::WorkspaceWrite);
+    std::fs::create_dir_all(w.home.join(".ssh")).unwrap();
+    let keys = w.home.join(".ssh/authorized_keys");
+    std::fs::write(&keys, "ssh-ed25519 AAAA user\n").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads = [
+        swapper(w.ws.join("d"), &w.home.join(".ssh"), stop.clone()),
+        swapper(w.ws.join("e"), &w.hh, stop.clone()),
+    ];
+    // Attempts whose path check passed (the real folder was in place), so that only the
+    // kernel stood between the write and the swapped-in symlink.
+    let mut checked = 0;
+    for i in 0..300 {
+        let out = call(
+            "write_file",
+            json!({"path": path(&w.ws.join("d/authorized_keys")), "content": format!("evil {i}\n")}),
+            &c,
+        )
+        .await;
+        checked += usize::from(!out.content.contains("denied by the sandbox"));
+        let out = call("read_file", json!({"path": path(&w.ws.join("e/.env"))}), &c).await;
+        assert!(
+            !out.content.contains(SECRET),
+            "read through the swap: {out:?}"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&keys).unwrap(),
+        "ssh-ed25519 AAAA user\n",
+        "written through the swap"
+    );
+    assert!(checked > 0, "the race never got past the path check");
 }

@@ -4,7 +4,6 @@ use hermes_protocol::ToolSpec;
 use serde_json::{Value, json};
 
 use super::{opt_bool, req_str};
-use crate::file::atomic_write;
 use crate::tool::{Access, Parallelism, Tool, ToolContext, ToolOutput};
 
 /// `patch`: replaces `old_string` with `new_string` in one file; see [`apply_patch`] for the
@@ -299,7 +298,7 @@ impl Tool for PatchTool {
         };
         let path = ctx.resolve_path(&shown);
         let policy = ctx.policy();
-        let job = move || -> Result<String, String> {
+        let job = move |policy: &crate::sandbox::SandboxPolicy| -> Result<String, String> {
             let target = policy.check_write(&path)?;
             let bytes = std::fs::read(&target).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
@@ -310,7 +309,7 @@ impl Tool for PatchTool {
             let content = String::from_utf8(bytes)
                 .map_err(|_| format!("{shown} is not UTF-8 text; patch only edits text files"))?;
             let outcome = apply_patch(&content, &old, &new, all)?;
-            atomic_write(&target, outcome.content.as_bytes())
+            super::write::write_confined(&target, outcome.content.as_bytes())
                 .map_err(|e| format!("cannot write {shown}: {e}"))?;
             Ok(format!(
                 "Patched {shown}: {} replacement{} ({} match)",
@@ -319,10 +318,9 @@ impl Tool for PatchTool {
                 outcome.strategy
             ))
         };
-        match tokio::task::spawn_blocking(job).await {
-            Ok(Ok(t)) => ToolOutput::ok(t),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("patch failed: {e}")),
+        match crate::sandbox::confined(policy, job).await {
+            Ok(t) => ToolOutput::ok(t),
+            Err(e) => ToolOutput::error(e),
         }
     }
 }

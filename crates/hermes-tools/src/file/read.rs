@@ -85,10 +85,6 @@ impl Tool for ReadFileTool {
             Ok(p) => ctx.resolve_path(p),
             Err(e) => return ToolOutput::error(e),
         };
-        let path = match ctx.policy().check_read(&path) {
-            Ok(canonical) => canonical,
-            Err(e) => return ToolOutput::error(e),
-        };
         let offset = match opt_u64(&args, "offset") {
             Ok(o) => o.unwrap_or(1).max(1),
             Err(e) => return ToolOutput::error(e),
@@ -102,10 +98,13 @@ impl Tool for ReadFileTool {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        match tokio::task::spawn_blocking(move || read_page(&path, &shown, offset, limit)).await {
-            Ok(Ok(text)) => ToolOutput::ok(text),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("read_file failed: {e}")),
+        let job = move |policy: &crate::sandbox::SandboxPolicy| {
+            let path = policy.check_read(&path)?;
+            read_page(&path, &shown, offset, limit)
+        };
+        match crate::sandbox::confined(ctx.policy(), job).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(e) => ToolOutput::error(e),
         }
     }
 }

@@ -228,10 +228,10 @@ impl Tool for SearchFilesTool {
             Err(e) => return ToolOutput::error(e),
         };
         let cancel = ctx.cancel.clone();
-        match tokio::task::spawn_blocking(move || run(q, cancel)).await {
-            Ok(Ok(t)) => ToolOutput::ok(t),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("search_files failed: {e}")),
+        let policy = q.policy.clone();
+        match crate::sandbox::confined(policy, move |_| run(q, cancel)).await {
+            Ok(t) => ToolOutput::ok(t),
+            Err(e) => ToolOutput::error(e),
         }
     }
 }

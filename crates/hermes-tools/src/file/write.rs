@@ -62,6 +62,20 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// [`atomic_write`] from a file tool's confined thread ([`crate::sandbox::confine`]). In a
+/// folder on the way to a protected path (the workspace `~`, which holds `.bashrc`), the
+/// sandbox lets existing files be edited but no entry be created, so the temporary file of
+/// an atomic write is refused: an existing file is then rewritten in place (not atomic),
+/// as a command's `>` would. A new file there stays refused, as for commands.
+pub(crate) fn write_confined(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    match atomic_write(path, bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && path.is_file() => {
+            std::fs::write(path, bytes)
+        }
+        other => other,
+    }
+}
+
 #[async_trait::async_trait]
 impl Tool for WriteFileTool {
     fn spec(&self) -> ToolSpec {
@@ -96,13 +110,13 @@ impl Tool for WriteFileTool {
         };
         let path = ctx.resolve_path(&shown);
         let policy = ctx.policy();
-        let job = move || -> Result<String, String> {
+        let job = move |policy: &crate::sandbox::SandboxPolicy| -> Result<String, String> {
             let target = policy.check_write(&path)?;
             if target.is_dir() {
                 return Err(format!("{shown} is a directory"));
             }
             let existed = target.exists();
-            atomic_write(&target, content.as_bytes())
+            write_confined(&target, content.as_bytes())
                 .map_err(|e| format!("cannot write {shown}: {e}"))?;
             let lines = content.lines().count();
             Ok(format!(
@@ -111,10 +125,9 @@ impl Tool for WriteFileTool {
                 content.len()
             ))
         };
-        match tokio::task::spawn_blocking(job).await {
-            Ok(Ok(t)) => ToolOutput::ok(t),
-            Ok(Err(e)) => ToolOutput::error(e),
-            Err(e) => ToolOutput::error(format!("write_file failed: {e}")),
+        match crate::sandbox::confined(policy, job).await {
+            Ok(t) => ToolOutput::ok(t),
+            Err(e) => ToolOutput::error(e),
         }
     }
 }

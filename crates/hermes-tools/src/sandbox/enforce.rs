@@ -139,6 +139,20 @@ pub fn restrict_current_process(policy: &SandboxPolicy) -> Result<(), EnforceErr
     apply_seccomp(policy.network)
 }
 
+/// Applies the Landlock part of `policy` (file system; TCP when the network is off) to the
+/// calling thread only — Landlock restricts threads — for the file tools' I/O
+/// ([`super::confine`]). Nothing is applied in mode `off`. The restriction lasts as long as
+/// the thread: run it on a thread of its own.
+///
+/// # Errors
+/// [`EnforceError`] when the rules could not be applied in full.
+pub fn restrict_current_thread(policy: &SandboxPolicy) -> Result<(), EnforceError> {
+    if policy.mode == SandboxMode::Off {
+        return Ok(());
+    }
+    apply_landlock(policy)
+}
+
 fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
     let required = AccessFs::from_all(ABI::V3);
     let mut ruleset = Ruleset::default()

@@ -19,6 +19,7 @@
 //! `docker` and `ssh` run commands elsewhere ([`backend`]); other values refuse.
 
 pub mod backend;
+pub mod confine;
 pub mod enforce;
 pub mod launcher;
 pub mod policy;
@@ -32,6 +33,7 @@ use hermes_protocol::HermesHome;
 use hermes_protocol::config::{SandboxMode, TerminalConfig, UnsupportedPolicy};
 
 pub use backend::Backend;
+pub use confine::confined;
 pub use enforce::{FORCE_UNSUPPORTED_ENV, KernelSupport, MIN_LANDLOCK_ABI, kernel_support};
 pub use launcher::{LAUNCHER_ARG, LAUNCHER_FAILED, LauncherError, launcher_main};
 pub use policy::{PolicyInputs, SandboxPolicy};
