@@ -33,6 +33,7 @@ mod versioned;
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
+pub use gateway::GatewayPeer;
 pub use leases::{Lease, LeaseAttempt};
 pub use maintenance::{SchemaReport, SearchIndexReport};
 pub use messages::UsageRecord;
