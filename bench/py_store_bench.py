@@ -7,6 +7,9 @@ crates/hermes-store/examples/store_bench.rs word for word), same session size (2
 same query list. Inserts go through `hermes_state.SessionDB.append_message` (its own commit per
 message, as its agent does); searches through `SessionDB.search_messages(query, limit=20)`,
 its entry point for the `session_search` tool. Prints the same JSON keys as the Rust example.
+`--insert-only` skips the searches and `--prefix P` names the sessions `P_0000000`, … (titles
+`P session N`), so this and the Rust example can take turns inserting into one `state.db`
+(`bench/run`'s `samefile` section); `insert_p50_us` / `insert_p99_us` are per-message times.
 """
 
 import argparse
@@ -59,9 +62,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True)
     parser.add_argument("--messages", type=int, default=100_000)
-    parser.add_argument("--queries", required=True)
+    parser.add_argument("--queries")
+    parser.add_argument("--insert-only", action="store_true")
+    parser.add_argument("--prefix", default="bench")
     args = parser.parse_args()
-    queries = [
+    if not args.insert_only and not args.queries:
+        parser.error("--queries is required (unless --insert-only)")
+    queries = [] if args.insert_only else [
         line.strip()
         for line in Path(args.queries).read_text().splitlines()
         if line.strip() and not line.startswith("#")
@@ -75,15 +82,19 @@ def main():
     corpus = Corpus()
     session = None
     sessions = 0
+    insert_us = []
     start = time.perf_counter()
     for i in range(args.messages):
         if i % PER_SESSION == 0:
-            session = f"bench_{sessions:07d}"
+            session = f"{args.prefix}_{sessions:07d}"
             db.create_session(session, "cli", model="bench-model")
-            db.set_session_title(session, f"bench session {sessions}")
+            db.set_session_title(session, f"{args.prefix} session {sessions}")
             sessions += 1
         role = "user" if i % 2 == 0 else "assistant"
-        db.append_message(session, role, corpus.message())
+        text = corpus.message()
+        t = time.perf_counter()
+        db.append_message(session, role, text)
+        insert_us.append((time.perf_counter() - t) * 1e6)
     insert_s = time.perf_counter() - start
 
     for q in queries:
@@ -108,6 +119,8 @@ def main():
                 "sessions": sessions,
                 "insert_s": insert_s,
                 "insert_us_per_message": insert_s * 1e6 / max(args.messages, 1),
+                "insert_p50_us": percentile(insert_us, 50) if insert_us else None,
+                "insert_p99_us": percentile(insert_us, 99) if insert_us else None,
                 "db_bytes": size,
                 "queries": len(queries),
                 "search_ms": search_ms,

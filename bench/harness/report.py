@@ -74,6 +74,13 @@ def rows(doc):
         add(f"store, {n} messages: file size", "store_same_size", "db_mb", "MB", 1)
         add(f"store, {n} messages: search p50 (100 queries)", "store_same_size", "search_p50_ms", "ms", 2)
         add(f"store, {n} messages: search p99", "store_same_size", "search_p99_ms", "ms", 2)
+    same = doc["results"].get("store_same_file", {})
+    if same.get("ours", {}).get("messages"):
+        n = f"{same['ours']['messages']:,}"
+        add(f"one state.db, both programs taking turns ({n} messages each): insert per message",
+            "store_same_file", "insert_us_per_message", "µs", 0)
+        add("same file: insert p50", "store_same_file", "insert_p50_us", "µs", 0)
+        add("same file: insert p99", "store_same_file", "insert_p99_us", "µs", 0)
     big = doc["results"].get("store", {}).get("ours")
     if big and big.get("messages"):
         n = f"{big['messages']:,}"

@@ -164,6 +164,40 @@ def store_run(argv, timeout=7200):
     return out
 
 
+def store_same_file(ours_argv, peer_argv, db, messages, rounds):
+    """Both programs insert into one `state.db` (Python Hermes' schema, version 22): `rounds`
+    rounds of `messages // rounds` messages each, the two taking turns (ABBA order: the peer
+    starts, so its `SessionDB` creates the file as a Python-made home has it), each through its
+    own API with one committed transaction per message. `*_argv` are the insert-only commands
+    without `--db`, `--messages`, `--prefix`. Returns per program the mean, median and p99 per
+    message over all its rounds, and the file size at the end."""
+    per_round = max(messages // rounds, 1)
+    runs = {"ours": [], "peer": []}
+    for r in range(rounds):
+        order = ["peer", "ours"] if r % 2 == 0 else ["ours", "peer"]
+        for who in order:
+            argv = (ours_argv if who == "ours" else peer_argv) + [
+                "--db", str(db), "--messages", str(per_round), "--prefix", f"{who}r{r}"]
+            out = store_run(argv)
+            runs[who].append(out)
+    size = sum((db.parent / (db.name + s)).stat().st_size
+               for s in ("", "-wal", "-shm") if (db.parent / (db.name + s)).exists())
+
+    def summary(rs):
+        total = sum(x["messages"] for x in rs)
+        return {
+            "messages": total,
+            "rounds": len(rs),
+            "insert_us_per_message": sum(x["insert_s"] for x in rs) * 1e6 / max(total, 1),
+            # The median of the rounds' medians and the worst round's p99.
+            "insert_p50_us": sorted(x["insert_p50_us"] for x in rs)[len(rs) // 2],
+            "insert_p99_us": max(x["insert_p99_us"] for x in rs),
+            "per_round_us": [x["insert_us_per_message"] for x in rs],
+            "db_mb_at_end": size / 1e6,
+        }
+    return {"ours": summary(runs["ours"]), "peer": summary(runs["peer"])}
+
+
 def parse_local(text):
     """Numbers of bench/local_model.sh's output."""
     grab = lambda key: re.search(rf"^{key}:\s+([0-9.]+)", text, re.M)  # noqa: E731

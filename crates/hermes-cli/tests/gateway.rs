@@ -21,7 +21,7 @@ async fn pairing_list_approve_revoke() {
         "{}",
         stdout(&out)
     );
-    let store = PairingStore::new(env.home.path().join("pairing"));
+    let store = PairingStore::for_home(env.home.path());
     let CodeRequest::Issued(code) = store
         .request_code("telegram", "4242", Some("bob"), now_unix())
         .unwrap()
@@ -29,7 +29,9 @@ async fn pairing_list_approve_revoke() {
         panic!("no code issued");
     };
     let out = env.run_ok(&["pairing", "list"]).await;
-    assert!(stdout(&out).contains(&code), "{}", stdout(&out));
+    let shown = &store.overview(now_unix()).unwrap().pending[0].1.shown;
+    assert!(stdout(&out).contains(shown.as_str()), "{}", stdout(&out));
+    assert!(!stdout(&out).contains(&code), "{}", stdout(&out));
     assert!(stdout(&out).contains("4242 (bob)"), "{}", stdout(&out));
     let bad = env
         .run(&["pairing", "approve", "telegram", "ZZZZZZZZ"])
@@ -67,6 +69,66 @@ async fn pairing_list_approve_revoke() {
     assert!(!store.is_approved("telegram", "4242").unwrap());
     let again = env.run(&["pairing", "revoke", "telegram", "4242"]).await;
     assert_eq!(again.status.code(), Some(1));
+}
+
+/// Python Hermes' own `gateway:` keys are named once at start (the summary of Python settings
+/// hermes does not use), not again as a log line or an unknown-key warning of the gateway.
+#[tokio::test]
+async fn pythons_gateway_keys_are_reported_once() {
+    let env = Env::with_config(
+        "gateway:\n  strict: false\n  restart_loop_guard:\n    max_restarts: 3\n  \
+         max_concurrent_sessions: 2\n",
+    )
+    .await;
+    for args in [&["gateway", "status"][..], &["config", "check"][..]] {
+        let out = env.run(args).await;
+        let err = stderr(&out);
+        if args[0] == "gateway" {
+            assert!(out.status.success(), "{err}");
+            assert_eq!(
+                err.matches("gateway").count(),
+                1,
+                "one line naming the section: {err}"
+            );
+            assert!(err.contains("2 Python Hermes settings"), "{err}");
+            assert!(!err.contains("unknown key"), "{err}");
+        } else {
+            // `config check` still names each key with what hermes does instead.
+            let all = format!("{}{err}", stdout(&out));
+            assert!(all.contains("gateway.strict"), "{all}");
+        }
+    }
+}
+
+/// As Python's `_sync_allowlist_add` / `_sync_allowlist_remove`: a platform with an
+/// allowlist gets the approved user added in `.env` (and removed on revoke); an open platform
+/// stays open.
+#[tokio::test]
+async fn pairing_keeps_an_existing_allowlist_in_step() {
+    let env = Env::new().await;
+    let dotenv = env.home.path().join(".env");
+    std::fs::write(&dotenv, "# who may talk\nTELEGRAM_ALLOWED_USERS=111\n").unwrap();
+    let store = PairingStore::for_home(env.home.path());
+    let issue = |platform: &str, user: &str| match store
+        .request_code(platform, user, None, now_unix())
+        .unwrap()
+    {
+        CodeRequest::Issued(code) => code,
+        other => panic!("no code issued: {other:?}"),
+    };
+    let code = issue("telegram", "4242");
+    env.run_ok(&["pairing", "approve", "telegram", &code]).await;
+    let text = std::fs::read_to_string(&dotenv).unwrap();
+    assert!(text.contains("# who may talk\n"), "{text}");
+    assert!(text.contains("TELEGRAM_ALLOWED_USERS=111,4242\n"), "{text}");
+    env.run_ok(&["pairing", "revoke", "telegram", "4242"]).await;
+    let text = std::fs::read_to_string(&dotenv).unwrap();
+    assert!(text.contains("TELEGRAM_ALLOWED_USERS=111\n"), "{text}");
+    let code = issue("discord", "77");
+    env.run_ok(&["pairing", "approve", "discord", &code]).await;
+    let text = std::fs::read_to_string(&dotenv).unwrap();
+    assert!(!text.contains("DISCORD_ALLOWED_USERS"), "{text}");
+    assert!(store.is_approved("discord", "77").unwrap());
 }
 
 #[tokio::test]

@@ -413,14 +413,9 @@ async fn read_back(s: &Shared, c: &mut Checks, w: &Wrote, continued: Option<&str
     );
 }
 
-/// Fields of Python's job records it does not need to show or run a job: the creation-time
-/// `provider_snapshot` / `model_snapshot` only arm its spend-drift guard, which stays off
-/// for a job without them (`cron/scheduler.py`, "Back-compat: an axis with no snapshot …").
-const OPTIONAL_PYTHON_JOB_KEYS: [&str; 2] = ["provider_snapshot", "model_snapshot"];
-
-/// Every key Python writes for a job that `job` lacks (but [`OPTIONAL_PYTHON_JOB_KEYS`]).
+/// Every key Python writes for a job that `job` lacks.
 fn missing_job_keys(python_job: &Value, job: &Value) -> Vec<String> {
-    let has = |k: &str| job.get(k).is_some() || OPTIONAL_PYTHON_JOB_KEYS.contains(&k);
+    let has = |k: &str| job.get(k).is_some();
     python_job
         .as_object()
         .map(|o| o.keys().filter(|k| !has(k)).cloned().collect())
@@ -535,6 +530,14 @@ fn check_files(
             missing.is_empty(),
             || format!("missing {missing:?}\n      hermes job: {rj}"),
         );
+        // Both programs snapshot what an unpinned job resolves to (Python's drift guard).
+        for key in ["provider_snapshot", "model_snapshot"] {
+            c.check(
+                &format!("{t} hermes' job has Python's {key}"),
+                rj.get(key).is_some_and(|v| !v.is_null()) && rj.get(key) == pj.get(key),
+                || format!("python: {:?}, hermes: {:?}", pj.get(key), rj.get(key)),
+            );
+        }
         let now = s.job_named(&py.job).unwrap_or_default();
         c.check(
             &format!("{t} Python's job keeps its workdir"),
@@ -591,6 +594,68 @@ async fn python_then_hermes_then_python() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hermes_then_python_then_hermes() {
     round_trip("hermes_then_python_then_hermes", Prog::Ours).await;
+}
+
+/// Python's provider/model drift guard holds for both programs' jobs: each program's
+/// unpinned job is created with the same snapshots; after the default model changes, each
+/// program refuses to run the other's job (no model call), naming the change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drift_guard_holds_for_both_programs_jobs() {
+    let test = "the_drift_guard_holds_for_both_programs_jobs";
+    let Some(s) = Shared::new(test).await else {
+        return;
+    };
+    let mut c = Checks::new(test);
+    for (prog, name) in [(Prog::Py, "drift-py"), (Prog::Ours, "drift-rs")] {
+        let prompt = format!("drift prompt of {name}");
+        let r = s
+            .run(
+                prog,
+                &["cron", "create", "every 2h", &prompt, "--name", name],
+            )
+            .await;
+        c.ran(&format!("{}: cron create {name}", prog.name()), &r);
+        let job = s.job_named(name).unwrap_or_default();
+        c.check(
+            &format!("{name}: snapshots of the unpinned job"),
+            job.get("provider_snapshot").and_then(Value::as_str) == Some("custom")
+                && job.get("model_snapshot").and_then(Value::as_str) == Some("interop-model"),
+            || format!("job: {job}"),
+        );
+    }
+    // The user switches the default model.
+    let config = s
+        .read("config.yaml")
+        .replace("default: interop-model", "default: pricier-model");
+    std::fs::write(s.root().join("config.yaml"), config).unwrap();
+    for (runner, name) in [(Prog::Ours, "drift-py"), (Prog::Py, "drift-rs")] {
+        let id = s
+            .job_named(name)
+            .and_then(|j| j.get("id").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default();
+        let r = s.run(runner, &["cron", "run", &id]).await;
+        if runner == Prog::Py {
+            s.run(runner, &["cron", "tick"]).await;
+        }
+        let job = s.job_named(name).unwrap_or_default();
+        let error = job.get("last_error").and_then(Value::as_str).unwrap_or("");
+        c.check(
+            &format!("{} refuses {name} after the model changed", runner.name()),
+            job.get("last_status")
+                .and_then(Value::as_str)
+                .is_some_and(|st| st != "ok")
+                && error.contains("interop-model")
+                && error.contains("pricier-model"),
+            || format!("job: {job}\n      {}", r.brief()),
+        );
+        c.check(
+            &format!("{} made no model call for {name}", runner.name()),
+            s.requests_for(&format!("drift prompt of {name}"))
+                .is_empty(),
+            || "the job's prompt reached the model".into(),
+        );
+    }
+    c.finish();
 }
 
 /// One program's loop on the shared home: `turns` one-shot turns of one session (the first

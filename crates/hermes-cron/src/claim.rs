@@ -10,6 +10,12 @@
 //! Missed runs: a recurring job found due after downtime fires once, and its next time is the
 //! first schedule time after *now* (not a burst of catch-up runs). A manual run takes a lease
 //! but never touches `next_run_at` (C41).
+//!
+//! Repeat limits: a scheduled run counts toward `repeat.times` when it is claimed; when the
+//! run that reached the limit finishes (or its lease lapses), the job is removed from
+//! `jobs.json`, as Python Hermes' `mark_job_run` removes it ("Remove the job (limit
+//! reached)"), so both programs agree that a job with `repeat: {times: N}` runs N times and
+//! is then gone.
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
@@ -157,9 +163,10 @@ pub fn finish(
     result: &Finish,
 ) -> Result<(), JobStoreError> {
     store.update(|jobs| {
-        let Some(job) = jobs.iter_mut().find(|j| j.id == job_id) else {
+        let Some(i) = jobs.iter().position(|j| j.id == job_id) else {
             return Ok((false, ()));
         };
+        let job = &mut jobs[i];
         if job.lease.as_ref().is_none_or(|l| l.run_id != run_id) {
             return Ok((false, ()));
         }
@@ -167,13 +174,21 @@ pub fn finish(
         job.last_status = Some(result.status.clone());
         job.last_error = result.error.clone();
         job.last_delivery_error = result.delivery_error.clone();
+        if job.repeat_exhausted() {
+            tracing::info!(job = %job.id, name = %job.name, "repeat limit reached; job removed");
+            jobs.remove(i);
+        }
         Ok((true, ()))
     })
 }
 
-/// Clears leases that lapsed before `now`, recording the run as interrupted.
-fn release_lapsed(jobs: &mut [Job], now: DateTime<Utc>) -> bool {
-    let mut changed = false;
+/// Clears leases that lapsed before `now`, recording the run as interrupted; a job whose
+/// lapsed run was the last its repeat limit allows is removed (the run counted when it was
+/// claimed, as in [`finish`]).
+fn release_lapsed(jobs: &mut Vec<Job>, now: DateTime<Utc>) -> bool {
+    let before = jobs.len();
+    jobs.retain(|j| !(j.lease.as_ref().is_some_and(|l| l.until <= now) && j.repeat_exhausted()));
+    let mut changed = jobs.len() != before;
     for job in jobs.iter_mut() {
         if job.lease.as_ref().is_some_and(|l| l.until <= now) {
             job.lease = None;

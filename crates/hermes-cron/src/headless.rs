@@ -92,12 +92,26 @@ pub struct HeadlessOptions {
 /// Runs jobs with a fresh agent each time.
 pub struct AgentRunner {
     opts: HeadlessOptions,
+    /// What unpinned jobs resolve to now, for Python's drift guard ([`crate::drift`]).
+    defaults: Option<crate::drift::DefaultsResolver>,
 }
 
 impl AgentRunner {
     /// A runner with these options.
     pub fn new(opts: HeadlessOptions) -> AgentRunner {
-        AgentRunner { opts }
+        AgentRunner {
+            opts,
+            defaults: None,
+        }
+    }
+
+    /// The same runner, refusing to run an unpinned job whose provider or model snapshot no
+    /// longer matches what `resolve` gives (Python's drift guard, [`crate::drift`]).
+    pub fn with_drift_guard(self, resolve: crate::drift::DefaultsResolver) -> AgentRunner {
+        AgentRunner {
+            defaults: Some(resolve),
+            ..self
+        }
     }
 
     /// Runs the job's script and returns its stdout.
@@ -301,6 +315,12 @@ impl JobRunner for AgentRunner {
                 error: None,
                 session_id: None,
             };
+        }
+        if let Some(resolve) = &self.defaults
+            && let Some(why) = crate::drift::drifted(job, &resolve(job.base_url.as_deref()))
+        {
+            tracing::warn!(job = %job.id, "{why}");
+            return failed(RunStatus::Failed, why, None);
         }
         let client = match (self.opts.clients)(&ModelChoice::of(job)) {
             Ok(c) => c,

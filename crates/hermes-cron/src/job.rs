@@ -84,6 +84,13 @@ pub struct Job {
     /// Base URL override for this job (OpenAI-compatible endpoint).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// What an unpinned provider resolved to when the job was made (Python's drift guard,
+    /// [`crate::drift`]); `None` when pinned, for script-only jobs and in older files.
+    #[serde(default)]
+    pub provider_snapshot: Option<String>,
+    /// The default model an unpinned job would have used when it was made (same guard).
+    #[serde(default)]
+    pub model_snapshot: Option<String>,
     /// A script under `HERMES_HOME/scripts/` (`.sh`/`.bash` run with bash, anything else with
     /// Python) whose stdout is added as context, or is the whole output with `no_agent`.
     /// Older hermes jobs may hold a shell command line instead (see the runner).
@@ -144,10 +151,20 @@ pub struct Job {
     /// The run in progress, if any (hermes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
-    /// Every other key of the record (Python's `provider_snapshot`, `run_claim`,
-    /// `attach_to_session`, …), written back as read.
+    /// Every other key of the record (Python's `run_claim`, `attach_to_session`, …),
+    /// written back as read.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Job {
+    /// Whether the job used up its repeat limit (`repeat.times` > 0 and `completed` reached
+    /// it; Python treats a missing, zero or negative `times` as no limit).
+    pub fn repeat_exhausted(&self) -> bool {
+        self.repeat
+            .times
+            .is_some_and(|t| t > 0 && self.repeat.completed >= t)
+    }
 }
 
 /// How long a Python `run_claim` keeps a one-shot from being started again (Python's

@@ -13,6 +13,7 @@
 pub mod claim;
 mod clock;
 mod delivery;
+pub mod drift;
 mod headless;
 mod history;
 mod job;
@@ -30,6 +31,7 @@ pub use delivery::{
     BadTarget, Deliverer, DeliveryResult, NO_GATEWAY, Outgoing, PlatformMessage, PlatformSender,
     Target,
 };
+pub use drift::{DefaultsResolver, InferenceDefaults};
 pub use headless::{
     AgentRunner, CONTEXT_FROM_MAX_CHARS, CRON_PREAMBLE, CRON_TOOLSET, ClientFactory,
     HeadlessOptions, ModelChoice,

@@ -22,6 +22,7 @@ use fd_lock::RwLock;
 use hermes_protocol::HermesHome;
 use serde::{Deserialize, Serialize};
 
+use crate::drift::{DefaultsResolver, take_snapshots};
 use crate::job::{Job, JobPatch, NewJob, Repeat, name_from_prompt};
 use crate::schedule::{JobSchedule, Schedule, ScheduleError};
 
@@ -94,9 +95,21 @@ pub struct JobsFile {
 pub const JOBS_LOCK_FILE: &str = ".jobs.lock";
 
 /// The jobs file of one hermes home.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JobStore {
     dir: PathBuf,
+    /// Resolves the home's default provider and model for the drift-guard snapshots of new
+    /// and re-pinned jobs ([`crate::drift`]); without one, jobs get no snapshots.
+    defaults: Option<DefaultsResolver>,
+}
+
+impl std::fmt::Debug for JobStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobStore")
+            .field("dir", &self.dir)
+            .field("defaults", &self.defaults.is_some())
+            .finish()
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JobStoreError + '_ {
@@ -111,6 +124,16 @@ impl JobStore {
     pub fn new(home: &HermesHome) -> JobStore {
         JobStore {
             dir: home.root().join("cron"),
+            defaults: None,
+        }
+    }
+
+    /// The same store, giving new jobs (and jobs whose provider, model, base URL or
+    /// `no_agent` change) Python's `provider_snapshot` / `model_snapshot` from `resolve`.
+    pub fn with_defaults(self, resolve: DefaultsResolver) -> JobStore {
+        JobStore {
+            defaults: Some(resolve),
+            ..self
         }
     }
 
@@ -174,7 +197,7 @@ impl JobStore {
             Some(w) => Some(check_workdir(&w)?),
             None => None,
         };
-        let job = Job {
+        let mut job = Job {
             id: crate::new_id(),
             name: new
                 .name
@@ -196,6 +219,8 @@ impl JobStore {
             model: new.model,
             provider: new.provider,
             base_url: new.base_url.map(|u| u.trim_end_matches('/').to_string()),
+            provider_snapshot: None,
+            model_snapshot: None,
             context_from: new.context_from.filter(|v| !v.is_empty()),
             enabled_toolsets: new.enabled_toolsets.filter(|v| !v.is_empty()),
             workdir,
@@ -219,6 +244,9 @@ impl JobStore {
             no_agent: new.no_agent,
             lease: None,
         };
+        if let Some(resolve) = &self.defaults {
+            take_snapshots(&mut job, resolve);
+        }
         let out = job.clone();
         self.update(move |jobs| {
             jobs.push(job);
@@ -244,7 +272,22 @@ impl JobStore {
             Some(None) => Some(None),
             None => None,
         };
+        let defaults = self.defaults.clone();
         self.modify(key, move |job| {
+            let axes = |j: &Job| {
+                let norm = |v: &Option<String>| {
+                    v.as_deref()
+                        .map(|t| t.trim().trim_end_matches('/').to_string())
+                        .filter(|t| !t.is_empty())
+                };
+                (
+                    norm(&j.provider),
+                    norm(&j.model),
+                    norm(&j.base_url),
+                    j.no_agent,
+                )
+            };
+            let before = axes(job);
             if let Some((s, text)) = schedule {
                 job.next_run_at = s.first_run(now, tz);
                 job.schedule_display = Some(s.python_display(tz));
@@ -289,6 +332,12 @@ impl JobStore {
             }
             if let Some(v) = patch.no_agent {
                 job.no_agent = v;
+            }
+            // As Python's `update_job`: new snapshots when the inference settings changed.
+            if let Some(resolve) = &defaults
+                && axes(job) != before
+            {
+                take_snapshots(job, resolve);
             }
         })
     }

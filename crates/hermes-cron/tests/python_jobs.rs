@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use chrono::Utc;
-use hermes_cron::{JobPatch, JobStore, JobStoreError, NewJob, Tz, claim_due, jobs_table};
+use hermes_cron::{
+    Finish, JobPatch, JobStore, JobStoreError, NewJob, Tz, claim_due, finish, jobs_table,
+};
 use hermes_testkit::TempHome;
 use serde_json::Value;
 
@@ -528,4 +530,105 @@ fn a_python_run_claim_keeps_hermes_from_starting_the_job() {
     claim_at(due - chrono::Duration::hours(1));
     let claims = claim_due(&store, due, Tz::UTC, "t", chrono::Duration::minutes(5), 5).unwrap();
     assert_eq!(claims.len(), 1, "a stale claim must not wedge the job");
+}
+
+/// Runs every due job of `store` once through hermes' claim and finish (a scheduled run,
+/// without an agent): what a tick does around the run.
+fn run_due_once(store: &JobStore, name: &str) {
+    store
+        .modify(name, |j| {
+            j.next_run_at = Some(Utc::now() - chrono::Duration::minutes(1));
+        })
+        .unwrap();
+    let claims = claim_due(
+        store,
+        Utc::now(),
+        Tz::UTC,
+        "test",
+        chrono::Duration::minutes(5),
+        10,
+    )
+    .unwrap();
+    assert_eq!(claims.len(), 1, "the job was due");
+    let ok = Finish {
+        status: "ok".into(),
+        error: None,
+        delivery_error: None,
+    };
+    finish(store, &claims[0].job.id, &claims[0].run_id, &ok).unwrap();
+}
+
+/// A Python job with `--repeat 2` runs twice in hermes and is then removed, as Python's
+/// `mark_job_run` removes a job whose limit is reached; Python sees the count in between.
+#[test]
+fn a_python_job_with_a_repeat_limit_is_removed_after_its_last_run() {
+    let Some(py) = python() else { return };
+    let home = TempHome::new().unwrap();
+    let h = home.path();
+    run_ok(py_cmd(&py, h, "hermes").args([
+        "cron",
+        "create",
+        "every 1h",
+        "ping the build",
+        "--name",
+        "twice",
+        "--repeat",
+        "2",
+    ]));
+    run_ok(py_cmd(&py, h, "hermes").args([
+        "cron",
+        "create",
+        "every 1h",
+        "keep going",
+        "--name",
+        "forever",
+    ]));
+    let store = JobStore::new(home.home());
+    run_due_once(&store, "twice");
+    let jobs = python_jobs(&py, h);
+    let twice = jobs.iter().find(|j| j["name"] == "twice").unwrap();
+    assert_eq!(twice["repeat"]["times"], 2);
+    assert_eq!(twice["repeat"]["completed"], 1);
+    let listing = run_ok(py_cmd(&py, h, "hermes").args(["cron", "list"]));
+    assert!(listing.contains("Repeat:    1/2"), "{listing}");
+    run_due_once(&store, "twice");
+    let jobs = python_jobs(&py, h);
+    assert!(
+        jobs.iter().all(|j| j["name"] != "twice"),
+        "the job is gone after its last run: {jobs:?}"
+    );
+    assert!(jobs.iter().any(|j| j["name"] == "forever"));
+    // An unlimited job stays however often it runs.
+    run_due_once(&store, "forever");
+    run_due_once(&store, "forever");
+    assert!(store.get("forever").is_ok());
+}
+
+/// Without Python: the limit counts scheduled runs only, and the job goes at the last one.
+#[test]
+fn a_job_is_removed_when_its_repeat_limit_is_reached() {
+    let home = TempHome::new().unwrap();
+    let store = JobStore::new(home.home());
+    store
+        .create(
+            NewJob {
+                name: Some("thrice".into()),
+                prompt: "p".into(),
+                schedule: "every 1h".into(),
+                repeat: Some(3),
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    for n in 1..=2 {
+        run_due_once(&store, "thrice");
+        assert_eq!(store.get("thrice").unwrap().repeat.completed, n);
+    }
+    run_due_once(&store, "thrice");
+    assert!(matches!(
+        store.get("thrice"),
+        Err(JobStoreError::NotFound(_))
+    ));
 }

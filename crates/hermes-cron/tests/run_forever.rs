@@ -110,6 +110,11 @@ async fn a_job_created_through_the_tool_wakes_the_scheduler() {
         .await;
     assert!(!out.is_error, "{}", out.content);
     let created: serde_json::Value = serde_json::from_str(&out.content).unwrap();
+    // Read before the scheduler runs it (nothing yields before this synchronous read).
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("cron/jobs.json")).unwrap())
+            .unwrap();
+    assert_eq!(stored["jobs"][0]["origin"]["chat_id"], "4242");
     assert_eq!(
         created["created"]["deliver"], "origin",
         "a chat's jobs report back to it"
@@ -121,11 +126,8 @@ async fn a_job_created_through_the_tool_wakes_the_scheduler() {
         "the run started at {} — the scheduler slept through the wake",
         runs[0].started_at
     );
-    let job = JobStore::new(home.home()).get("ping").unwrap();
-    assert_eq!(
-        job.origin.as_ref().map(|o| o.chat_id.as_str()),
-        Some("4242")
-    );
+    // A one-shot is removed after its run (its repeat limit is 1), as in Python.
+    assert!(JobStore::new(home.home()).get("ping").is_err());
     // No gateway sender here: the origin delivery is recorded as not deliverable.
     assert!(
         runs[0]

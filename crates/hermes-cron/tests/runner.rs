@@ -83,14 +83,16 @@ async fn env(inactivity: Duration) -> Env {
 
 impl Env {
     /// A job due now (a one-shot 10 s in the past, inside the 2-minute grace).
+    /// A recurring job that is due now (a one-shot would be removed after its run, and
+    /// these tests look at the job's last status).
     fn due_job(&self, prompt: &str, model: Option<&str>) -> String {
-        let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
-        JobStore::new(self.home.home())
+        let store = JobStore::new(self.home.home());
+        let id = store
             .create(
                 NewJob {
                     name: Some("digest".into()),
                     prompt: prompt.into(),
-                    schedule: at,
+                    schedule: "every 1h".into(),
                     model: model.map(str::to_string),
                     ..NewJob::default()
                 },
@@ -98,7 +100,13 @@ impl Env {
                 Tz::UTC,
             )
             .unwrap()
-            .id
+            .id;
+        store
+            .modify(&id, |j| {
+                j.next_run_at = Some(Utc::now() - chrono::Duration::seconds(10));
+            })
+            .unwrap();
+        id
     }
 
     async fn tick_one(&self) -> RunRecord {

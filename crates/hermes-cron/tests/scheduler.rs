@@ -240,8 +240,11 @@ async fn silent_reply_delivers_nothing_but_is_recorded() {
     assert_eq!(report.runs[0].status, "silent");
     assert!(report.runs[0].deliveries.is_empty());
     assert!(platform.sent.lock().unwrap().is_empty());
-    let after = JobStore::new(home.home()).get(&job.id).unwrap();
-    assert_eq!(after.state(), "done", "a one-shot runs once");
+    // A one-shot has `repeat.times` 1: after its run it is removed, as Python removes it.
+    assert!(
+        JobStore::new(home.home()).get(&job.id).is_err(),
+        "a one-shot runs once"
+    );
     let out = report.runs[0].output_path.clone().unwrap();
     assert!(home.path().join(out).is_file());
 }
@@ -249,7 +252,12 @@ async fn silent_reply_delivers_nothing_but_is_recorded() {
 #[tokio::test(start_paused = true)]
 async fn platform_targets_without_a_gateway_are_recorded_as_not_deliverable() {
     let home = TempHome::new().unwrap();
-    let job = create(&home, "5m", "local,discord:9:77", t("2026-01-01T00:00:00Z"));
+    let job = create(
+        &home,
+        "every 5m",
+        "local,discord:9:77",
+        t("2026-01-01T00:00:00Z"),
+    );
     let runner = FakeRunner::new("hello", RunStatus::Ok);
     let s = scheduler(&home, t("2026-01-01T00:05:00Z"), runner, None, "A");
     let report = s.tick(&CancellationToken::new()).await.unwrap();

@@ -340,6 +340,9 @@ fn read_gateway_section(
                 let secs = yaml_uint(&key, val, 0, 86_400 * 30)?;
                 out.idle_release_after = (secs > 0).then(|| Duration::from_secs(secs));
             }
+            // A key of Python Hermes' `gateway:` section is already reported, once, among
+            // the Python settings hermes does not use (`hermes config check` names it).
+            _ if hermes_protocol::config::python_keys::is_python_key(&key) => {}
             other => {
                 warnings.push(format!(
                     "unknown key `gateway.{other}` (ignored; known: {})",
@@ -477,5 +480,12 @@ mod tests {
         assert_eq!(e.key, "SLACK_ALLOW_ALL_USERS");
         let (_, w) = parse("gateway:\n  max_sessions: 3\n", &[]).unwrap();
         assert!(w[0].contains("gateway.max_sessions"), "{w:?}");
+        // Python's own `gateway:` keys are reported with the other Python settings, not here.
+        let (_, w) = parse(
+            "gateway:\n  strict: false\n  restart_loop_guard:\n    max_restarts: 3\n",
+            &[],
+        )
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
     }
 }

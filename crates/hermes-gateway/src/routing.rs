@@ -45,6 +45,9 @@ pub struct CachedAgent {
     pub approval: Arc<ApprovalSlot>,
     /// The chat's `/model` choice the agent runs on (`None`: the configured model).
     pub model_choice: Option<hermes_llm::ModelChoice>,
+    /// The session whose row last got this chat's user and chat columns (Python's gateway
+    /// peer, [`hermes_store::GatewayPeer`]); empty before the first record.
+    pub peer_session: String,
 }
 
 /// Bounded LRU of idle agents, keyed by session key (ARCHITECTURE §6).

@@ -136,7 +136,7 @@ impl fmt::Display for GatewayStatus {
 
 /// The pairing overview of `home` now (for the status).
 pub fn pairing_overview(home: &HermesHome) -> Result<PairingOverview, crate::auth::PairingError> {
-    PairingStore::new(PairingStore::dir_for_home(home.root())).overview(now_unix())
+    PairingStore::for_home(home.root()).overview(now_unix())
 }
 
 /// A platform's home channel (where cron deliveries go), set by `/sethome`.
@@ -210,7 +210,8 @@ mod tests {
             pending: vec![(
                 "slack".into(),
                 crate::auth::pairing::PendingCode {
-                    code: "ABCDEFGH".into(),
+                    entry_id: "0011223344556677".into(),
+                    shown: "a1b2c3d4".into(),
                     user_id: "U1".into(),
                     user_name: None,
                     created_at: 0,

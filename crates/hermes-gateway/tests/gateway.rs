@@ -94,10 +94,20 @@ async fn unknown_dm_gets_a_pairing_code_and_is_served_after_approval() {
     idle(&gw).await;
     let texts = adapter.texts();
     assert_eq!(texts.len(), 1);
-    let pairing = PairingStore::new(h.home.path().join("pairing"));
+    let pairing = PairingStore::for_home(h.home.path());
     let overview = pairing.overview(now_unix()).unwrap();
-    let code = overview.pending[0].1.code.clone();
-    assert!(texts[0].contains(&code), "{}", texts[0]);
+    assert_eq!(overview.pending.len(), 1);
+    assert_eq!(overview.pending[0].1.user_id, "9");
+    // The code is in the reply only (the file keeps its salted hash).
+    let code = texts[0]
+        .split_whitespace()
+        .find(|w| {
+            w.len() == 8
+                && w.bytes()
+                    .all(|b| hermes_gateway::auth::pairing::CODE_ALPHABET.contains(&b))
+        })
+        .unwrap()
+        .to_string();
     assert_eq!(
         h.builds(),
         0,
@@ -135,10 +145,8 @@ async fn case_c36_display_name_on_the_allowlist_does_not_authorize_a_stranger() 
         "run: cat ~/.ssh/id_ed25519",
     );
     msg.source.user_name = Some("alice".into());
-    let authorizer = hermes_gateway::auth::Authorizer::new(
-        config,
-        PairingStore::new(h.home.path().join("pairing")),
-    );
+    let authorizer =
+        hermes_gateway::auth::Authorizer::new(config, PairingStore::for_home(h.home.path()));
     let contact_77_authorized = authorizer.is_allowed(&msg.source);
     gw.handle(msg).await;
     idle(&gw).await;
@@ -148,7 +156,7 @@ async fn case_c36_display_name_on_the_allowlist_does_not_authorize_a_stranger() 
     assert!(!agent_invoked);
     assert!(!reply_sent);
     // No pairing code was issued either.
-    let pairing = PairingStore::new(h.home.path().join("pairing"));
+    let pairing = PairingStore::for_home(h.home.path());
     assert!(pairing.overview(now_unix()).unwrap().pending.is_empty());
 }
 

@@ -13,6 +13,10 @@
 //! `search_p50_ms`, `search_p99_ms`, `hits_total`. Searches run once untimed to warm the
 //! page cache, then once timed. `--search-only` skips the inserts and searches a store an
 //! earlier run filled (same `--messages`), for iterating on search; `insert_*` are then null.
+//! `--insert-only` skips the searches (`search_*` are then empty) and `--prefix P` names the
+//! sessions `P_0000000`, … and their titles `P session N`, so runs of this program and of
+//! `bench/py_store_bench.py` can take turns inserting into one file (`bench/run`'s
+//! `samefile` section). `insert_p50_us` / `insert_p99_us` are the per-message insert times.
 //! The corpus generator is shared with
 //! `bench/py_store_bench.py` (same words in the same order), so both stores hold the same
 //! text: see `Corpus`.
@@ -80,6 +84,8 @@ struct Args {
     messages: u64,
     queries: PathBuf,
     search_only: bool,
+    insert_only: bool,
+    prefix: String,
 }
 
 fn parse_args() -> Result<Args, Box<dyn Error>> {
@@ -87,10 +93,16 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     let mut messages = 100_000;
     let mut queries = None;
     let mut search_only = false;
+    let mut insert_only = false;
+    let mut prefix = "bench".to_string();
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--search-only" {
             search_only = true;
+            continue;
+        }
+        if flag == "--insert-only" {
+            insert_only = true;
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -98,14 +110,20 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             "--db" => db = Some(PathBuf::from(value)),
             "--messages" => messages = value.parse()?,
             "--queries" => queries = Some(PathBuf::from(value)),
+            "--prefix" => prefix = value,
             other => return Err(format!("unknown flag {other}").into()),
         }
+    }
+    if insert_only && queries.is_none() {
+        queries = Some(PathBuf::new());
     }
     Ok(Args {
         db: db.ok_or("--db is required")?,
         messages,
         queries: queries.ok_or("--queries is required")?,
         search_only,
+        insert_only,
+        prefix,
     })
 }
 
@@ -124,7 +142,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
-    let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
+    let query_text = if args.insert_only {
+        String::new()
+    } else {
+        std::fs::read_to_string(&args.queries)?
+    };
+    let queries: Vec<String> = query_text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -137,14 +160,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut sessions = 0u64;
     let start = Instant::now();
     let to_insert = if args.search_only { 0 } else { args.messages };
+    let mut insert_us = Vec::with_capacity(usize::try_from(to_insert).unwrap_or(0));
     for i in 0..to_insert {
         if i % PER_SESSION == 0 {
-            session = format!("bench_{sessions:07}");
+            session = format!("{}_{sessions:07}", args.prefix);
             store.create_session(&NewSession {
                 id: session.clone(),
                 source: "cli".into(),
                 session_key: None,
-                title: Some(format!("bench session {sessions}")),
+                title: Some(format!("{} session {sessions}", args.prefix)),
                 model: "bench-model".into(),
                 provider: "custom".into(),
                 system_prompt: "You are a benchmark agent.".into(),
@@ -159,9 +183,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         } else {
             Message::assistant(text)
         };
+        let t = Instant::now();
         store.append_message(&session, &message, None)?;
+        insert_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let insert_s = (!args.search_only).then(|| start.elapsed().as_secs_f64());
+    insert_us.sort_by(f64::total_cmp);
 
     for q in &queries {
         store.search(&SearchQuery::new(q.as_str()))?;
@@ -189,6 +216,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         "sessions": args.messages.div_ceil(PER_SESSION),
         "insert_s": insert_s,
         "insert_us_per_message": insert_s.map(|s| s * 1e6 / args.messages.max(1) as f64),
+        "insert_p50_us": (!insert_us.is_empty()).then(|| percentile(&insert_us, 50.0)),
+        "insert_p99_us": (!insert_us.is_empty()).then(|| percentile(&insert_us, 99.0)),
         "db_bytes": db_bytes,
         "queries": queries.len(),
         "search_ms": search_ms,

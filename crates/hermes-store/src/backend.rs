@@ -15,6 +15,7 @@ use hermes_protocol::{Message, Usage};
 
 use crate::cron_runs::CronRun;
 use crate::error::StoreError;
+use crate::gateway::GatewayPeer;
 use crate::leases::{Lease, LeaseAttempt};
 use crate::maintenance::{SchemaReport, SearchIndexReport};
 use crate::messages::UsageRecord;
@@ -89,6 +90,8 @@ pub trait SessionBackend: Send + Sync {
     ) -> Result<(), StoreError>;
     fn model_choice(&self, id: &str) -> Result<Option<String>, StoreError>;
     fn route_session(&self, session_key: &str) -> Result<Option<String>, StoreError>;
+    fn record_gateway_peer(&self, session_id: &str, peer: &GatewayPeer)
+    -> Result<bool, StoreError>;
 
     // Messages, usage and the history version.
     fn append_message(
@@ -223,6 +226,7 @@ impl SessionBackend for crate::store::SqliteStore {
         fn set_model_choice(&self, id: &str, model: &str, provider: &str, choice: Option<&str>) -> Result<(), StoreError>;
         fn model_choice(&self, id: &str) -> Result<Option<String>, StoreError>;
         fn route_session(&self, session_key: &str) -> Result<Option<String>, StoreError>;
+        fn record_gateway_peer(&self, session_id: &str, peer: &GatewayPeer) -> Result<bool, StoreError>;
         fn append_message(&self, session_id: &str, message: &Message, token_count: Option<u64>) -> Result<i64, StoreError>;
         fn append_message_checked(&self, session_id: &str, message: &Message, token_count: Option<u64>, expected_version: u64) -> Result<i64, StoreError>;
         fn append_message_with_usage_checked(&self, session_id: &str, message: &Message, usage: &UsageRecord<'_>, expected_version: u64) -> Result<i64, StoreError>;

@@ -6,6 +6,14 @@
 //! own newest session for the key ([`SqliteStore::route_session`]), and every session hermes
 //! creates with a key moves Python's entries for that key to it (in `create_session`'s
 //! transaction, [`move_routes`]).
+//!
+//! Python's gateway also records on each gateway session row who and where the chat is
+//! (`user_id`, `chat_id`, `chat_type`, `thread_id`, `display_name`, `origin_json`;
+//! `SessionDB.record_gateway_session_peer`), and reads them back to find a chat's session
+//! (`find_session_by_origin`, the peer fallback of `find_latest_gateway_session_for_peer`) and
+//! to decide whether a chat may `/resume` or list a session (its IDOR scoping compares the
+//! row's user and chat with the caller's). hermes' gateway records the same columns the same
+//! way ([`SqliteStore::record_gateway_peer`]).
 
 use rusqlite::OptionalExtension;
 
@@ -34,7 +42,63 @@ pub(crate) fn move_routes(
     .execute(rusqlite::params![key, session_id, iso, now])
 }
 
+/// Who and where a gateway chat is, as Python's gateway stores it on the session row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GatewayPeer {
+    /// The platform (`telegram`, …): the row's `source`.
+    pub source: String,
+    /// The chat's session key.
+    pub session_key: String,
+    /// Stable id of the sender.
+    pub user_id: Option<String>,
+    /// The chat's id.
+    pub chat_id: Option<String>,
+    /// `dm`, `group`, `channel` (Python also writes `thread`, `forum`).
+    pub chat_type: Option<String>,
+    /// Thread or topic id inside the chat.
+    pub thread_id: Option<String>,
+    /// The chat's name, when the platform gives one (`None` keeps what the row has).
+    pub display_name: Option<String>,
+    /// Python's `SessionSource.to_dict()` of the chat as JSON (`None` keeps what the row has).
+    pub origin_json: Option<String>,
+}
+
 impl SqliteStore {
+    /// Python's `record_gateway_session_peer`: sets `session_key`, `source`, `user_id`,
+    /// `chat_id`, `chat_type` and `thread_id` of session `session_id` from `peer`, and
+    /// `display_name` / `origin_json` when given. Returns whether the session exists. A peer
+    /// without a session key changes nothing (as in Python).
+    pub fn record_gateway_peer(
+        &self,
+        session_id: &str,
+        peer: &GatewayPeer,
+    ) -> Result<bool, StoreError> {
+        if session_id.is_empty() || peer.session_key.is_empty() {
+            return Ok(false);
+        }
+        self.write("record_gateway_peer", |tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE sessions SET session_key = ?1, source = ?2, user_id = ?3, \
+                     chat_id = ?4, chat_type = ?5, thread_id = ?6, \
+                     display_name = COALESCE(?7, display_name), \
+                     origin_json = COALESCE(?8, origin_json) WHERE id = ?9",
+                )?
+                .execute(rusqlite::params![
+                    peer.session_key,
+                    peer.source,
+                    peer.user_id,
+                    peer.chat_id,
+                    peer.chat_type,
+                    peer.thread_id,
+                    peer.display_name,
+                    peer.origin_json,
+                    session_id
+                ])?;
+            Ok(n > 0)
+        })
+    }
+
     /// The session a gateway chat's `session_key` routes to: Python's routing entry for the
     /// key (the newest one, when several sessions directories have one) if its session
     /// exists and the entry is at least as new as the newest session carrying the key; else
@@ -65,5 +129,73 @@ impl SqliteStore {
             (_, Some(n)) => Some(n.id),
             (None, None) => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NewSession;
+
+    #[test]
+    fn the_peer_is_recorded_on_the_row_as_python_records_it() {
+        let store = SessionStore::open_in_memory().unwrap();
+        store
+            .create_session(&NewSession {
+                id: "s1".into(),
+                source: "telegram".into(),
+                session_key: Some("agent:main:telegram:group:-5:7".into()),
+                model: "m".into(),
+                provider: "p".into(),
+                ..NewSession::default()
+            })
+            .unwrap();
+        let mut peer = GatewayPeer {
+            source: "telegram".into(),
+            session_key: "agent:main:telegram:group:-5:7".into(),
+            user_id: Some("42".into()),
+            chat_id: Some("-5".into()),
+            chat_type: Some("group".into()),
+            thread_id: Some("7".into()),
+            display_name: Some("ops".into()),
+            origin_json: Some(r#"{"platform": "telegram"}"#.into()),
+        };
+        assert!(store.record_gateway_peer("s1", &peer).unwrap());
+        // Later records without a name or origin keep the ones stored (COALESCE).
+        peer.display_name = None;
+        peer.origin_json = None;
+        assert!(store.record_gateway_peer("s1", &peer).unwrap());
+        assert!(!store.record_gateway_peer("nope", &peer).unwrap());
+        peer.session_key.clear();
+        assert!(!store.record_gateway_peer("s1", &peer).unwrap());
+        let conn = store.lock();
+        let row: (String, String, String, String, String, String) = conn
+            .query_row(
+                "SELECT user_id, chat_id, chat_type, thread_id, display_name, origin_json \
+                 FROM sessions WHERE id = 's1'",
+                [],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            row,
+            (
+                "42".into(),
+                "-5".into(),
+                "group".into(),
+                "7".into(),
+                "ops".into(),
+                r#"{"platform": "telegram"}"#.into()
+            )
+        );
     }
 }

@@ -50,6 +50,7 @@ pub use backend::{Provider, SessionBackend};
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
+pub use gateway::GatewayPeer;
 pub use handle::SessionStore;
 pub use leases::{Lease, LeaseAttempt};
 pub use maintenance::{SchemaReport, SearchIndexReport};

@@ -297,7 +297,13 @@ pub(crate) const REQUIRED_COLUMNS: &[(&str, &[&str])] = &[
         &[
             "id",
             "source",
+            "user_id",
             "session_key",
+            "chat_id",
+            "chat_type",
+            "thread_id",
+            "display_name",
+            "origin_json",
             "model",
             "model_config",
             "system_prompt",

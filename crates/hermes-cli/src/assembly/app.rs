@@ -20,10 +20,35 @@ pub struct App {
     /// (with the file and line) and the one-line summary of Python Hermes settings hermes
     /// does not use (each of those is logged by name).
     pub startup_notes: Vec<String>,
-    /// `.env` merged under the process environment (the process wins), never logged.
+    /// The process environment with `HERMES_HOME/.env` applied over it: a variable set in
+    /// both takes the file's value, as Python Hermes loads `.env` with `override=True`
+    /// (`hermes_cli/env_loader.py`: the user's `.env` beats stale shell exports). Never
+    /// logged.
     pub env: BTreeMap<String, String>,
     /// The profile (`-p NAME`), when one was given.
     pub profile: Option<String>,
+}
+
+/// Name endings of credential variables (Python's `_CREDENTIAL_SUFFIXES`).
+const CREDENTIAL_SUFFIXES: [&str; 4] = ["_API_KEY", "_TOKEN", "_SECRET", "_KEY"];
+
+/// Python's `_sanitize_loaded_credentials`: a credential variable holding non-ASCII
+/// characters (look-alike glyphs pasted from a PDF or web page) has them removed, with one
+/// line naming the variable (never its value), since keys are sent as HTTP headers.
+fn strip_non_ascii_credentials(env: &mut BTreeMap<String, String>, notes: &mut Vec<String>) {
+    for (k, v) in env.iter_mut() {
+        if v.is_ascii() || !CREDENTIAL_SUFFIXES.iter().any(|s| k.ends_with(s)) {
+            continue;
+        }
+        let cleaned: String = v.chars().filter(char::is_ascii).collect();
+        let n = v.chars().count() - cleaned.chars().count();
+        notes.push(format!(
+            "warning: {k} contained {n} non-ASCII character{} — stripped so the key can be \
+             sent as an HTTP header",
+            if n == 1 { "" } else { "s" }
+        ));
+        *v = cleaned;
+    }
 }
 
 impl App {
@@ -36,7 +61,7 @@ impl App {
         let mut startup_notes = Vec::new();
         // `.env` as python-dotenv reads it; `${NAME}` falls back to the process environment.
         let env_path = home.env_file();
-        let mut env =
+        let file_env =
             match hermes_protocol::dotenv::read_dotenv(&env_path, &|name| std::env::var(name).ok())
             {
                 Ok(parsed) => {
@@ -53,12 +78,17 @@ impl App {
                     BTreeMap::new()
                 }
             };
-        for (k, v) in std::env::vars() {
-            env.insert(k, v);
-        }
+        // The file wins over the shell (Python's `load_dotenv(…, override=True)`); a bare
+        // `KEY` line (no `=`) sets nothing, so the shell's value stays.
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.extend(file_env);
+        strip_non_ascii_credentials(&mut env, &mut startup_notes);
         let loaded = Config::load(&home.config_file())?;
+        // Each key by name in the log file; the terminal gets the one summary line of
+        // `startup_notes` (a warning here would reach the terminal too for the commands that
+        // log to stderr, such as the gateway: the same keys twice).
         for line in loaded.ignored_python.lines() {
-            tracing::warn!(file = %home.config_file().display(), "not used by hermes: {line}");
+            tracing::info!(file = %home.config_file().display(), "not used by hermes: {line}");
         }
         if let Some(summary) = loaded.ignored_python.summary() {
             startup_notes.push(format!("note: {summary}"));

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use hermes_cron::{
-    AgentRunner, ClientFactory, CronSettings, CronjobTool, Deliverer, HeadlessOptions, JobStore,
-    PlatformSender, Scheduler, SchedulerConfig, SystemClock, Tz,
+    AgentRunner, ClientFactory, CronSettings, CronjobTool, DefaultsResolver, Deliverer,
+    HeadlessOptions, InferenceDefaults, JobStore, PlatformSender, Scheduler, SchedulerConfig,
+    SystemClock, Tz,
 };
 use hermes_tools::Tool;
 
@@ -17,6 +18,54 @@ use crate::assembly::args::ChatArgs;
 /// `config.yaml` `timezone` (UTC when absent).
 pub fn timezone(app: &App) -> Result<Tz> {
     Ok(hermes_cron::parse_timezone(app.config.timezone.as_deref())?)
+}
+
+/// What an unpinned job of this home resolves to now, for Python's provider/model drift
+/// guard (`hermes_cron::drift`): `config.yaml` is read again at each call (a running gateway
+/// sees a changed default), the provider is resolved as a chat without flags would resolve it
+/// (with the job's base URL, if any; a hosted provider whose key is missing still counts as
+/// that provider, as in Python), the model is `model.default`.
+pub fn inference_defaults(app: &App) -> DefaultsResolver {
+    let (home, env, fallback) = (app.home.clone(), app.env.clone(), app.config.clone());
+    Arc::new(move |base_url: Option<&str>| {
+        let config = hermes_protocol::config::Config::load(&home.config_file())
+            .map(|l| l.config)
+            .unwrap_or_else(|_| fallback.clone());
+        let now = App {
+            home: home.clone(),
+            config,
+            config_warnings: Vec::new(),
+            startup_notes: Vec::new(),
+            env: env.clone(),
+        };
+        let args = ChatArgs {
+            base_url: base_url.map(str::to_string),
+            ..ChatArgs::default()
+        };
+        let provider = match crate::assembly::runtime::resolve_runtime(&now, &args) {
+            Ok(rt) => Some(rt.provider),
+            Err(e) => match e.downcast_ref::<hermes_llm::ResolveError>() {
+                Some(hermes_llm::ResolveError::MissingApiKey { provider, .. }) => {
+                    Some(provider.clone())
+                }
+                _ => None,
+            },
+        };
+        InferenceDefaults {
+            provider,
+            model: now
+                .config
+                .model
+                .to_config()
+                .default
+                .filter(|m| !m.trim().is_empty()),
+        }
+    })
+}
+
+/// The jobs file of `app`'s home, giving new jobs Python's drift-guard snapshots.
+pub fn job_store(app: &App) -> JobStore {
+    JobStore::new(&app.home).with_defaults(inference_defaults(app))
 }
 
 /// A copy of the parts of `app` a run needs, shareable with the client factory.
@@ -78,6 +127,7 @@ pub fn scheduler_with(
         vec![hermes_cron::CRON_TOOLSET.name.to_string()],
     );
     let store = app.open_store()?;
+    let guard = inference_defaults(&app);
     let runner = AgentRunner::new(HeadlessOptions {
         home: app.home.clone(),
         cwd,
@@ -96,9 +146,10 @@ pub fn scheduler_with(
             &app,
             hermes_protocol::config::UnsupportedPolicy::Refuse,
         ),
-    });
+    })
+    .with_drift_guard(guard);
     Ok(Scheduler::new(
-        JobStore::new(&app.home),
+        job_store(&app),
         store,
         Arc::new(SystemClock),
         Arc::new(runner),
@@ -116,7 +167,7 @@ pub fn session_tool(app: &App, args: &ChatArgs) -> Result<Arc<dyn Tool>> {
     let tz = timezone(app)?;
     let sched = scheduler(app, args, tz)?;
     Ok(Arc::new(CronjobTool::new(
-        JobStore::new(&app.home),
+        job_store(app),
         Arc::new(SystemClock),
         tz,
         Some(sched),

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use hermes_cron::{JobPatch, JobStore, NewJob, RunLog, Target, Tz};
+use hermes_cron::{JobPatch, NewJob, RunLog, Target, Tz};
 use tokio_util::sync::CancellationToken;
 
 use crate::assembly::app::App;
@@ -124,7 +124,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
     let app = App::load(profile)?;
     app.warn_config();
     let tz = timezone(&app)?;
-    let store = JobStore::new(&app.home);
+    let store = crate::assembly::cron::job_store(&app);
     let now = chrono::Utc::now();
     let blocking = |f: Box<dyn FnOnce() -> Result<String> + Send>| async move {
         tokio::task::spawn_blocking(f)
@@ -250,9 +250,18 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             let (key, limit) = (job.clone(), *limit);
             let log = RunLog::new(s.clone(), app.open_store()?);
             blocking(Box::new(move || {
-                // A removed job's runs stay in the history: an unknown key is taken as a
-                // job id.
-                let id = key.map(|k| s.get(&k).map(|j| j.id).unwrap_or(k));
+                // A removed job's runs stay in the history (a job with a repeat limit is
+                // removed after its last run): an unknown key is looked up by the name the
+                // job had when it last ran, else taken as a job id.
+                let id = key.map(|k| match s.get(&k) {
+                    Ok(j) => j.id,
+                    Err(_) => log
+                        .latest_per_job()
+                        .ok()
+                        .and_then(|runs| runs.into_iter().find(|r| r.job_name == k))
+                        .map(|r| r.job_id)
+                        .unwrap_or(k),
+                });
                 let runs = log.list(id.as_deref(), limit)?;
                 Ok(hermes_cron::runs_table(&runs, tz))
             }))
@@ -328,7 +337,7 @@ async fn tick(app: App, args: &ChatArgs, tz: Tz) -> Result<i32> {
 }
 
 async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
-    let store = JobStore::new(&app.home);
+    let store = crate::assembly::cron::job_store(&app);
     let k = key.to_string();
     let job = tokio::task::spawn_blocking(move || store.get(&k))
         .await

@@ -7,7 +7,7 @@
 
 mod ask;
 mod providers;
-mod write;
+pub(crate) mod write;
 
 use std::io::IsTerminal;
 

@@ -82,6 +82,29 @@ pub fn set_env_var(path: &Path, name: &str, value: &str) -> Result<()> {
     write_private(path, &text)
 }
 
+/// Removes every line setting `name` (also with `export `) from the `.env` file at `path`,
+/// keeping everything else (Python's `remove_env_value`). A missing file is left missing.
+pub fn remove_env_var(path: &Path, name: &str) -> Result<()> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let kept: Vec<&str> = old
+        .lines()
+        .filter(|line| {
+            let bare = line.trim_start();
+            let bare = bare.strip_prefix("export ").unwrap_or(bare);
+            bare.split_once('=').is_none_or(|(k, _)| k.trim() != name)
+        })
+        .collect();
+    let mut text = kept.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    write_private(path, &text)
+}
+
 /// `value` as written after `NAME=`: bare when python-dotenv reads it back unchanged (letters,
 /// digits and `_-.:/+=@,`), else in double quotes with `\\` and `\"` escaped, which
 /// python-dotenv (and hermes' reader) decode to the same text.

@@ -4,6 +4,7 @@
 //! names are never compared (case C36).
 
 pub mod pairing;
+mod pairing_files;
 
 use crate::config::{GatewayConfig, UnauthorizedDm};
 use crate::platform::{ChatType, MessageSource};
@@ -11,6 +12,7 @@ use crate::platform::{ChatType, MessageSource};
 pub use pairing::{CodeRequest, PairingError, PairingStore};
 
 const PAIRING_REPLY: &str = include_str!("../../prompts/pairing_reply.md");
+const PAIRING_BUSY: &str = include_str!("../../prompts/pairing_busy.md");
 
 /// What to do with an inbound message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +22,8 @@ pub enum Decision {
     /// Drop it without a reply (strangers in groups, strangers where an allowlist exists,
     /// `unauthorized_dm_behavior: ignore`, rate-limited pairing requests).
     Ignore,
-    /// Drop it and send this text (a pairing code) to the sender's DM.
+    /// Drop it and send this text (a pairing code, or "try again later" when no code can be
+    /// issued now) to the sender's DM.
     Reply(String),
 }
 
@@ -87,9 +90,15 @@ impl Authorizer {
                     .replace("{code}", &code)
                     .replace("{platform}", &src.platform),
             ),
-            Ok(other) => {
-                tracing::info!(platform = %src.platform, user, ?other, "pairing request not answered");
+            Ok(CodeRequest::RateLimited) => {
+                tracing::info!(platform = %src.platform, user, "pairing request rate-limited");
                 Decision::Ignore
+            }
+            Ok(other) => {
+                // As Python's gateway: told once to try later (the refusal counts toward the
+                // user's rate limit, so the next messages get no answer).
+                tracing::info!(platform = %src.platform, user, ?other, "no pairing code issued");
+                Decision::Reply(PAIRING_BUSY.trim().to_string())
             }
             Err(e) => {
                 tracing::warn!(error = %e, "could not issue a pairing code");
@@ -154,10 +163,13 @@ mod tests {
         let Decision::Reply(text) = a.decide(&src("telegram", ChatType::Dm, "5", "x"), 0) else {
             panic!("expected a pairing reply");
         };
-        let code = &a.pairing().overview(0).unwrap().pending[0].1.code;
-        assert!(text.contains(code.as_str()), "{text}");
+        let code = text
+            .split_whitespace()
+            .find(|w| w.len() == 8 && w.bytes().all(|b| pairing::CODE_ALPHABET.contains(&b)))
+            .unwrap()
+            .to_string();
         assert!(text.contains("hermes pairing approve telegram"), "{text}");
-        a.pairing().approve("telegram", code, 1).unwrap();
+        a.pairing().approve("telegram", &code, 1).unwrap();
         assert_eq!(
             a.decide(&src("telegram", ChatType::Group, "5", "x"), 2),
             Decision::Allow

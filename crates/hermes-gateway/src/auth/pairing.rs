@@ -1,28 +1,38 @@
 //! DM pairing (FEATURES §1 Gateway): an unknown user's DM on a platform without an allowlist
 //! gets a one-time code; the owner approves it with `hermes pairing approve <platform> <code>`.
 //!
-//! Files under `HERMES_HOME/pairing/` (mode 0600, replaced atomically through a temp file):
-//! `<platform>-pending.json` (codes waiting for approval), `<platform>-approved.json`
-//! (paired users) and `_limits.json` (per-user request times and failed-approval counters).
-//! Every call re-reads the files, so an approval made by the CLI is seen by a running gateway
-//! at the next message. Every change (code request, approval, revocation) holds an exclusive
-//! lock on `.pairing.lock` in the same directory while it re-reads, changes and atomically
-//! rewrites the files, because the gateway and `hermes pairing approve` are different
-//! processes (issue 7; the same pattern as the memory files of `hermes-context`).
+//! The files are Python Hermes 0.19.0's (`gateway/pairing.py`), shared with it: a user paired
+//! by either program is paired in both, and a code issued by one is approved by the other.
+//! They live in the directory [`PairingStore::dir_for_home`] picks the way Python does
+//! (`HERMES_HOME/pairing/` when it has content, else `HERMES_HOME/platforms/pairing/`), mode
+//! 0600, each replaced atomically through a temp file:
+//! `<platform>-pending.json` (codes waiting for approval, stored only as salted SHA-256
+//! hashes), `<platform>-approved.json` (paired users) and `_rate_limits.json` (per-user
+//! request times, failed approvals and lockouts). The formats, and the one-time migration of
+//! the lists and `_limits.json` that earlier hermes releases wrote, are in `pairing_files.rs`.
+//! The rules are Python's: 8-character codes valid one hour, at most 3 pending per platform,
+//! one request per user per 10 minutes, and after 5 wrong codes approvals (and new codes) on
+//! the platform are locked for an hour.
 //!
-//! Python Hermes 0.19.0 (`gateway/pairing.py`) keeps files of the same names in the directory
-//! [`PairingStore::dir_for_home`] picks the way Python does. Python takes no lock file for them
-//! (only a lock inside its own process, and an atomic replace per file), so there is no Python
-//! lock protocol to share: hermes' `.pairing.lock` orders hermes processes, and both programs
-//! replace each file atomically, so neither ever reads half a file.
+//! Every call re-reads the files, so an approval made by the CLI (either program's) is seen by
+//! a running gateway at the next message.
+//!
+//! Locking: Python takes no lock file for these files: its `PairingStore` serializes its
+//! read-modify-write cycles with a lock inside its own process (`threading.RLock`) and
+//! replaces each file atomically, so there is no Python lock protocol to share. hermes holds an
+//! exclusive `flock` on `.pairing.lock` in the same directory while it re-reads, changes and
+//! rewrites the files, which orders hermes processes (the gateway issuing codes, `hermes
+//! pairing approve`) among themselves; against a Python process both sides only rely on the
+//! atomic replace: neither ever reads half a file, but an update Python makes between hermes'
+//! read and write of the same file (or the other way round) is overwritten, as it is between
+//! two Python processes.
 
-use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rand::Rng;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::pairing_files::{self as files, Kind, Obj, RATE_LIMITS};
 
 /// The code alphabet: upper-case letters and digits without the look-alikes 0, O, 1 and I.
 pub const CODE_ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -35,16 +45,20 @@ pub const MAX_PENDING_PER_PLATFORM: usize = 3;
 /// One code request per user per this many seconds (10 min); requests inside the window
 /// get no answer.
 pub const USER_RATE_LIMIT_S: u64 = 600;
-/// Wrong codes in a row before approvals on the platform are locked.
+/// Wrong codes (counted since the last lockout, as Python counts them) before approvals on
+/// the platform are locked.
 pub const MAX_FAILED_APPROVALS: u32 = 5;
 /// How long that lockout lasts, in seconds (1 h).
 pub const LOCKOUT_S: u64 = 3600;
 
-/// A code waiting for approval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A code waiting for approval (the code itself is not stored, only its salted hash).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingCode {
-    /// The 8-character code.
-    pub code: String,
+    /// Python's id of the entry (the key in `<platform>-pending.json`).
+    pub entry_id: String,
+    /// What listings show instead of the code: the first 8 hex digits of its hash, as Python's
+    /// `hermes pairing list` shows them (`legacy` for an entry without a hash).
+    pub shown: String,
     /// Stable id of the user who asked.
     pub user_id: String,
     /// Their display name when they asked (shown to the owner only).
@@ -54,7 +68,7 @@ pub struct PendingCode {
 }
 
 /// A user allowed by pairing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovedUser {
     /// Stable user id.
     pub user_id: String,
@@ -64,28 +78,19 @@ pub struct ApprovedUser {
     pub approved_at: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Limits {
-    /// `platform:user_id` → unix seconds of the last code issued.
-    #[serde(default)]
-    last_request: BTreeMap<String, u64>,
-    /// platform → wrong approvals in a row.
-    #[serde(default)]
-    failed: BTreeMap<String, u32>,
-    /// platform → unix seconds until which approvals are refused.
-    #[serde(default)]
-    locked_until: BTreeMap<String, u64>,
-}
-
 /// What a code request produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodeRequest {
-    /// A code to send to the user (new, or the one still pending for them).
+    /// A new code to send to the user.
     Issued(String),
     /// The user asked too recently; send nothing.
     RateLimited,
-    /// The platform already has [`MAX_PENDING_PER_PLATFORM`] codes pending; send nothing.
+    /// The platform already has [`MAX_PENDING_PER_PLATFORM`] codes pending; the user is told
+    /// to try later (once: the request counts toward the rate limit).
     TooManyPending,
+    /// Approvals on the platform are locked after too many wrong codes; the user is told to
+    /// try later (once, as for [`CodeRequest::TooManyPending`]).
+    LockedOut,
 }
 
 /// A pairing operation that failed.
@@ -122,13 +127,16 @@ pub enum PairingError {
     },
     /// Too many wrong codes: approvals on this platform are refused for a while.
     #[error(
-        "too many wrong pairing codes on {platform}; approvals are locked for {minutes} more minute(s)"
+        "too many wrong pairing codes on {platform}; approvals are locked for {minutes} more minute(s) \
+         (or delete the `_lockout:{platform}` entry of {file})"
     )]
     LockedOut {
         /// Platform.
         platform: String,
         /// Minutes left.
         minutes: u64,
+        /// The rate-limit file holding the lockout.
+        file: String,
     },
 }
 
@@ -146,6 +154,8 @@ pub struct PairingOverview {
 #[derive(Debug, Clone)]
 pub struct PairingStore {
     dir: PathBuf,
+    /// The other pairing directory of the home (Python merges its files into the active one).
+    alternate: Option<PathBuf>,
 }
 
 fn check_platform(platform: &str) -> Result<(), PairingError> {
@@ -176,28 +186,92 @@ pub fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
+/// Python's expiry rule: an entry without a numeric `created_at`, or older than
+/// [`CODE_TTL_S`], is expired.
+fn expired(entry: &Value, now: u64) -> bool {
+    match entry
+        .as_object()
+        .and_then(|o| files::num(o.get("created_at")))
+    {
+        Some(t) => now as f64 - t > CODE_TTL_S as f64,
+        None => true,
+    }
+}
+
+fn secs(v: Option<&Value>) -> u64 {
+    files::num(v).map(|t| t.max(0.0) as u64).unwrap_or(0)
+}
+
+fn pending_of(entry_id: &str, entry: &Value) -> PendingCode {
+    PendingCode {
+        entry_id: entry_id.to_string(),
+        shown: entry
+            .get("hash")
+            .and_then(Value::as_str)
+            .map(|h| h.chars().take(8).collect())
+            .unwrap_or_else(|| "legacy".to_string()),
+        user_id: entry
+            .get("user_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        user_name: files::opt_str(entry.get("user_name")),
+        created_at: secs(entry.get("created_at")),
+    }
+}
+
+fn approved_of(user_id: &str, entry: &Value) -> ApprovedUser {
+    ApprovedUser {
+        user_id: user_id.to_string(),
+        user_name: files::opt_str(entry.get("user_name")),
+        approved_at: secs(entry.get("approved_at")),
+    }
+}
+
+/// Whether `limits` lock approvals on `platform` at `now`.
+fn locked_until(limits: &Obj, platform: &str, now: u64) -> Option<f64> {
+    files::num(limits.get(&format!("_lockout:{platform}"))).filter(|&t| (now as f64) < t)
+}
+
 impl PairingStore {
-    /// The store in `dir` (normally `HERMES_HOME/pairing`); created on first write.
+    /// The store in `dir` (normally [`PairingStore::dir_for_home`]); created on first write.
     pub fn new(dir: impl Into<PathBuf>) -> PairingStore {
-        PairingStore { dir: dir.into() }
+        PairingStore {
+            dir: dir.into(),
+            alternate: None,
+        }
+    }
+
+    /// The store of a hermes home: the directory [`PairingStore::dir_for_home`] picks, with
+    /// the other one as the alternate [`PairingStore::migrate`] merges, as Python does.
+    pub fn for_home(root: &Path) -> PairingStore {
+        let dir = PairingStore::dir_for_home(root);
+        let old = root.join("pairing");
+        let alternate = if dir == old {
+            root.join("platforms").join("pairing")
+        } else {
+            old
+        };
+        PairingStore {
+            dir,
+            alternate: Some(alternate),
+        }
     }
 
     /// The pairing directory of a hermes home, chosen as Python Hermes 0.19.0 chooses it
     /// (`hermes_constants.get_hermes_dir("platforms/pairing", "pairing")`): the old
-    /// `pairing/` when it exists and is not an empty directory, else `platforms/pairing/`
-    /// when that exists, else `pairing/` (hermes' default, which Python then also uses once it
-    /// has files).
+    /// `pairing/` when it exists and is not an empty directory (or cannot be inspected), else
+    /// `platforms/pairing/`.
     pub fn dir_for_home(root: &Path) -> PathBuf {
         let old = root.join("pairing");
-        let new = root.join("platforms").join("pairing");
-        let has_content = |p: &Path| match std::fs::read_dir(p) {
+        let has_content = match std::fs::read_dir(&old) {
             Ok(mut entries) => entries.next().is_some(),
-            Err(e) => e.kind() != std::io::ErrorKind::NotFound && p.exists(),
+            Err(e) => e.kind() != std::io::ErrorKind::NotFound,
         };
-        if has_content(&old) || !new.exists() {
+        if has_content {
             old
         } else {
-            new
+            root.join("platforms").join("pairing")
         }
     }
 
@@ -215,26 +289,21 @@ impl PairingStore {
     }
 
     fn limits_path(&self) -> PathBuf {
-        self.dir.join("_limits.json")
+        self.dir.join(RATE_LIMITS)
     }
 
-    fn read<T: DeserializeOwned + Default>(&self, path: &Path) -> Result<T, PairingError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) if text.trim().is_empty() => Ok(T::default()),
-            Ok(text) => serde_json::from_str(&text).map_err(|e| PairingError::Corrupt {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
-            Err(source) => Err(PairingError::Io {
-                path: path.to_path_buf(),
-                source,
-            }),
-        }
+    /// The rate-limit file's path, for messages.
+    pub fn rate_limits_file(&self) -> PathBuf {
+        self.limits_path()
+    }
+
+    fn save(&self, path: &Path, obj: &Obj) -> Result<(), PairingError> {
+        files::save(&self.dir, path, obj)
     }
 
     /// Takes the exclusive cross-process lock on `<dir>/.pairing.lock` (creating the
-    /// directory and the file); released when the returned file is dropped.
+    /// directory and the file) and brings files of earlier hermes releases into Python's
+    /// format; the lock is released when the returned file is dropped.
     fn lock(&self) -> Result<std::fs::File, PairingError> {
         let path = self.dir.join(".pairing.lock");
         let io = |source| PairingError::Io {
@@ -244,43 +313,54 @@ impl PairingStore {
         hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
         let file = hermes_protocol::private_fs::open_append(&path).map_err(io)?;
         file.lock().map_err(io)?;
+        files::migrate_dir(&self.dir)?;
         Ok(file)
     }
 
-    /// Writes `value` as JSON to `path` through a 0600 temp file and a rename.
-    fn write<T: Serialize>(&self, path: &Path, value: &T) -> Result<(), PairingError> {
-        let io = |source| PairingError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(io)?;
-        let text = serde_json::to_string_pretty(value).map_err(|e| PairingError::Corrupt {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
-        })?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
+    /// What Python's `PairingStore()` does when it starts, under the lock: merges the other
+    /// pairing directory's files in (entries already here win; [`PairingStore::for_home`]
+    /// stores only) and rewrites files of earlier hermes releases in Python's format. The
+    /// gateway calls it at start, `hermes pairing` before each command.
+    pub fn migrate(&self) -> Result<(), PairingError> {
+        let _lock = self.lock()?;
+        if let Some(alt) = &self.alternate {
+            files::merge_alternate(&self.dir, alt)?;
         }
-        let mut file = options.open(&tmp).map_err(io)?;
-        file.write_all(text.as_bytes()).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(io)
+        Ok(())
     }
 
-    fn live_pending(&self, platform: &str, now: u64) -> Result<Vec<PendingCode>, PairingError> {
-        let mut pending: Vec<PendingCode> = self.read(&self.pending_path(platform))?;
-        pending.retain(|p| now < p.created_at.saturating_add(CODE_TTL_S));
+    /// The pending entries of `platform` with the expired ones (Python's rule) dropped from
+    /// the file. Call under the lock.
+    fn cleanup_expired(&self, platform: &str, now: u64) -> Result<Obj, PairingError> {
+        let path = self.pending_path(platform);
+        let mut pending = files::load(&path, Kind::Pending)?;
+        let before = pending.len();
+        pending.retain(|_, e| !expired(e, now));
+        if pending.len() != before {
+            self.save(&path, &pending)?;
+        }
         Ok(pending)
     }
 
-    /// An unknown user's DM asks for a code at unix time `now`. A user with a pending code
-    /// gets the same code again unless rate-limited.
+    /// Records a code request of `user_id` at `now` (and drops request times older than the
+    /// window). Call under the lock.
+    fn record_request(
+        &self,
+        limits: &mut Obj,
+        platform: &str,
+        user_id: &str,
+        now: u64,
+    ) -> Result<(), PairingError> {
+        limits.retain(|k, v| {
+            k.starts_with('_')
+                || files::num(Some(v)).is_none_or(|t| (now as f64) - t < USER_RATE_LIMIT_S as f64)
+        });
+        limits.insert(format!("{platform}:{user_id}"), json!(now as f64));
+        self.save(&self.limits_path(), limits)
+    }
+
+    /// An unknown user's DM asks for a code at unix time `now`, by Python's rules (module
+    /// doc). Each request that gets through the rate limit gets a new code.
     pub fn request_code(
         &self,
         platform: &str,
@@ -289,52 +369,46 @@ impl PairingStore {
         now: u64,
     ) -> Result<CodeRequest, PairingError> {
         check_platform(platform)?;
+        let user_id = user_id.trim();
         let _lock = self.lock()?;
-        let mut limits: Limits = self.read(&self.limits_path())?;
-        let slot = format!("{platform}:{user_id}");
-        if let Some(&last) = limits.last_request.get(&slot)
-            && now < last.saturating_add(USER_RATE_LIMIT_S)
+        let mut pending = self.cleanup_expired(platform, now)?;
+        let mut limits = files::load(&self.limits_path(), Kind::Limits)?;
+        if files::num(limits.get(&format!("{platform}:{user_id}")))
+            .is_some_and(|t| (now as f64) - t < USER_RATE_LIMIT_S as f64)
         {
             return Ok(CodeRequest::RateLimited);
         }
-        let mut pending = self.live_pending(platform, now)?;
-        let code = if let Some(existing) = pending.iter().find(|p| p.user_id == user_id) {
-            existing.code.clone()
-        } else {
-            if pending.len() >= MAX_PENDING_PER_PLATFORM {
-                return Ok(CodeRequest::TooManyPending);
-            }
-            let mut code = new_code();
-            while pending.iter().any(|p| p.code == code) {
-                code = new_code();
-            }
-            pending.push(PendingCode {
-                code: code.clone(),
-                user_id: user_id.to_string(),
-                user_name: user_name.map(String::from),
-                created_at: now,
-            });
-            self.write(&self.pending_path(platform), &pending)?;
-            code
-        };
-        limits.last_request.insert(slot, now);
-        limits
-            .last_request
-            .retain(|_, t| now < t.saturating_add(USER_RATE_LIMIT_S));
-        self.write(&self.limits_path(), &limits)?;
+        if locked_until(&limits, platform, now).is_some() {
+            self.record_request(&mut limits, platform, user_id, now)?;
+            return Ok(CodeRequest::LockedOut);
+        }
+        if pending.len() >= MAX_PENDING_PER_PLATFORM {
+            self.record_request(&mut limits, platform, user_id, now)?;
+            return Ok(CodeRequest::TooManyPending);
+        }
+        let code = new_code();
+        let mut entry_id = files::random_hex(8);
+        while pending.contains_key(&entry_id) {
+            entry_id = files::random_hex(8);
+        }
+        pending.insert(
+            entry_id,
+            files::pending_entry(&code, user_id, user_name, now as f64),
+        );
+        self.save(&self.pending_path(platform), &pending)?;
+        self.record_request(&mut limits, platform, user_id, now)?;
         Ok(CodeRequest::Issued(code))
     }
 
     /// Whether `user_id` was approved on `platform`.
     pub fn is_approved(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
-        let approved: Vec<ApprovedUser> = self.read(&self.approved_path(platform))?;
-        Ok(approved.iter().any(|a| a.user_id == user_id))
+        let approved = files::load(&self.approved_path(platform), Kind::Approved)?;
+        Ok(approved.contains_key(user_id.trim()))
     }
 
     /// Approves the user holding `code` (case-insensitive) on `platform`. A wrong code counts
-    /// toward the lockout ([`MAX_FAILED_APPROVALS`] in a row lock approvals for
-    /// [`LOCKOUT_S`]).
+    /// toward the lockout ([`MAX_FAILED_APPROVALS`] lock approvals for [`LOCKOUT_S`]).
     pub fn approve(
         &self,
         platform: &str,
@@ -343,69 +417,90 @@ impl PairingStore {
     ) -> Result<ApprovedUser, PairingError> {
         check_platform(platform)?;
         let _lock = self.lock()?;
-        let mut limits: Limits = self.read(&self.limits_path())?;
-        if let Some(&until) = limits.locked_until.get(platform)
-            && now < until
-        {
+        let mut pending = self.cleanup_expired(platform, now)?;
+        let code = code.trim().to_ascii_uppercase();
+        let mut limits = files::load(&self.limits_path(), Kind::Limits)?;
+        if let Some(until) = locked_until(&limits, platform, now) {
             return Err(PairingError::LockedOut {
                 platform: platform.to_string(),
-                minutes: (until - now).div_ceil(60),
+                minutes: ((until - now as f64).max(0.0) as u64).div_ceil(60),
+                file: self.limits_path().display().to_string(),
             });
         }
-        let code = code.trim().to_ascii_uppercase();
-        let mut pending = self.live_pending(platform, now)?;
-        let Some(pos) = pending.iter().position(|p| p.code == code) else {
-            let failed = limits.failed.entry(platform.to_string()).or_insert(0);
-            *failed += 1;
-            if *failed >= MAX_FAILED_APPROVALS {
-                limits.failed.remove(platform);
-                limits
-                    .locked_until
-                    .insert(platform.to_string(), now + LOCKOUT_S);
+        let found = pending
+            .iter()
+            .find(|(_, e)| files::entry_matches(e, &code))
+            .map(|(k, _)| k.clone());
+        let Some(entry_id) = found else {
+            let key = format!("_failures:{platform}");
+            let failed = files::num(limits.get(&key)).unwrap_or(0.0) as u32 + 1;
+            if failed >= MAX_FAILED_APPROVALS {
+                limits.insert(
+                    format!("_lockout:{platform}"),
+                    json!((now + LOCKOUT_S) as f64),
+                );
+                limits.insert(key, json!(0));
+            } else {
+                limits.insert(key, json!(failed));
             }
-            self.write(&self.limits_path(), &limits)?;
+            self.save(&self.limits_path(), &limits)?;
             return Err(PairingError::UnknownCode {
                 platform: platform.to_string(),
                 code,
             });
         };
-        let entry = pending.remove(pos);
-        let mut approved: Vec<ApprovedUser> = self.read(&self.approved_path(platform))?;
-        approved.retain(|a| a.user_id != entry.user_id);
-        let user = ApprovedUser {
-            user_id: entry.user_id,
-            user_name: entry.user_name,
+        let entry = pending.remove(&entry_id).unwrap_or(Value::Null);
+        self.save(&self.pending_path(platform), &pending)?;
+        let asked = pending_of(&entry_id, &entry);
+        let path = self.approved_path(platform);
+        let mut approved = files::load(&path, Kind::Approved)?;
+        let user_id = asked.user_id.trim().to_string();
+        approved.insert(
+            user_id.clone(),
+            json!({
+                "user_name": asked.user_name.clone().unwrap_or_default(),
+                "approved_at": now as f64,
+            }),
+        );
+        self.save(&path, &approved)?;
+        Ok(ApprovedUser {
+            user_id,
+            user_name: asked.user_name,
             approved_at: now,
-        };
-        approved.push(user.clone());
-        self.write(&self.approved_path(platform), &approved)?;
-        self.write(&self.pending_path(platform), &pending)?;
-        limits.failed.remove(platform);
-        limits.locked_until.remove(platform);
-        self.write(&self.limits_path(), &limits)?;
-        Ok(user)
+        })
     }
 
     /// Removes an approved user; returns whether they were approved.
     pub fn revoke(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
         let _lock = self.lock()?;
-        let mut approved: Vec<ApprovedUser> = self.read(&self.approved_path(platform))?;
-        let before = approved.len();
-        approved.retain(|a| a.user_id != user_id);
-        if approved.len() == before {
+        let path = self.approved_path(platform);
+        let mut approved = files::load(&path, Kind::Approved)?;
+        if approved.remove(user_id.trim()).is_none() {
             return Ok(false);
         }
-        self.write(&self.approved_path(platform), &approved)?;
+        self.save(&path, &approved)?;
         Ok(true)
     }
 
-    /// Pending (unexpired) codes and approved users of every platform, sorted by platform.
-    pub fn overview(&self, now: u64) -> Result<PairingOverview, PairingError> {
-        let mut out = PairingOverview::default();
+    /// Drops every pending code of every platform (Python's `clear-pending`); returns how
+    /// many there were.
+    pub fn clear_pending(&self) -> Result<usize, PairingError> {
+        let _lock = self.lock()?;
+        let mut count = 0;
+        for p in self.platforms("-pending.json")? {
+            let path = self.pending_path(&p);
+            count += files::load(&path, Kind::Pending)?.len();
+            self.save(&path, &Obj::new())?;
+        }
+        Ok(count)
+    }
+
+    /// Platforms with a file ending in `suffix`, sorted.
+    fn platforms(&self, suffix: &str) -> Result<Vec<String>, PairingError> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(source) => {
                 return Err(PairingError::Io {
                     path: self.dir.clone(),
@@ -413,43 +508,115 @@ impl PairingStore {
                 });
             }
         };
-        let mut platforms: Vec<String> = entries
+        let mut out: Vec<String> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|name| {
-                name.strip_suffix("-pending.json")
-                    .or_else(|| name.strip_suffix("-approved.json"))
-                    .map(String::from)
-            })
+            .filter_map(|name| name.strip_suffix(suffix).map(String::from))
             .filter(|p| check_platform(p).is_ok())
             .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Pending (unexpired) codes and approved users of every platform, sorted by platform.
+    pub fn overview(&self, now: u64) -> Result<PairingOverview, PairingError> {
+        let mut out = PairingOverview::default();
+        let mut platforms = self.platforms("-pending.json")?;
+        platforms.extend(self.platforms("-approved.json")?);
         platforms.sort();
         platforms.dedup();
         for p in platforms {
-            for code in self.live_pending(&p, now)? {
-                out.pending.push((p.clone(), code));
+            let pending = files::load(&self.pending_path(&p), Kind::Pending)?;
+            for (id, e) in pending.iter().filter(|(_, e)| !expired(e, now)) {
+                out.pending.push((p.clone(), pending_of(id, e)));
             }
-            let approved: Vec<ApprovedUser> = self.read(&self.approved_path(&p))?;
-            for user in approved {
-                out.approved.push((p.clone(), user));
+            let approved = files::load(&self.approved_path(&p), Kind::Approved)?;
+            for (id, e) in &approved {
+                out.approved.push((p.clone(), approved_of(id, e)));
             }
         }
         Ok(out)
     }
 }
 
+/// Python's per-platform allowlist variables (`_PLATFORM_ALLOWLIST_ENV` in
+/// `gateway/pairing.py`): when one of these is set (non-empty), approving a pairing code also
+/// adds the user to it in `HERMES_HOME/.env`, and revoking removes them, so the operator's
+/// list stays the one place to look.
+pub const ALLOWLIST_ENV: &[(&str, &str)] = &[
+    ("telegram", "TELEGRAM_ALLOWED_USERS"),
+    ("discord", "DISCORD_ALLOWED_USERS"),
+    ("whatsapp", "WHATSAPP_ALLOWED_USERS"),
+    ("whatsapp_cloud", "WHATSAPP_CLOUD_ALLOWED_USERS"),
+    ("slack", "SLACK_ALLOWED_USERS"),
+    ("signal", "SIGNAL_ALLOWED_USERS"),
+    ("email", "EMAIL_ALLOWED_USERS"),
+    ("sms", "SMS_ALLOWED_USERS"),
+    ("mattermost", "MATTERMOST_ALLOWED_USERS"),
+    ("matrix", "MATRIX_ALLOWED_USERS"),
+    ("dingtalk", "DINGTALK_ALLOWED_USERS"),
+    ("feishu", "FEISHU_ALLOWED_USERS"),
+    ("wecom", "WECOM_ALLOWED_USERS"),
+    ("wecom_callback", "WECOM_CALLBACK_ALLOWED_USERS"),
+    ("weixin", "WEIXIN_ALLOWED_USERS"),
+    ("bluebubbles", "BLUEBUBBLES_ALLOWED_USERS"),
+    ("qqbot", "QQ_ALLOWED_USERS"),
+    ("yuanbao", "YUANBAO_ALLOWED_USERS"),
+];
+
+/// The allowlist variable of `platform` ([`ALLOWLIST_ENV`]).
+pub fn allowlist_env(platform: &str) -> Option<&'static str> {
+    let p = platform.trim().to_ascii_lowercase();
+    ALLOWLIST_ENV
+        .iter()
+        .find(|(name, _)| *name == p)
+        .map(|(_, var)| *var)
+}
+
+fn split_ids(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Python's `_sync_allowlist_add`: the allowlist `current` with `user_id` appended, or `None`
+/// when nothing changes (no allowlist configured — an open gateway stays open —, `*`, or the
+/// user already listed).
+pub fn allowlist_with(current: &str, user_id: &str) -> Option<String> {
+    let mut ids = split_ids(current);
+    if ids.is_empty() || ids.iter().any(|i| i == "*" || i == user_id) {
+        return None;
+    }
+    ids.push(user_id.to_string());
+    Some(ids.join(","))
+}
+
+/// Python's `_sync_allowlist_remove`: `Some(new list)` when `user_id` was listed (an empty
+/// string means the variable is to be removed), `None` when nothing changes.
+pub fn allowlist_without(current: &str, user_id: &str) -> Option<String> {
+    let ids = split_ids(current);
+    let rest: Vec<String> = ids.iter().filter(|i| *i != user_id).cloned().collect();
+    (rest.len() != ids.len()).then(|| rest.join(","))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_pairing_directory_is_chosen_as_python_chooses_it() {
         let home = tempfile::tempdir().unwrap();
         let root = home.path();
-        // Nothing yet: hermes' default `pairing/`.
-        assert_eq!(PairingStore::dir_for_home(root), root.join("pairing"));
-        // Python's new layout in use and an empty old stub: the new layout.
+        // Nothing yet: Python's new layout.
+        assert_eq!(
+            PairingStore::dir_for_home(root),
+            root.join("platforms/pairing")
+        );
+        // An empty old stub does not count.
         std::fs::create_dir_all(root.join("pairing")).unwrap();
-        std::fs::create_dir_all(root.join("platforms/pairing")).unwrap();
-        std::fs::write(root.join("platforms/pairing/telegram-approved.json"), "{}").unwrap();
         assert_eq!(
             PairingStore::dir_for_home(root),
             root.join("platforms/pairing")
@@ -458,8 +625,6 @@ mod tests {
         std::fs::write(root.join("pairing/telegram-pending.json"), "{}").unwrap();
         assert_eq!(PairingStore::dir_for_home(root), root.join("pairing"));
     }
-
-    use super::*;
 
     fn store() -> (tempfile::TempDir, PairingStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -474,6 +639,10 @@ mod tests {
         }
     }
 
+    fn read(s: &PairingStore, name: &str) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(s.dir().join(name)).unwrap()).unwrap()
+    }
+
     #[test]
     fn codes_use_the_alphabet_without_look_alikes() {
         for _ in 0..200 {
@@ -482,6 +651,26 @@ mod tests {
             assert!(!c.contains(['0', 'O', '1', 'I']), "{c}");
             assert!(c.bytes().all(|b| CODE_ALPHABET.contains(&b)));
         }
+    }
+
+    #[test]
+    fn files_have_pythons_shape_and_never_hold_the_code() {
+        let (_d, s) = store();
+        let code = issued(s.request_code("telegram", "42", Some("bob"), 1000).unwrap());
+        let pending = read(&s, "telegram-pending.json");
+        let (id, entry) = pending.as_object().unwrap().iter().next().unwrap();
+        assert_eq!(id.len(), 16);
+        assert_eq!(entry["user_id"], "42");
+        assert_eq!(entry["user_name"], "bob");
+        assert_eq!(entry["created_at"], 1000.0);
+        assert_eq!(entry["hash"].as_str().unwrap().len(), 64);
+        assert!(!pending.to_string().contains(&code));
+        assert_eq!(read(&s, "_rate_limits.json")["telegram:42"], 1000.0);
+        s.approve("telegram", &code, 1010).unwrap();
+        let approved = read(&s, "telegram-approved.json");
+        assert_eq!(approved["42"]["user_name"], "bob");
+        assert_eq!(approved["42"]["approved_at"], 1010.0);
+        assert_eq!(read(&s, "telegram-pending.json"), json!({}));
     }
 
     #[test]
@@ -504,7 +693,7 @@ mod tests {
         let (_d, s) = store();
         let code = issued(s.request_code("slack", "U1", None, 0).unwrap());
         assert!(matches!(
-            s.approve("slack", &code, CODE_TTL_S),
+            s.approve("slack", &code, CODE_TTL_S + 1),
             Err(PairingError::UnknownCode { .. })
         ));
     }
@@ -519,34 +708,31 @@ mod tests {
             s.request_code("telegram", "d", None, 100).unwrap(),
             CodeRequest::TooManyPending
         );
+        // The refusal counted as d's request.
+        assert_eq!(
+            s.request_code("telegram", "d", None, 200).unwrap(),
+            CodeRequest::RateLimited
+        );
         assert_eq!(
             s.request_code("telegram", "a", None, 200).unwrap(),
             CodeRequest::RateLimited
         );
         // Other platforms have their own limit.
         issued(s.request_code("discord", "d", None, 100).unwrap());
-        // After the window the same user gets the same pending code back.
-        let again = s
-            .request_code("telegram", "a", None, 100 + USER_RATE_LIMIT_S)
-            .unwrap();
-        let overview = s.overview(100 + USER_RATE_LIMIT_S).unwrap();
-        let first = &overview
-            .pending
-            .iter()
-            .find(|(p, c)| p == "telegram" && c.user_id == "a")
-            .unwrap()
-            .1
-            .code;
-        assert_eq!(again, CodeRequest::Issued(first.clone()));
+        // After an hour the old codes are gone and a new one is issued.
+        let later = 100 + CODE_TTL_S + 1;
+        let again = issued(s.request_code("telegram", "a", None, later).unwrap());
+        assert_eq!(s.overview(later).unwrap().pending.len(), 1);
+        assert_eq!(s.approve("telegram", &again, later).unwrap().user_id, "a");
     }
 
     #[test]
-    fn repeated_wrong_codes_lock_approvals() {
+    fn repeated_wrong_codes_lock_approvals_and_new_codes() {
         let (_d, s) = store();
         let code = issued(s.request_code("telegram", "42", None, 0).unwrap());
         for _ in 0..MAX_FAILED_APPROVALS {
             assert!(matches!(
-                s.approve("telegram", "ZZZZZZZZ", 10),
+                s.approve("telegram", "ZZZZZZZZ", 0),
                 Err(PairingError::UnknownCode { .. })
             ));
         }
@@ -554,12 +740,16 @@ mod tests {
             s.approve("telegram", &code, 20),
             Err(PairingError::LockedOut { .. })
         ));
-        // The lockout ends (the code itself is still within its hour here).
-        s.approve("telegram", &code, 10 + LOCKOUT_S - 1)
-            .unwrap_err();
-        let (_d2, s2) = store();
-        let code2 = issued(s2.request_code("telegram", "7", None, 0).unwrap());
-        assert!(s2.approve("telegram", &code2, 5).is_ok());
+        assert_eq!(
+            s.request_code("telegram", "43", None, 20).unwrap(),
+            CodeRequest::LockedOut
+        );
+        // The lockout ends when the code's hour does (it is still valid at its last second).
+        assert_eq!(
+            s.approve("telegram", &code, LOCKOUT_S).unwrap().user_id,
+            "42"
+        );
+        issued(s.request_code("telegram", "44", None, LOCKOUT_S).unwrap());
     }
 
     #[cfg(unix)]
@@ -568,7 +758,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let (_d, s) = store();
         issued(s.request_code("telegram", "42", None, 0).unwrap());
-        for name in ["telegram-pending.json", "_limits.json"] {
+        for name in ["telegram-pending.json", "_rate_limits.json"] {
             let mode = std::fs::metadata(s.dir().join(name))
                 .unwrap()
                 .permissions()
@@ -588,5 +778,84 @@ mod tests {
         std::fs::write(s.dir().join("telegram-approved.json"), "{nope").unwrap();
         let e = s.is_approved("telegram", "1").unwrap_err();
         assert!(e.to_string().contains("telegram-approved.json"), "{e}");
+        std::fs::write(s.dir().join("telegram-approved.json"), "3").unwrap();
+        let e = s.is_approved("telegram", "1").unwrap_err();
+        assert!(e.to_string().contains("expected a JSON object"), "{e}");
+    }
+
+    #[test]
+    fn files_of_earlier_hermes_releases_are_migrated_once() {
+        let (_d, s) = store();
+        std::fs::create_dir_all(s.dir()).unwrap();
+        std::fs::write(
+            s.dir().join("telegram-pending.json"),
+            r#"[{"code": "ABCD2345", "user_id": "7", "user_name": "eve", "created_at": 1000}]"#,
+        )
+        .unwrap();
+        std::fs::write(
+            s.dir().join("telegram-approved.json"),
+            r#"[{"user_id": "5", "user_name": null, "approved_at": 900}]"#,
+        )
+        .unwrap();
+        std::fs::write(
+            s.dir().join("_limits.json"),
+            r#"{"last_request": {"telegram:7": 1000}, "failed": {"telegram": 2}, "locked_until": {}}"#,
+        )
+        .unwrap();
+        // Read before any write: the old shapes are understood.
+        assert!(s.is_approved("telegram", "5").unwrap());
+        s.migrate().unwrap();
+        assert!(!s.dir().join("_limits.json").exists());
+        let limits = read(&s, "_rate_limits.json");
+        assert_eq!(limits["telegram:7"], 1000.0);
+        assert_eq!(limits["_failures:telegram"], 2.0);
+        assert!(read(&s, "telegram-approved.json")["5"].is_object());
+        let pending = read(&s, "telegram-pending.json");
+        assert!(!pending.to_string().contains("ABCD2345"));
+        // The plain-text code of the old file is still approvable (it was hashed).
+        assert_eq!(
+            s.approve("telegram", "abcd2345", 1100).unwrap().user_id,
+            "7"
+        );
+        assert!(s.is_approved("telegram", "5").unwrap());
+    }
+
+    #[test]
+    fn the_other_directory_is_merged_in_as_python_does() {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path();
+        let new = root.join("platforms/pairing");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(
+            new.join("telegram-approved.json"),
+            r#"{"1": {"user_name": "new", "approved_at": 1.0}, "2": {"user_name": "two", "approved_at": 2.0}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("pairing")).unwrap();
+        std::fs::write(
+            root.join("pairing/telegram-approved.json"),
+            r#"{"1": {"user_name": "old", "approved_at": 3.0}}"#,
+        )
+        .unwrap();
+        let s = PairingStore::for_home(root);
+        assert_eq!(s.dir(), root.join("pairing"));
+        assert!(!s.is_approved("telegram", "2").unwrap());
+        s.migrate().unwrap();
+        assert!(s.is_approved("telegram", "2").unwrap());
+        assert_eq!(read(&s, "telegram-approved.json")["1"]["user_name"], "old");
+    }
+
+    #[test]
+    fn allowlists_follow_pythons_sync_rules() {
+        assert_eq!(allowlist_env("telegram"), Some("TELEGRAM_ALLOWED_USERS"));
+        assert_eq!(allowlist_env("qqbot"), Some("QQ_ALLOWED_USERS"));
+        assert_eq!(allowlist_env("webhook"), None);
+        assert_eq!(allowlist_with("", "9"), None);
+        assert_eq!(allowlist_with(" 1, 2 ", "9").as_deref(), Some("1,2,9"));
+        assert_eq!(allowlist_with("1,*", "9"), None);
+        assert_eq!(allowlist_with("1,9", "9"), None);
+        assert_eq!(allowlist_without("1,9", "9").as_deref(), Some("1"));
+        assert_eq!(allowlist_without("9", "9").as_deref(), Some(""));
+        assert_eq!(allowlist_without("1", "9"), None);
     }
 }

@@ -113,7 +113,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 impl Gateway {
     /// A gateway serving `adapters` (one per platform name) with agents from `factory`.
-    /// Pairing state lives in `HERMES_HOME/pairing/`.
+    /// Pairing state lives where Python Hermes keeps it ([`PairingStore::for_home`]); files of
+    /// earlier hermes releases are brought into its format here.
     pub fn new(
         config: GatewayConfig,
         adapters: Vec<Arc<dyn PlatformAdapter>>,
@@ -121,7 +122,10 @@ impl Gateway {
         store: Arc<SessionStore>,
         home: HermesHome,
     ) -> Gateway {
-        let pairing = PairingStore::new(PairingStore::dir_for_home(home.root()));
+        let pairing = PairingStore::for_home(home.root());
+        if let Err(e) = pairing.migrate() {
+            tracing::warn!(error = %e, "could not migrate the pairing files");
+        }
         let adapters = adapters
             .into_iter()
             .map(|a| (a.name().to_string(), a))

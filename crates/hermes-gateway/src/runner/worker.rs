@@ -17,7 +17,7 @@ use super::{Inner, Job, lock, reply};
 use crate::config::{BusyInputMode, ToolProgress};
 use crate::delivery::{DeliveryOptions, StreamingReply, ToolProgressMode};
 use crate::factory::AgentSpec;
-use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
+use crate::platform::{ChatTarget, InboundMessage, MessageSource, PlatformAdapter};
 use crate::routing::{CachedAgent, routed_session};
 use hermes_agent::commands::{CommandId, Invocation};
 
@@ -163,6 +163,8 @@ async fn run_job(
     };
     cached.approval.set_target(target.clone());
     cached.agent.set_steer_queue(steer);
+    let source = msg.source.clone();
+    record_peer(inner, key, &source, &mut cached).await;
     let session_before = cached.agent.session_id().to_string();
     if let Some(state) = lock(&inner.sessions).get_mut(key) {
         state.approval = Some(cached.approval.clone());
@@ -212,6 +214,7 @@ async fn run_job(
         // `/new` or a reset started a fresh session: the chat's `/model` choice goes with it.
         super::model::carry(inner, &cached).await;
     }
+    record_peer(inner, key, &source, &mut cached).await;
     cached.approval.set_target(None);
     cached.history_version = stored_version(inner, cached.agent.session_id()).await;
     cached.last_active = Utc::now();
@@ -278,7 +281,53 @@ async fn checkout(
         last_active: last.unwrap_or_else(Utc::now),
         approval,
         model_choice,
+        peer_session: String::new(),
     })
+}
+
+/// The chat of `src` as Python's gateway records it on the session row
+/// (`_record_gateway_session_peer`; `origin_json` is its `SessionSource.to_dict()` shape).
+pub(crate) fn gateway_peer(key: &str, src: &MessageSource) -> hermes_store::GatewayPeer {
+    let origin = serde_json::json!({
+        "platform": src.platform,
+        "chat_id": src.chat_id,
+        "chat_name": null,
+        "chat_type": src.chat_type.as_str(),
+        "user_id": src.user_id,
+        "user_name": src.user_name,
+        "thread_id": src.thread_id,
+        "chat_topic": null,
+    });
+    hermes_store::GatewayPeer {
+        source: src.platform.clone(),
+        session_key: key.to_string(),
+        user_id: src.user_id.clone(),
+        chat_id: src.chat_id.clone(),
+        chat_type: Some(src.chat_type.as_str().to_string()),
+        thread_id: src.thread_id.clone(),
+        display_name: None,
+        origin_json: Some(origin.to_string()),
+    }
+}
+
+/// Records the chat on the row of the session the agent is on, once per session (so that
+/// Python's gateway finds, lists and resumes it as one of this chat's sessions). A failure is
+/// logged: the conversation itself is stored either way.
+async fn record_peer(inner: &Inner, key: &str, src: &MessageSource, cached: &mut CachedAgent) {
+    let sid = cached.agent.session_id().to_string();
+    if sid.is_empty() || cached.peer_session == sid {
+        return;
+    }
+    let peer = gateway_peer(key, src);
+    let store = inner.store.clone();
+    let s = sid.clone();
+    match tokio::task::spawn_blocking(move || store.record_gateway_peer(&s, &peer)).await {
+        Ok(Ok(_)) => cached.peer_session = sid,
+        Ok(Err(e)) => {
+            tracing::warn!(session = %sid, error = %e, "could not record the chat on the session")
+        }
+        Err(e) => tracing::warn!(session = %sid, error = %e, "recording the chat failed"),
+    }
 }
 
 fn platform_context(msg: &InboundMessage) -> String {

@@ -24,6 +24,7 @@ pub const HERMES_CONTROL_PATHS: &[&str] = &[
     "hooks",
     "cron",
     "pairing",
+    "platforms/pairing",
     "state.db",
     "state.db-wal",
     "state.db-shm",

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use hermes_cron::{CronjobTool, JobStore, Origin, PlatformMessage, PlatformSender, Scheduler};
+use hermes_cron::{CronjobTool, Origin, PlatformMessage, PlatformSender, Scheduler};
 use hermes_gateway::{ChatTarget, MessageSource, Outbox};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,7 @@ impl GatewayCron {
         let sender: Arc<dyn PlatformSender> = Arc::new(GatewaySender::new(outbox));
         let scheduler = crate::assembly::cron::scheduler_with(app, args, tz, Some(sender))?;
         let tool = CronjobTool::new(
-            JobStore::new(&app.home),
+            crate::assembly::cron::job_store(app),
             Arc::new(hermes_cron::SystemClock),
             tz,
             Some(scheduler.clone()),
