@@ -135,7 +135,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::NewSession;
+    use crate::{NewSession, SessionStore};
 
     #[test]
     fn the_peer_is_recorded_on_the_row_as_python_records_it() {
