@@ -27,6 +27,7 @@ pub fn timezone(app: &App) -> Result<Tz> {
 /// that provider, as in Python), the model is `model.default`.
 pub fn inference_defaults(app: &App) -> DefaultsResolver {
     let (home, env, fallback) = (app.home.clone(), app.env.clone(), app.config.clone());
+    let profile = app.profile.clone();
     Arc::new(move |base_url: Option<&str>| {
         let config = hermes_protocol::config::Config::load(&home.config_file())
             .map(|l| l.config)
@@ -37,6 +38,7 @@ pub fn inference_defaults(app: &App) -> DefaultsResolver {
             config_warnings: Vec::new(),
             startup_notes: Vec::new(),
             env: env.clone(),
+            profile: profile.clone(),
         };
         let args = ChatArgs {
             base_url: base_url.map(str::to_string),
