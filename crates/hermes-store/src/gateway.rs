@@ -135,11 +135,11 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewSession, SessionStore};
+    use crate::NewSession;
 
     #[test]
     fn the_peer_is_recorded_on_the_row_as_python_records_it() {
-        let store = SessionStore::open_in_memory().unwrap();
+        let store = SqliteStore::open_in_memory().unwrap();
         store
             .create_session(&NewSession {
                 id: "s1".into(),
