@@ -207,3 +207,24 @@ async fn the_launcher_cannot_be_replaced_through_the_workspace() {
         "{results}"
     );
 }
+
+/// A workspace that is your home folder (the gateway under systemd starts there) leaves
+/// everything in it but the protected files writable: `doctor` and the start say so.
+#[tokio::test]
+async fn a_workspace_holding_the_home_folder_is_warned_about() {
+    let env = Env::new().await;
+    let text = stdout(&env.run(&["doctor"]).await);
+    assert!(!text.contains("holds your home folder"), "{text}");
+    let out = common::hermes(env.home.path(), env.home.path(), &["doctor"]).await;
+    let text = stdout(&out);
+    assert!(text.contains("warn  the workspace"), "{text}");
+    assert!(text.contains("holds your home folder"), "{text}");
+    env.mock.push(MockResponse::text("Hi."));
+    let out = common::hermes(env.home.path(), env.home.path(), &["chat", "-q", "hi"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds your home folder"),
+        "{}",
+        stderr(&out)
+    );
+}

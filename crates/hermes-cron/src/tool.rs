@@ -123,7 +123,7 @@ impl CronjobTool {
                     script: None,
                     no_agent: false,
                     enabled_toolsets: list_arg(args, "enabled_toolsets"),
-                    workdir: str_arg(args, "workdir"),
+                    workdir: job_workdir(ctx, str_arg(args, "workdir"))?,
                     context_from: list_arg(args, "context_from"),
                     ..NewJob::default()
                 };
@@ -143,7 +143,7 @@ impl CronjobTool {
             }
             "update" => {
                 let key = job_key()?;
-                let patch = JobPatch {
+                let mut patch = JobPatch {
                     name: str_arg(args, "name"),
                     prompt: str_arg(args, "prompt"),
                     schedule: str_arg(args, "schedule"),
@@ -158,6 +158,18 @@ impl CronjobTool {
                 };
                 if patch == JobPatch::default() {
                     return Err("`update` needs at least one field to change".into());
+                }
+                // A new prompt or folder runs under the job's folder: it must lie where this
+                // session may write (a job without one gets the session's).
+                if patch.prompt.is_some() || patch.workdir.is_some() {
+                    let current = match &patch.workdir {
+                        Some(w) => w.clone(),
+                        None => {
+                            let key = key.clone();
+                            self.blocking(move |s, _, _| s.get(&key)).await?.workdir
+                        }
+                    };
+                    patch.workdir = Some(job_workdir(ctx, current)?);
                 }
                 if let Some(d) = &patch.deliver {
                     crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
@@ -223,6 +235,48 @@ impl CronjobTool {
             )),
         }
     }
+}
+
+/// The folder a job the agent creates or re-prompts works in (issue 18): the runs of a job
+/// are sandboxed with that folder as their workspace, so it must lie where the calling
+/// session may write now — its working directory or one of its writable folders — or the
+/// agent could widen its own sandbox by scheduling itself elsewhere (`/`, `~`). Without
+/// one, the job gets the session's working directory rather than the scheduler's. With the
+/// sandbox `off` the folder is taken as given.
+///
+/// # Errors
+/// For the model: the folder does not exist, or lies outside the session's sandbox.
+fn job_workdir(ctx: &ToolContext, given: Option<String>) -> Result<Option<String>, String> {
+    let policy = ctx.policy();
+    if policy.mode == hermes_protocol::config::SandboxMode::Off {
+        return Ok(given);
+    }
+    let cwd = std::fs::canonicalize(&ctx.cwd).unwrap_or_else(|_| ctx.cwd.clone());
+    let Some(given) = given else {
+        return Ok(Some(cwd.display().to_string()));
+    };
+    let dir = std::fs::canonicalize(ctx.resolve_path(&given))
+        .map_err(|e| format!("workdir `{given}` cannot be used: {e}"))?;
+    if !dir.is_dir() {
+        return Err(format!("workdir `{given}` is not a folder"));
+    }
+    let allowed: Vec<&std::path::Path> = std::iter::once(cwd.as_path())
+        .chain(policy.writable.iter().map(std::path::PathBuf::as_path))
+        .collect();
+    if allowed
+        .iter()
+        .any(|a| hermes_tools::sandbox::tree::is_within(&dir, a))
+    {
+        return Ok(Some(dir.display().to_string()));
+    }
+    Err(format!(
+        "workdir `{given}` is outside this session's sandbox: a job may work only where this          session may write ({}); the user can choose another folder with `hermes cron edit          --workdir`",
+        allowed
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 fn str_arg(args: &Value, key: &str) -> Option<String> {

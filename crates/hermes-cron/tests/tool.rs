@@ -209,3 +209,90 @@ fn cron_enabled_defaults_to_true_and_reads_booleans_and_words() {
     let e = read("enabled: sometimes\n").unwrap_err();
     assert_eq!(e, "cron.enabled: expected true or false, got sometimes");
 }
+
+/// A job's runs are sandboxed with its `workdir` as their workspace, so the agent must not
+/// choose a folder wider than its own sandbox: a job at `/` or `~` would let the next run
+/// write everything the session may not (issue 18). Jobs it creates or re-prompts work
+/// where the session may write; without a folder they get the session's, not the
+/// scheduler's. With the sandbox off, the folder is taken as given.
+#[tokio::test(start_paused = true)]
+async fn a_job_cannot_work_outside_the_sessions_sandbox() {
+    let mut f = fixture(false);
+    let ws = tempfile::tempdir().unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    std::fs::create_dir(ws_path.join("sub")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    f.ctx.cwd = ws_path.clone();
+    f.ctx.sandbox = Arc::new(hermes_tools::SandboxSettings {
+        temp_dir: ws_path.join("sub"),
+        ..hermes_tools::SandboxSettings::default()
+    });
+    for wide in ["/", outside.path().to_str().unwrap()] {
+        let (err, v) = f
+            .call(
+                json!({"action": "create", "schedule": "every 1h", "prompt": "p",
+                         "name": "wide", "workdir": wide}),
+            )
+            .await;
+        assert!(err, "{wide}: {v}");
+        assert!(
+            v.as_str()
+                .unwrap()
+                .contains("outside this session's sandbox"),
+            "{v}"
+        );
+    }
+    assert!(JobStore::new(f.home.home()).list().unwrap().is_empty());
+
+    let (err, v) = f
+        .call(json!({"action": "create", "schedule": "every 1h", "prompt": "p", "name": "here"}))
+        .await;
+    assert!(!err, "{v}");
+    let store = JobStore::new(f.home.home());
+    assert_eq!(
+        store.get("here").unwrap().workdir.as_deref(),
+        Some(ws_path.to_str().unwrap())
+    );
+    let (err, v) = f
+        .call(
+            json!({"action": "create", "schedule": "every 1h", "prompt": "p",
+                     "name": "sub", "workdir": "sub"}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(
+        store.get("sub").unwrap().workdir.as_deref(),
+        Some(ws_path.join("sub").to_str().unwrap())
+    );
+    let (err, v) = f
+        .call(json!({"action": "update", "job_id": "here", "workdir": "/"}))
+        .await;
+    assert!(err, "{v}");
+
+    // A job the user placed elsewhere cannot be re-prompted from this session; its schedule
+    // can still change.
+    store
+        .modify("sub", |j| {
+            j.workdir = Some(outside.path().display().to_string())
+        })
+        .unwrap();
+    let (err, v) = f
+        .call(json!({"action": "update", "job_id": "sub", "prompt": "write everywhere"}))
+        .await;
+    assert!(err, "{v}");
+    assert_eq!(store.get("sub").unwrap().prompt, "p");
+    let (err, v) = f
+        .call(json!({"action": "update", "job_id": "sub", "schedule": "every 2h"}))
+        .await;
+    assert!(!err, "{v}");
+
+    f.ctx.sandbox = Arc::new(hermes_tools::SandboxSettings::off());
+    let (err, v) = f
+        .call(
+            json!({"action": "create", "schedule": "every 1h", "prompt": "p",
+                     "name": "off", "workdir": "/"}),
+        )
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(store.get("off").unwrap().workdir.as_deref(), Some("/"));
+}

@@ -402,3 +402,44 @@ async fn silent_sockets_do_not_take_the_listener_down() {
     drop(silent);
     run.cancel.cancel();
 }
+
+/// The signature's hex digits are accepted in either case, so a captured request re-sent
+/// with its signature upper- or mixed-case is the same request: it must not run again
+/// (it did, once per spelling).
+#[tokio::test]
+async fn a_replay_with_the_signature_respelled_does_not_run_again() {
+    let mut run = start(settings()).await;
+    let body = r#"{"chat_id": 1, "user_id": 2, "text": "deploy"}"#;
+    let signature = sign(body).unwrap();
+    assert_eq!(post(&run.url, body, Some(signature.clone())).await.0, 202);
+    let hex = &signature["sha256=".len()..];
+    let mixed: String = hex
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if i % 2 == 0 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect();
+    for respelled in [
+        format!("sha256={}", hex.to_ascii_uppercase()),
+        format!("sha256={mixed}"),
+        format!(" sha256={hex} "),
+    ] {
+        let (status, answer) = post(&run.url, body, Some(respelled.clone())).await;
+        assert_eq!(status, 200, "{respelled}: {answer}");
+        assert_eq!(answer["duplicate"], true, "{respelled}");
+    }
+    assert_eq!(
+        within("the message", run.rx.recv()).await.unwrap().text,
+        "deploy"
+    );
+    assert!(
+        run.rx.try_recv().is_err(),
+        "a respelled replay was forwarded"
+    );
+    run.cancel.cancel();
+}

@@ -388,13 +388,23 @@ fn protected_inside_workspace(failures: &mut Vec<String>) {
     write(&hh.join(".env"), &format!("K={SECRET}\n"));
     write(&hh.join("config.yaml"), "model: m\n");
     write(&hh.join("logs/agent.log"), "log\n");
+    write(&hh.join("scripts/backup.sh"), "echo backup\n");
+    write(&hh.join("cache/models.json"), "{}\n");
+    // Folders on PATH and files other programs run later.
+    write(&w.home.join(".local/bin/tool"), "#!/bin/sh\n");
+    write(&w.home.join(".cargo/bin/cargo"), "#!/bin/sh\n");
+    write(&w.home.join(".bash_aliases"), "alias ll='ls -l'\n");
     let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.home, &hh);
     let before = w.snapshot();
     let out = run(
         &ctx,
         "echo evil >> ~/.bashrc; echo e >> .hermes/config.yaml; cat .hermes/.env; \
          rm -f .bashrc; mv .profile p; mkdir -p .ssh2 .config/systemd/user; \
-         echo k >> .ssh/authorized_keys; echo x > .zshrc; true",
+         echo k >> .ssh/authorized_keys; echo x > .zshrc; \
+         echo evil >> .hermes/scripts/backup.sh; echo x > .hermes/scripts/new.sh; \
+         echo l >> .hermes/logs/agent.log; echo c > .hermes/cache/models.json; \
+         echo evil >> .local/bin/tool; echo x > .local/bin/git; echo x > .cargo/bin/rustc; \
+         echo evil >> .bash_aliases; true",
     );
     let changed: Vec<_> = before
         .iter()
@@ -403,7 +413,11 @@ fn protected_inside_workspace(failures: &mut Vec<String>) {
         .collect();
     check(
         "home as workspace: protected files unchanged",
-        changed.is_empty() && !w.home.join(".zshrc").exists(),
+        changed.is_empty()
+            && !w.home.join(".zshrc").exists()
+            && !hh.join("scripts/new.sh").exists()
+            && !w.home.join(".local/bin/git").exists()
+            && !w.home.join(".cargo/bin/rustc").exists(),
         &format!("{changed:?}"),
         failures,
     );
@@ -416,7 +430,7 @@ fn protected_inside_workspace(failures: &mut Vec<String>) {
     let out = run(
         &ctx,
         "echo more >> projects/readme.md && mkdir -p projects/new && echo n > projects/new/f \
-         && echo l >> .hermes/logs/agent.log && echo ok",
+         && echo ok",
     );
     check(
         "home as workspace: other files and folders stay writable",

@@ -105,12 +105,34 @@ pub fn status(settings: &SandboxSettings) -> (bool, String) {
     }
 }
 
-/// Prints the start-up warning once, when there is one (REPL, one-shot, gateway).
-pub fn warn_at_start(settings: &SandboxSettings) {
+/// Prints the start-up warning once, when there is one (REPL, one-shot, gateway), and the
+/// warning about a workspace that holds your home folder ([`workspace_warning`]).
+pub fn warn_at_start(settings: &SandboxSettings, workspace: &Path) {
     let (warning, text) = status(settings);
     if warning {
         eprintln!("warning: {text}");
     } else {
         tracing::info!("{text}");
     }
+    if let Some(text) = workspace_warning(settings, workspace) {
+        eprintln!("warning: {text}");
+    }
+}
+
+/// A warning when commands may write in `workspace` and it is your home folder or holds it
+/// (the gateway under systemd starts in `~`): everything there but the protected files is
+/// then writable, including configuration other programs run code from.
+pub fn workspace_warning(settings: &SandboxSettings, workspace: &Path) -> Option<String> {
+    if settings.mode != SandboxMode::WorkspaceWrite || settings.backend != Backend::Local {
+        return None;
+    }
+    let home = settings.user_home.as_deref()?;
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (ws, home) = (canonical(workspace), canonical(home));
+    home.starts_with(&ws).then(|| {
+        format!(
+            "the workspace {} holds your home folder: commands may write everything in it but              the protected files (editor and tool settings included); start hermes in a project              folder or set terminal.cwd",
+            ws.display()
+        )
+    })
 }

@@ -19,6 +19,9 @@ pub const HERMES_SECRET_PATHS: &[&str] = &[".env", "auth.json", "mcp-tokens"];
 /// (what runs code later or holds identity and state), besides [`HERMES_SECRET_PATHS`]. The
 /// agent changes memory, skills and cron jobs only through their own tools, which write
 /// in-process, outside the sandbox.
+///
+/// HERMES_HOME as a whole is unwritable unless a writable tree lies inside it (a workspace
+/// under HERMES_HOME); only then does this list alone apply.
 pub const HERMES_CONTROL_PATHS: &[&str] = &[
     "config.yaml",
     "hooks",
@@ -35,6 +38,10 @@ pub const HERMES_CONTROL_PATHS: &[&str] = &[
     "plugins",
     "profiles",
     ".container-mode",
+    "scripts",
+    "bin",
+    "hermes-agent",
+    "logs",
 ];
 
 /// Paths under the user's home that run code later or hold credentials: never written.
@@ -77,6 +84,14 @@ pub const HOME_PROTECTED_PATHS: &[&str] = &[
     ".cargo/credentials",
     ".cargo/credentials.toml",
     ".local/share/keyrings",
+    ".local/bin",
+    "bin",
+    ".cargo/bin",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".bash_aliases",
+    ".tmux.conf",
+    ".config/tmux",
     ".hermes",
 ];
 
@@ -147,8 +162,27 @@ impl SandboxPolicy {
                 push_forms(&mut deny_read, &home.join(name));
             }
         }
+        let mut writable = Vec::new();
+        if inputs.mode == SandboxMode::WorkspaceWrite {
+            for p in [inputs.workspace, inputs.temp_dir, Path::new("/dev/shm")]
+                .into_iter()
+                .chain(inputs.writable_paths.iter().map(PathBuf::as_path))
+            {
+                if let Ok(c) = canonicalize_lenient(p)
+                    && !writable.contains(&c)
+                {
+                    writable.push(c);
+                }
+            }
+        }
         let mut deny_write = deny_read.clone();
         for home in &homes {
+            // Commands have no business writing anywhere in HERMES_HOME, unless the
+            // workspace (or another writable tree) is inside it; then its control files.
+            let canonical = canonicalize_lenient(home).unwrap_or_else(|_| home.clone());
+            if !writable.iter().any(|w| is_within(w, &canonical)) {
+                push_forms(&mut deny_write, home);
+            }
             for name in HERMES_CONTROL_PATHS {
                 push_forms(&mut deny_write, &home.join(name));
             }
@@ -169,19 +203,6 @@ impl SandboxPolicy {
         }
         for p in inputs.protected {
             push_forms(&mut deny_write, p);
-        }
-        let mut writable = Vec::new();
-        if inputs.mode == SandboxMode::WorkspaceWrite {
-            for p in [inputs.workspace, inputs.temp_dir, Path::new("/dev/shm")]
-                .into_iter()
-                .chain(inputs.writable_paths.iter().map(PathBuf::as_path))
-            {
-                if let Ok(c) = canonicalize_lenient(p)
-                    && !writable.contains(&c)
-                {
-                    writable.push(c);
-                }
-            }
         }
         SandboxPolicy {
             mode: inputs.mode,
@@ -316,6 +337,48 @@ mod tests {
         std::fs::write(r.join("uh/.gitconfig"), "").unwrap();
         std::os::unix::fs::symlink(r.join("uh/.gitconfig"), r.join("ws/gc")).unwrap();
         assert!(p.check_write(&r.join("ws/gc")).is_err());
+    }
+
+    #[test]
+    fn hermes_home_is_unwritable_as_a_whole_unless_the_workspace_is_inside_it() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        for s in [
+            "uh/.hermes/logs",
+            "uh/.hermes/scripts",
+            "uh/.local/bin",
+            "tmp",
+        ] {
+            std::fs::create_dir_all(r.join(s)).unwrap();
+        }
+        let hh = r.join("uh/.hermes");
+        let home_ws = policy(
+            SandboxMode::WorkspaceWrite,
+            &r.join("uh"),
+            &r.join("tmp"),
+            &hh,
+            &r.join("uh"),
+        );
+        for p in [
+            "uh/.hermes/logs/agent.log",
+            "uh/.hermes/scripts/x.sh",
+            "uh/.hermes/new",
+            "uh/.local/bin/git",
+        ] {
+            assert!(home_ws.check_write(&r.join(p)).is_err(), "{p}");
+        }
+        assert!(home_ws.check_write(&r.join("uh/notes.txt")).is_ok());
+        // A workspace inside HERMES_HOME stays usable; the control files stay protected.
+        let inside = policy(
+            SandboxMode::WorkspaceWrite,
+            &hh.join("work"),
+            &r.join("tmp"),
+            &hh,
+            &r.join("uh"),
+        );
+        assert!(inside.check_write(&hh.join("work/a.txt")).is_ok());
+        assert!(inside.check_write(&hh.join("scripts/x.sh")).is_err());
+        assert!(inside.check_write(&hh.join("config.yaml")).is_err());
     }
 
     #[test]

@@ -140,6 +140,13 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     );
     let (warning, text) = crate::assembly::sandbox::status(&sandbox);
     report.add(if warning { Level::Warn } else { Level::Ok }, text);
+    let workspace = match &app.config.terminal.cwd {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().unwrap_or_else(|_| app.home.root().to_path_buf()),
+    };
+    if let Some(text) = crate::assembly::sandbox::workspace_warning(&sandbox, &workspace) {
+        report.add(Level::Warn, text);
+    }
 
     let catalog = hermes_context::skills::SkillCatalog::load(&app.home.skills_dir());
     report.add(

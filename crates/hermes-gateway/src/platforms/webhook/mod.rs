@@ -169,7 +169,12 @@ async fn receive(State(state): State<ServerState>, headers: HeaderMap, body: Byt
     };
     let key = match &message.message_id {
         Some(id) => format!("id:{id}"),
-        None => format!("sig:{}", signature.unwrap_or_default()),
+        // The hex digits are accepted in either case (and the header trimmed): every
+        // spelling of one signature is one request.
+        None => format!(
+            "sig:{}",
+            signature.unwrap_or_default().trim().to_ascii_lowercase()
+        ),
     };
     {
         let Ok(mut seen) = state.seen.lock() else {
