@@ -56,7 +56,7 @@ pub use handle::SessionStore;
 pub use leases::{Lease, LeaseAttempt};
 pub use maintenance::{SchemaReport, SearchIndexReport};
 pub use messages::UsageRecord;
-pub use postgres::{PG_SCHEMA_VERSION, PgOptions, PgStore, masked_location};
+pub use postgres::{ImportReport, PG_SCHEMA_VERSION, PgOptions, PgStore, masked_location};
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
 pub use schema::{HERMES_LAYOUT, SCHEMA_VERSION};
 pub use store::{SqliteStore, WRITE_RETRY_BUDGET};

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model;
 pub mod pairing;
+pub mod sessiondb;
 pub mod sessions;
 pub mod shell;
 pub mod skills;
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let profile = profile.as_deref();
     match &cli.command {
         Some(Command::Sessions { action }) => sessions::run(profile, action),
+        Some(Command::Sessiondb { action }) => sessiondb::run(profile, action),
         Some(Command::Config { action }) => config::run(profile, action.as_ref()),
         Some(Command::Model { action }) => model::run(profile, &cli.chat, action.as_ref()).await,
         Some(Command::Mcp { action }) => mcp::run(profile, action).await,

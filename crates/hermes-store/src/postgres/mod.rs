@@ -30,6 +30,7 @@
 mod backend;
 mod config;
 mod db;
+mod import;
 mod messages;
 mod misc;
 mod schema;
@@ -37,6 +38,7 @@ mod search;
 mod sessions;
 
 pub use config::{PgOptions, masked_location};
+pub use import::ImportReport;
 pub use schema::PG_SCHEMA_VERSION;
 
 use std::future::Future;
