@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 
 pub mod custom_providers;
 pub mod python_keys;
+pub mod sessiondb;
 pub mod terminal;
 pub mod web;
 pub use custom_providers::CustomProvider;
 pub use python_keys::IgnoredPythonKeys;
+pub use sessiondb::{PostgresqlConfig, SESSIONDB_DSN_ENV, SessionDbConfig};
 pub use terminal::{
     DEFAULT_DOCKER_IMAGE, SandboxConfig, SandboxMode, TerminalConfig, UnsupportedPolicy,
 };
@@ -59,6 +61,10 @@ pub struct Config {
     pub web: WebConfig,
     /// `delegation:` section — subagents of `delegate_task` (FEATURES §3, §4).
     pub delegation: DelegationConfig,
+    /// `sessiondb:` section — SQLite (default) or PostgreSQL as the session store
+    /// ([`SessionDbConfig`], issue 21).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessiondb: Option<SessionDbConfig>,
     /// Sections of the Python system that this build reads elsewhere or not yet; kept so
     /// that they are not reported as unknown keys.
     pub mcp_servers: Option<yaml_serde::Value>,

@@ -140,6 +140,50 @@ pub enum StoreError {
         /// The decoder's error text.
         detail: String,
     },
+    /// The `sessiondb:` settings are unusable (`config.yaml` or `HERMES_SESSIONDB_DSN`);
+    /// the message names the key. The DSN itself is never part of it (it may hold a
+    /// password).
+    #[error("{detail}")]
+    Config {
+        /// What is wrong, starting with the key (`sessiondb.postgresql.dsn: …`).
+        detail: String,
+    },
+    /// A PostgreSQL statement failed (not a connection loss or serialization conflict,
+    /// which are retried).
+    #[error("session store {db}: {op} failed: {}", pg_detail(source))]
+    Postgres {
+        /// The store operation that failed (the public method name).
+        op: &'static str,
+        /// The server and database (no user, no password).
+        db: String,
+        /// The driver's error.
+        source: tokio_postgres::Error,
+    },
+    /// The PostgreSQL server could not be reached, or kept failing over or aborting the
+    /// transaction (serialization conflicts, deadlocks), for the whole retry budget. Nothing
+    /// was written; the call may be retried.
+    #[error(
+        "session store {db}: {op} gave up after {waited:?}: {detail} (nothing was written; try \
+         again later)"
+    )]
+    Unavailable {
+        /// The store operation.
+        op: &'static str,
+        /// The server and database (no user, no password).
+        db: String,
+        /// How long the store kept retrying.
+        waited: Duration,
+        /// The last failure.
+        detail: String,
+    },
+    /// `hermes sessiondb migrate` cannot go on: the target is not empty (and `--merge` was
+    /// not given), a value cannot be copied, or what was copied does not read back the same.
+    /// Sessions committed before stay, and the next run resumes.
+    #[error("sessiondb migrate: {detail}")]
+    Import {
+        /// What went wrong, naming the table, column and row.
+        detail: String,
+    },
     /// Encoding a value to JSON failed (export or message columns).
     #[error("cannot encode {what} as JSON: {source}")]
     Json {
@@ -151,8 +195,28 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// True for [`StoreError::Busy`]: the write may succeed if retried later.
+    /// True for [`StoreError::Busy`] and [`StoreError::Unavailable`]: the write may succeed
+    /// if retried later.
     pub fn is_busy(&self) -> bool {
-        matches!(self, StoreError::Busy { .. })
+        matches!(
+            self,
+            StoreError::Busy { .. } | StoreError::Unavailable { .. }
+        )
+    }
+}
+
+/// The server's message (with its detail and SQLSTATE) for a database error, else the
+/// driver's text.
+fn pg_detail(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut out = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+            if let Some(detail) = db.detail() {
+                out.push_str(": ");
+                out.push_str(detail);
+            }
+            out
+        }
+        None => e.to_string(),
     }
 }

@@ -25,6 +25,7 @@
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
 mod backend;
+mod choice;
 mod compaction;
 mod cron_runs;
 mod error;
@@ -38,6 +39,7 @@ mod messages;
 mod migrate;
 mod model_choice;
 mod open_files;
+mod postgres;
 mod sanitize;
 mod schema;
 mod search;
@@ -47,6 +49,7 @@ mod types;
 mod versioned;
 
 pub use backend::{Provider, SessionBackend};
+pub use choice::StoreChoice;
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;
@@ -55,6 +58,7 @@ pub use handle::SessionStore;
 pub use leases::{Lease, LeaseAttempt};
 pub use maintenance::{SchemaReport, SearchIndexReport};
 pub use messages::UsageRecord;
+pub use postgres::{ImportReport, PG_SCHEMA_VERSION, PgOptions, PgStore, masked_location};
 pub use sanitize::{MAX_QUERY_CHARS, sanitize_fts_query};
 pub use schema::{HERMES_LAYOUT, SCHEMA_VERSION};
 pub use store::{SqliteStore, WRITE_RETRY_BUDGET};

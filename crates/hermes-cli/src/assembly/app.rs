@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use hermes_protocol::HermesHome;
 use hermes_protocol::config::Config;
-use hermes_store::SessionStore;
+use hermes_store::{SessionStore, StoreChoice};
 
 /// Loaded settings of one invocation.
 pub struct App {
@@ -129,11 +129,24 @@ impl App {
             .0
     }
 
-    /// Opens (creating if needed) `state.db`.
+    /// The session store `sessiondb:` chooses: this home's `state.db` (default), or the
+    /// PostgreSQL database of `HERMES_SESSIONDB_DSN` / `sessiondb.postgresql.dsn`.
+    pub fn store_choice(&self) -> Result<StoreChoice> {
+        Ok(StoreChoice::from_config(
+            self.config.sessiondb.as_ref(),
+            &self.home.state_db(),
+            self.env
+                .get(hermes_protocol::config::SESSIONDB_DSN_ENV)
+                .cloned(),
+        )?)
+    }
+
+    /// Opens (creating if needed) the session store [`App::store_choice`] names.
     pub fn open_store(&self) -> Result<Arc<SessionStore>> {
-        let path = self.home.state_db();
-        let store = SessionStore::open(&path)
-            .with_context(|| format!("opening session store {}", path.display()))?;
+        let choice = self.store_choice()?;
+        let store = choice
+            .open()
+            .with_context(|| format!("opening session store {}", choice.describe()))?;
         Ok(Arc::new(store))
     }
 

@@ -55,6 +55,12 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::commands::sessions::SessionsCmd,
     },
+    /// The session store: migrate a SQLite state.db to PostgreSQL, show which store is used.
+    Sessiondb {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::commands::sessiondb::SessionDbCmd,
+    },
     /// Show or edit persistent memory (MEMORY.md, USER.md).
     Memory {
         /// What to do.

@@ -18,6 +18,7 @@ pub mod model;
 pub mod pairing;
 pub mod prompt_size;
 pub mod redirect;
+pub mod sessiondb;
 pub mod sessions;
 pub mod shell;
 pub mod skills;
@@ -35,6 +36,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
     let chat = cli.conversation();
     match &cli.command {
         Some(Command::Sessions { action }) => sessions::run(profile, action),
+        Some(Command::Sessiondb { action }) => sessiondb::run(profile, action),
         Some(Command::Config { action }) => config::run(profile, action.as_ref()),
         Some(Command::Model { action }) => model::run(profile, &chat, action.as_ref()).await,
         Some(Command::Mcp { action }) => mcp::run(profile, action).await,

@@ -35,8 +35,9 @@ pub fn is_secret_name(name: &str) -> bool {
         // `max_tokens`, `reasoning_tokens`: budgets, not credentials.
         return false;
     }
-    const WORDS: [&str; 10] = [
+    const WORDS: [&str; 11] = [
         "token",
+        "dsn",
         "secret",
         "password",
         "passwd",
@@ -331,6 +332,8 @@ mod tests {
             "key",
             "agent_key",
             "apiKey",
+            "dsn",
+            "HERMES_SESSIONDB_DSN",
         ] {
             assert!(is_secret_name(name), "{name}");
         }

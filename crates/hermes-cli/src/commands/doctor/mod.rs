@@ -6,6 +6,7 @@
 //! `--fix` makes the safe repairs of [`crate::commands::doctor::fix`] and reports what it changed.
 
 pub mod fix;
+mod pgstore;
 
 use std::path::Path;
 
@@ -258,6 +259,16 @@ const DAMAGED_DB: &str = "hermes does not repair it automatically: keep a copy, 
      backup or move the file away so that a new one is created";
 
 fn check_store(app: &App, fix: bool, report: &mut Report) {
+    match app.store_choice() {
+        Ok(hermes_store::StoreChoice::Postgresql(options)) => {
+            return pgstore::check(&options, report);
+        }
+        Ok(hermes_store::StoreChoice::Sqlite(_)) => {}
+        Err(e) => {
+            report.add(Level::Broken, format!("{e:#}"));
+            return;
+        }
+    }
     let path = app.home.state_db();
     if !path.exists() {
         report.add(

@@ -1,10 +1,11 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 //! Optimistic concurrency on a session's history (issue 7 item 4): checked writes are
 //! refused, with nothing written, once `/undo`, `/new` or compression moved the version on —
 //! also when the other writer is a second connection (another process).
 
 use hermes_protocol::Message;
 use hermes_store::{NewSession, SessionStore, StoreError};
+
+use super::Db;
 
 fn session(store: &SessionStore, id: &str) {
     store
@@ -35,10 +36,8 @@ fn version(store: &SessionStore, id: &str) -> u64 {
     store.get_session(id).unwrap().unwrap().history_version
 }
 
-#[test]
-fn checked_writes_succeed_at_the_current_version_and_report_the_new_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+pub fn checked_writes_succeed_at_the_current_version_and_report_the_new_one(db: &Db) {
+    let store = db.open();
     session(&store, "s");
     let a = store
         .append_message_checked("s", &Message::user("one"), None, 0)
@@ -63,12 +62,9 @@ fn checked_writes_succeed_at_the_current_version_and_report_the_new_one() {
     );
 }
 
-#[test]
-fn a_change_from_another_connection_refuses_every_checked_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    let gateway = SessionStore::open(&path).unwrap();
-    let other = SessionStore::open(&path).unwrap();
+pub fn a_change_from_another_connection_refuses_every_checked_write(db: &Db) {
+    let gateway = db.open();
+    let other = db.open();
     session(&gateway, "s");
     gateway
         .append_message_checked("s", &Message::user("one"), None, 0)
@@ -113,10 +109,8 @@ fn a_change_from_another_connection_refuses_every_checked_write() {
     assert_eq!(texts(&gateway, "s"), vec!["one", "three"]);
 }
 
-#[test]
-fn ending_a_session_moves_its_version_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+pub fn ending_a_session_moves_its_version_on(db: &Db) {
+    let store = db.open();
     session(&store, "s");
     store.end_session("s", "user_reset").unwrap();
     assert_eq!(version(&store, "s"), 1);
@@ -130,12 +124,10 @@ fn ending_a_session_moves_its_version_on() {
     ));
 }
 
-#[test]
-fn a_reply_and_its_usage_commit_together_or_not_at_all() {
+pub fn a_reply_and_its_usage_commit_together_or_not_at_all(db: &Db) {
     use hermes_protocol::Usage;
     use hermes_store::UsageRecord;
-    let dir = tempfile::tempdir().unwrap();
-    let store = SessionStore::open(dir.path().join("state.db")).unwrap();
+    let store = db.open();
     session(&store, "s");
     store
         .append_message_checked("s", &Message::user("one"), None, 0)

@@ -1,9 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 //! Subagent sessions (`delegate_task`, FEATURES §4): linked to their parent, never the latest
 //! session, hidden from the session list, not counted twice in the store totals.
 
 use hermes_protocol::{Message, Usage};
-use hermes_store::{NewSession, SUBAGENT_SOURCE, SessionStore};
+use hermes_store::{NewSession, SUBAGENT_SOURCE};
+
+use super::Db;
 
 fn session(id: &str, source: &str, parent: Option<&str>) -> NewSession {
     NewSession {
@@ -24,9 +25,8 @@ fn usage(input: u64, output: u64) -> Usage {
     }
 }
 
-#[test]
-fn subagent_sessions_are_linked_but_never_the_latest_or_listed() {
-    let store = SessionStore::open_in_memory().unwrap();
+pub fn subagent_sessions_are_linked_but_never_the_latest_or_listed(db: &Db) {
+    let store = db.open();
     store
         .create_session(&session("20260101_000000_aaaaaa", "cli", None))
         .unwrap();
@@ -87,9 +87,8 @@ fn subagent_sessions_are_linked_but_never_the_latest_or_listed() {
     assert!(store.find_session("find the bug").unwrap().is_none());
 }
 
-#[test]
-fn stats_do_not_count_a_childs_tokens_twice() {
-    let store = SessionStore::open_in_memory().unwrap();
+pub fn stats_do_not_count_a_childs_tokens_twice(db: &Db) {
+    let store = db.open();
     store.create_session(&session("p1", "cli", None)).unwrap();
     store
         .create_session(&session("c1", SUBAGENT_SOURCE, Some("p1")))
