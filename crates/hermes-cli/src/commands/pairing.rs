@@ -27,6 +27,9 @@ pub enum PairingCmd {
         /// The user's platform id (as shown by `hermes pairing list`).
         user_id: String,
     },
+    /// A Python Hermes `pairing` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Runs `hermes pairing …`.
@@ -35,6 +38,7 @@ pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
     let store = PairingStore::new(PairingStore::dir_for_home(app.home.root()));
     let now = now_unix();
     match action {
+        PairingCmd::Other(words) => Ok(crate::commands::redirect::answer(&["pairing"], words)),
         PairingCmd::List => {
             let overview = store.overview(now)?;
             if overview.pending.is_empty() && overview.approved.is_empty() {
