@@ -16,7 +16,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
-use crate::dispatch::{CANCELLED_TEXT, args_preview, prepare_call, result_preview, run_prepared};
+use crate::dispatch::{CANCELLED_TEXT, call_preview, prepare_call, result_preview, run_prepared};
 
 const TRUNCATED_CALL_TEXT: &str = include_str!("../prompts/truncated_tool_call.md");
 
@@ -98,7 +98,7 @@ impl Agent {
                 let _ = events.send(AgentEvent::ToolStarted {
                     call_id: calls[i].id.clone(),
                     name: calls[i].name.clone(),
-                    args_preview: args_preview(&calls[i].arguments),
+                    args_preview: call_preview(&calls[i].name, &calls[i].arguments),
                 });
             }
             let runnable: Vec<usize> = segment

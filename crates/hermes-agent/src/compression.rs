@@ -132,7 +132,15 @@ impl Agent {
         let budget = self.tail_budget();
         let Some(plan) = self.compressor.plan(&current, budget) else {
             if trigger != CompressTrigger::Threshold {
-                status("context compression: nothing to compress yet".to_string());
+                // Say why (issue 20 item 10): everything is in the parts always kept.
+                let c = &self.opts.compression;
+                status(format!(
+                    "context compression: nothing to compress yet — the {} message(s) so far are all \
+                     in the parts always kept (the first {}, and the last {} or ~{budget} tokens)",
+                    current.len(),
+                    c.protect_first_n,
+                    c.protect_last_n,
+                ));
             }
             return None;
         };
@@ -171,6 +179,14 @@ impl Agent {
         };
         let tokens_before = self.compressor.estimate(&current);
         let tokens_after = self.compressor.estimate(&new_history);
+        if tokens_after >= tokens_before {
+            // A summary longer than what it replaces is not kept (issue 20 item 10).
+            status(format!(
+                "context compression skipped: the result (~{tokens_after} tokens) would not be \
+                 smaller than the conversation now (~{tokens_before} tokens); nothing changed"
+            ));
+            return None;
+        }
         let messages_before = self.history.len();
         if let Err(e) = self.commit_history(new_history).await {
             status(format!(

@@ -32,6 +32,64 @@ pub fn args_preview(arguments: &str) -> String {
     clip(&text.replace(['\n', '\r'], " "), ARGS_PREVIEW_CHARS)
 }
 
+/// The preview of a call of tool `name` with `arguments` (issue 20 item 10): for `todo`
+/// the list itself — `3 items: ✓ read · ▶ fix · ☐ test` (✓ completed, ▶ in progress,
+/// ☐ pending, ✗ cancelled; `read` when the call only reads it), up to 400 chars — and for
+/// `clarify` the question with its choices; every other tool as [`args_preview`].
+pub fn call_preview(name: &str, arguments: &str) -> String {
+    let args = serde_json::from_str::<Value>(arguments).ok();
+    match (name, args) {
+        ("todo", Some(args)) => match args.get("todos").and_then(Value::as_array) {
+            None => "read the list".to_string(),
+            Some(items) => {
+                let shown: Vec<String> = items
+                    .iter()
+                    .map(|item| {
+                        let mark = match item.get("status").and_then(Value::as_str) {
+                            Some("completed") => "✓",
+                            Some("in_progress") => "▶",
+                            Some("cancelled") => "✗",
+                            _ => "☐",
+                        };
+                        let text = item
+                            .get("content")
+                            .and_then(Value::as_str)
+                            .or_else(|| item.get("id").and_then(Value::as_str))
+                            .unwrap_or("");
+                        format!(
+                            "{mark} {}",
+                            text.split_whitespace().collect::<Vec<_>>().join(" ")
+                        )
+                    })
+                    .collect();
+                let merge = args.get("merge").and_then(Value::as_bool) == Some(true);
+                let head = format!(
+                    "{} item{}{}",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" },
+                    if merge { " updated" } else { "" }
+                );
+                clip(&format!("{head}: {}", shown.join(" · ")), 400)
+            }
+        },
+        ("clarify", Some(args)) => {
+            let question = args.get("question").and_then(Value::as_str).unwrap_or("");
+            let choices: Vec<&str> = args
+                .get("choices")
+                .and_then(Value::as_array)
+                .map(|c| c.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let text = if choices.is_empty() {
+                question.to_string()
+            } else {
+                format!("{question} [{}]", choices.join(" | "))
+            };
+            clip(&text.replace(['\n', '\r'], " "), 400)
+        }
+        _ => args_preview(arguments),
+    }
+}
+
 /// A one-line preview of a result (≤ 120 chars of its first non-empty line).
 pub fn result_preview(content: &str) -> String {
     let line = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -126,6 +184,21 @@ mod tests {
         assert_eq!(args_preview(r#"{"command":"ls\n-la"}"#), "ls -la");
         let long = format!(r#"{{"command":"{}"}}"#, "x".repeat(200));
         assert_eq!(args_preview(&long).chars().count(), 80);
+        assert_eq!(
+            call_preview(
+                "todo",
+                r#"{"todos":[{"id":"1","content":"read  the config","status":"completed"},{"id":"2","content":"fix it","status":"in_progress"},{"id":"3","content":"test","status":"pending"}]}"#
+            ),
+            "3 items: ✓ read the config · ▶ fix it · ☐ test"
+        );
+        assert_eq!(call_preview("todo", "{}"), "read the list");
+        assert_eq!(
+            call_preview(
+                "clarify",
+                r#"{"question":"Which one?","choices":["a","b"]}"#
+            ),
+            "Which one? [a | b]"
+        );
         assert_eq!(result_preview("\n\n  first line  \nsecond"), "first line");
     }
 }

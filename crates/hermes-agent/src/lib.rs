@@ -31,7 +31,7 @@ pub use delegate::{
     DELEGATE_TASK, DELEGATION_TOOLSET, DelegateTool, DelegationSettings, MAX_TASKS,
     SUBAGENT_BLOCKED_TOOLS, SUBAGENT_BLOCKED_TOOLSETS, allowed_for_subagent, child_tools,
 };
-pub use dispatch::{args_preview, result_preview};
+pub use dispatch::{args_preview, call_preview, result_preview};
 pub use handle::AgentHandle;
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_S, FiredHooks, HOOK_EVENTS, HookEvent, HookLoadError, HookOutcome,

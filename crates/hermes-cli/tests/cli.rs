@@ -39,7 +39,12 @@ async fn one_shot_answer_on_stdout_progress_on_stderr() {
     let search = env.run(&["sessions", "search", "plants"]).await;
     assert!(stdout(&search).contains("water"), "{}", stdout(&search));
     // The first row under the header.
-    let id = stdout(&list).lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap().to_string();
+    let id = stdout(&list)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
     let show = env.run(&["sessions", "show", &id]).await;
     assert!(stdout(&show).contains("→ read_file"), "{}", stdout(&show));
     let export = env

@@ -72,7 +72,12 @@ async fn a_subagent_runs_and_continue_picks_the_parent() {
     assert_eq!(listed.lines().count(), 2, "header and one row: {listed}");
 
     // `sessions show` links the two; `sessions search` marks the subagent's hits.
-    let parent_id = listed.lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap().to_string();
+    let parent_id = listed
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
     let child_id = result
         .split("\"session_id\":\"")
         .nth(1)

@@ -47,7 +47,12 @@ async fn sessions_export_as_md_and_json() {
         .await;
     let list = env.run_ok(&["sessions", "list"]).await;
     // The first row under the header.
-    let id = stdout(&list).lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap().to_string();
+    let id = stdout(&list)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
 
     let md = stdout(
         &env.run_ok(&["sessions", "export", &id, "--format", "md"])

@@ -545,11 +545,20 @@ impl Config {
                 .location()
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
+            // The location is in the message already (`… at line 3 column 7`); it is said
+            // once, before the message (issue 20 item 10).
+            let mut message = e.to_string();
+            if line > 0 {
+                let suffix = format!(" at line {line} column {column}");
+                if let Some(stripped) = message.strip_suffix(&suffix) {
+                    message = stripped.to_string();
+                }
+            }
             ConfigError::Parse {
                 path: path.to_path_buf(),
                 line,
                 column,
-                message: e.to_string(),
+                message,
             }
         })?;
         let ignored_python = yaml_serde::from_str::<yaml_serde::Value>(text)

@@ -69,6 +69,18 @@ pub async fn start_for_session(
     Some(manager)
 }
 
+/// How many tools the model gets from server `name` — its tools plus the resource and
+/// prompt helpers it advertises, as `hermes mcp test` lists them (issue 20 item 10: `doctor`
+/// and `mcp test` give the same count).
+pub fn exposed_tool_count(manager: &McpManager, name: &str) -> usize {
+    let toolset = format!("mcp-{name}");
+    manager
+        .tools()
+        .iter()
+        .filter(|t| t.toolset() == toolset)
+        .count()
+}
+
 /// A one-line reason for the terminal from an MCP start error: Rust type names in brackets
 /// (`[rmcp::transport::…<…>]`) removed, whitespace collapsed, at most 160 characters. The
 /// whole error goes to the log file.

@@ -44,6 +44,9 @@ pub enum AuthCmd {
         /// The key's label (see `hermes auth list`).
         label: String,
     },
+    /// A Python Hermes `auth` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 fn require_provider(name: &str) -> Result<String> {
@@ -60,6 +63,7 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
     let app = App::load(profile)?;
     let path = app.home.auth_file();
     match cmd {
+        AuthCmd::Other(words) => Ok(crate::commands::redirect::answer(&["auth"], words)),
         AuthCmd::Add {
             provider,
             label,

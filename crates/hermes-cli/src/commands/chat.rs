@@ -112,6 +112,17 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
             _ = tokio::signal::ctrl_c() => handle.interrupt(),
         }
     }
+    // A new session started with `-s` is titled with the user's words, not the skill
+    // preface the message began with (issue 20 item 6).
+    let preloaded = args.skills.as_ref().is_some_and(|s| !s.is_empty());
+    if preloaded
+        && args.resume.is_none()
+        && !args.continue_last
+        && let Some(title) = crate::views::sessions::title_from_text(query)
+        && let Err(e) = kit.store.set_title_numbered(&handle.session_id(), &title)
+    {
+        tracing::warn!(error = %e, "could not title the session");
+    }
     // The session summary (tokens and cost) goes to stderr with the other progress output.
     if !args.quiet {
         eprintln!(

@@ -346,6 +346,20 @@ async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
     match sched.run_now(&job.id, &cancel_on_ctrl_c()).await? {
         Some(rec) => {
             print_run(&rec);
+            // The answer itself, as `chat -q` prints it (issue 20 item 10).
+            if let Some(answer) = rec
+                .output_path
+                .as_deref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|text| {
+                    text.split_once("\n## Response\n\n")
+                        .map(|(_, answer)| answer.trim_end().to_string())
+                })
+                .filter(|a| !a.is_empty())
+            {
+                outln!();
+                outln!("{answer}");
+            }
             Ok(if matches!(rec.status.as_str(), "ok" | "silent") {
                 0
             } else {

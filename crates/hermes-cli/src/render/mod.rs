@@ -514,16 +514,23 @@ impl Renderer {
                 };
                 if show {
                     let verbose = mode == ToolProgress::Verbose;
+                    let todo = (name == "todo")
+                        .then(|| progress::todo_items(&self.skin, &args, width))
+                        .flatten();
+                    let shown_args = todo.as_ref().map_or(args.as_str(), |(head, _)| head);
                     let line = progress::tool_line(
                         &self.skin,
                         &name,
-                        &args,
+                        shown_args,
                         *duration_ms,
                         *ok,
-                        verbose,
+                        verbose || name == "clarify",
                         width,
                     );
                     self.status_line(line);
+                    for item in todo.map(|(_, items)| items).unwrap_or_default() {
+                        self.status_line(item);
+                    }
                     if !ok || verbose {
                         let detail = progress::tool_detail(&self.skin, preview, *ok, width);
                         self.status_line(detail);

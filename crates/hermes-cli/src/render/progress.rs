@@ -93,6 +93,35 @@ pub fn tool_line(
     fill(&truncate(&args, limit))
 }
 
+/// A `todo` call's preview split into its head (`3 items`) and one line per item, drawn
+/// under the tool line (issue 20 item 10: the list, not its JSON). `None` for a preview
+/// without items (a read).
+pub fn todo_items(skin: &Skin, preview: &str, width: usize) -> Option<(String, Vec<Line>)> {
+    let (head, items) = preview.split_once(": ")?;
+    if !head.contains("item") {
+        return None;
+    }
+    let lines = items
+        .split(" · ")
+        .map(|item| {
+            let item = item.trim_end_matches('…');
+            let (mark, text) = item.split_once(' ').unwrap_or(("☐", item));
+            let style = match mark {
+                "✓" => Style::fg(skin.colors.ui_ok),
+                "▶" => Style::fg(skin.colors.ui_accent).bold(),
+                _ => Style::fg(skin.colors.ui_dim),
+            };
+            vec![
+                Span::new("    ", Style::default()),
+                Span::new(mark, style),
+                Span::plain(" "),
+                Span::new(&truncate(text, width.saturating_sub(7)), Style::default()),
+            ]
+        })
+        .collect();
+    Some((head.to_string(), lines))
+}
+
 /// A result or error preview under a tool line (errors always, results in verbose mode).
 pub fn tool_detail(skin: &Skin, preview: &str, ok: bool, width: usize) -> Line {
     let style = if ok {

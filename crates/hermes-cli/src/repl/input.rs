@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use reedline::{
-    ColumnarMenu, EditCommand, EditMode, Emacs, FileBackedHistory, KeyCode, KeyModifiers,
-    MenuBuilder, PromptEditMode, Reedline, ReedlineEvent, ReedlineMenu, ReedlineRawEvent,
-    default_emacs_keybindings,
+    ColumnarMenu, Completer, EditCommand, EditMode, Editor, Emacs, FileBackedHistory, KeyCode,
+    KeyModifiers, Menu, MenuBuilder, MenuEvent, MenuSettings, Painter, PromptEditMode, Reedline,
+    ReedlineEvent, ReedlineMenu, ReedlineRawEvent, Suggestion, default_emacs_keybindings,
 };
 
 use crate::repl::complete::{HermesCompleter, Sources};
@@ -92,9 +92,114 @@ impl EditMode for PasteAwareEmacs {
     }
 }
 
-/// The REPL's editor and the paste store its placeholders refer to. History problems are
-/// reported on stderr and leave the editor without history.
-pub fn build_editor(history_file: &Path, sources: Sources) -> (Reedline, PasteBox) {
+/// reedline's columnar completion menu, quiet when nothing matches (issue 20 item 10): Tab
+/// with no completion draws nothing — no `NO RECORDS FOUND` box, no change of the prompt —
+/// because the menu only counts as open while it has something to show. Everything else is
+/// the columnar menu's own behaviour.
+struct QuietMenu(ColumnarMenu);
+
+impl QuietMenu {
+    /// Nothing to show: the completer answered, with no suggestion.
+    fn empty(&self) -> bool {
+        self.0.get_values().is_empty() && !self.0.results_are_provisional()
+    }
+}
+
+impl Menu for QuietMenu {
+    fn settings(&self) -> &MenuSettings {
+        self.0.settings()
+    }
+    fn is_active(&self) -> bool {
+        self.0.is_active() && !self.empty()
+    }
+    fn set_active(&mut self, active: bool) {
+        self.0.set_active(active)
+    }
+    fn clear_input(&mut self) {
+        self.0.clear_input()
+    }
+    fn on_activate(&mut self) {
+        self.0.on_activate()
+    }
+    fn on_deactivate(&mut self) {
+        self.0.on_deactivate()
+    }
+    fn handle_menu_event(&mut self, event: &MenuEvent) {
+        self.0.handle_menu_event(event)
+    }
+    fn menu_event(&mut self, event: MenuEvent) {
+        self.0.menu_event(event)
+    }
+    fn can_quick_complete(&self) -> bool {
+        self.0.can_quick_complete()
+    }
+    fn can_partially_complete(
+        &mut self,
+        values_updated: bool,
+        editor: &mut Editor,
+        completer: &mut dyn Completer,
+    ) -> bool {
+        self.0
+            .can_partially_complete(values_updated, editor, completer)
+    }
+    fn update_values(&mut self, editor: &mut Editor, completer: &mut dyn Completer) {
+        self.0.update_values(editor, completer)
+    }
+    fn reset_position(&mut self) {
+        self.0.reset_position()
+    }
+    fn reload(&mut self, updated: bool, editor: &mut Editor, completer: &mut dyn Completer) {
+        self.0.reload(updated, editor, completer)
+    }
+    fn update_working_details(
+        &mut self,
+        editor: &mut Editor,
+        completer: &mut dyn Completer,
+        painter: &Painter,
+    ) {
+        self.0.update_working_details(editor, completer, painter)
+    }
+    fn replace_in_buffer(&self, editor: &mut Editor) {
+        self.0.replace_in_buffer(editor)
+    }
+    fn menu_required_lines(&self, terminal_columns: u16) -> u16 {
+        if self.empty() {
+            0
+        } else {
+            self.0.menu_required_lines(terminal_columns)
+        }
+    }
+    fn menu_string(&self, available_lines: u16, use_ansi_coloring: bool) -> String {
+        if self.empty() {
+            String::new()
+        } else {
+            self.0.menu_string(available_lines, use_ansi_coloring)
+        }
+    }
+    fn min_rows(&self) -> u16 {
+        self.0.min_rows()
+    }
+    fn get_values(&self) -> &[Suggestion] {
+        self.0.get_values()
+    }
+    fn results_are_provisional(&self) -> bool {
+        self.0.results_are_provisional()
+    }
+    fn is_awaiting_first_answer(&self) -> bool {
+        self.0.is_awaiting_first_answer()
+    }
+    fn is_visible(&self) -> bool {
+        self.is_active() && !self.is_awaiting_first_answer()
+    }
+    fn set_cursor_pos(&mut self, pos: (u16, u16)) {
+        self.0.set_cursor_pos(pos)
+    }
+}
+
+/// The REPL's editor and the paste store its placeholders refer to; `marker` is the prompt
+/// symbol, kept while the completion menu is open. History problems are reported on stderr
+/// and leave the editor without history.
+pub fn build_editor(history_file: &Path, sources: Sources, marker: &str) -> (Reedline, PasteBox) {
     let mut keybindings = default_emacs_keybindings();
     keybindings.add_binding(
         KeyModifiers::ALT,
@@ -114,7 +219,11 @@ pub fn build_editor(history_file: &Path, sources: Sources) -> (Reedline, PasteBo
         inner: Emacs::new(keybindings),
         pastes: pastes.clone(),
     };
-    let menu = ColumnarMenu::default().with_name(COMPLETION_MENU);
+    let menu = QuietMenu(
+        ColumnarMenu::default()
+            .with_name(COMPLETION_MENU)
+            .with_marker(marker),
+    );
     let mut editor = Reedline::create()
         .with_edit_mode(Box::new(mode))
         .with_completer(Box::new(HermesCompleter::new(sources)))

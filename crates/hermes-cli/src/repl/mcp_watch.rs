@@ -55,7 +55,8 @@ impl McpWatch {
                 )),
                 (Some(false), true, _) => lines.push(format!(
                     "MCP server `{}` is back ({} tools)",
-                    r.name, r.tools
+                    r.name,
+                    crate::assembly::mcp::exposed_tool_count(&self.manager, &r.name)
                 )),
                 _ => {}
             }

@@ -96,9 +96,12 @@ pub async fn run(
     verbose: bool,
 ) -> Result<i32> {
     crate::repl::hangup::watch_stdin();
-    let (mut editor, pastes) =
-        crate::repl::input::build_editor(&info.history_file, info.completion.clone());
     let (display, warnings) = Display::load(&info.home, &info.display, quiet, verbose);
+    let (mut editor, pastes) = crate::repl::input::build_editor(
+        &info.history_file,
+        info.completion.clone(),
+        &display.skin.prompt_symbol,
+    );
     for w in warnings {
         eprintln!("warning: {w}");
     }

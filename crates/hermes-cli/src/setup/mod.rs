@@ -77,7 +77,7 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &SetupArgs) -> Re
         let mut p = Prompter::new(Box::new(stdin.lock()), Box::new(std::io::stdout()), tty);
         interview(&app, chat, args, &mut p).await?
     };
-    apply(&app, &plan, pull).await?;
+    apply(&app, &plan, pull, false).await?;
     Ok(0)
 }
 
@@ -98,15 +98,16 @@ pub async fn offer_if_unconfigured(
     let mut p = Prompter::new(Box::new(stdin.lock()), Box::new(std::io::stdout()), tty);
     p.say("No model provider is configured yet.");
     if !p.confirm("Run the setup wizard now?", true)? {
+        // One sentence per line (issue 20 item 10: the two used to run together).
         eprintln!(
-            "{:#}",
-            with_setup_hint(anyhow::Error::new(ResolveError::NothingConfigured))
+            "Setup skipped. Run `hermes setup` when you are ready, or configure a provider yourself:"
         );
+        eprintln!("{}", configure_options());
         return Ok(None);
     }
     let (plan, pull) = interview(&app, chat, &SetupArgs::default(), &mut p).await?;
     drop(p);
-    apply(&app, &plan, pull).await?;
+    apply(&app, &plan, pull, true).await?;
     App::load(profile).map(Some)
 }
 
@@ -126,10 +127,23 @@ fn is_nothing_configured(e: &anyhow::Error) -> bool {
     )
 }
 
-/// Adds “or run `hermes setup`” to the nothing-configured error; other errors pass through.
+/// The ways to configure a provider, from the nothing-configured message (its lines after
+/// the first).
+fn configure_options() -> String {
+    let text = ResolveError::NothingConfigured.to_string();
+    text.split_once('\n')
+        .map(|(_, rest)| rest.to_string())
+        .unwrap_or(text)
+}
+
+/// Turns the nothing-configured error into one that starts with `hermes setup` and lists
+/// the other ways; other errors pass through.
 pub fn with_setup_hint(e: anyhow::Error) -> anyhow::Error {
     if is_nothing_configured(&e) {
-        e.context("run `hermes setup` to configure hermes in a few questions")
+        anyhow::anyhow!(
+            "no model provider is configured. Run `hermes setup` to configure hermes in a few questions, or configure one of:\n{}",
+            configure_options()
+        )
     } else {
         e
     }
@@ -206,8 +220,10 @@ fn checked_toolsets(app: &App, toolsets: Vec<String>) -> Result<Vec<String>> {
     Ok(toolsets)
 }
 
+/// Every toolset a session can have; with the store, so that `session_search` is among
+/// them (issue 20 item 10).
 fn known_toolsets(app: &App) -> Vec<String> {
-    crate::assembly::tools::build_registry(app, &ChatArgs::default(), None)
+    crate::assembly::tools::build_registry(app, &ChatArgs::default(), app.open_store().ok())
         .map(|r| r.toolset_names())
         .unwrap_or_else(|_| vec![hermes_tools::DEFAULT_TOOLSET.to_string()])
 }
@@ -224,6 +240,94 @@ async fn interview(
         app.home.config_file().display(),
         app.home.env_file().display()
     ));
+    let (mut plan, pull) = choose_model(app, chat, args, p).await?;
+    let known = known_toolsets(app);
+    let current_toolsets = if app.config.toolsets.is_empty() {
+        hermes_tools::DEFAULT_TOOLSET.to_string()
+    } else {
+        app.config.toolsets.join(",")
+    };
+    p.say(&format!("Toolsets: {}", known.join(", ")));
+    plan.toolsets = loop {
+        let answer = p.text(
+            "Toolsets to enable, comma-separated",
+            Some(&current_toolsets),
+        )?;
+        let picked: Vec<String> = answer
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        match picked.iter().find(|t| !known.contains(t)) {
+            Some(bad) => p.say(&format!("  unknown toolset `{bad}`")),
+            None if picked.is_empty() => p.say("  name at least one toolset"),
+            None => break picked,
+        }
+    };
+
+    if p.confirm("Add an MCP server now?", false)? {
+        let name = p.text("Server name", None)?;
+        loop {
+            let target = p.text("Its URL (https://…) or command line", None)?;
+            match mcp_entry(&target) {
+                Ok(entry) => {
+                    plan.mcp = Some((name, entry));
+                    break;
+                }
+                Err(e) => p.say(&format!("  {e}")),
+            }
+        }
+    }
+    Ok((plan, pull))
+}
+
+/// `hermes model` on a terminal (issue 20; Python Hermes' picker): the provider, its key
+/// when it needs one, then a model from the provider's `/models` list (or typed); written
+/// to `config.yaml` (and the key to `.env`) as setup writes them. Returns the exit code.
+pub async fn model_picker(profile: Option<&str>, chat: &ChatArgs) -> Result<i32> {
+    let app = App::load(profile)?;
+    let stdin = std::io::stdin();
+    let tty = stdin.is_terminal();
+    let mut p = Prompter::new(Box::new(stdin.lock()), Box::new(std::io::stdout()), tty);
+    let current = app.config.model.to_config();
+    p.say(&format!(
+        "Model in use: {} on {}. Pick another (Ctrl-C leaves it as it is):",
+        current.default.as_deref().unwrap_or("(none)"),
+        current.provider.as_deref().unwrap_or("(no provider)")
+    ));
+    let (plan, pull) = choose_model(&app, chat, &SetupArgs::default(), &mut p).await?;
+    if let Some((var, key)) = &plan.env_key {
+        write::set_env_var(&app.home.env_file(), var, key)?;
+        println!(
+            "saved {var} in {} (mode 600)",
+            app.home.env_file().display()
+        );
+    }
+    write::apply_config(&app.home.config_file(), &plan)?;
+    println!(
+        "model: {} on {} (in {})",
+        plan.model.as_deref().unwrap_or("the provider's default"),
+        plan.provider,
+        app.home.config_file().display()
+    );
+    if plan.provider == "local" && crate::assembly::runtime::local_model_path(&app).is_none() {
+        if pull {
+            let path = crate::assembly::runtime::pull_model(&app, None).await?;
+            outln!("{}", path.display());
+        } else {
+            println!("the local model is not installed yet: run `hermes model pull` (98 MB)");
+        }
+    }
+    Ok(0)
+}
+
+/// The provider, key and model questions shared by the wizard and `hermes model`.
+async fn choose_model(
+    app: &App,
+    chat: &ChatArgs,
+    args: &SetupArgs,
+    p: &mut Prompter<'_>,
+) -> Result<(Plan, bool)> {
     let current = app.config.model.to_config();
     if let Some(provider) = &current.provider {
         p.say(&format!(
@@ -323,44 +427,6 @@ async fn interview(
             plan.model = Some(model);
         }
     }
-
-    let known = known_toolsets(app);
-    let current_toolsets = if app.config.toolsets.is_empty() {
-        hermes_tools::DEFAULT_TOOLSET.to_string()
-    } else {
-        app.config.toolsets.join(",")
-    };
-    p.say(&format!("Toolsets: {}", known.join(", ")));
-    plan.toolsets = loop {
-        let answer = p.text(
-            "Toolsets to enable, comma-separated",
-            Some(&current_toolsets),
-        )?;
-        let picked: Vec<String> = answer
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        match picked.iter().find(|t| !known.contains(t)) {
-            Some(bad) => p.say(&format!("  unknown toolset `{bad}`")),
-            None if picked.is_empty() => p.say("  name at least one toolset"),
-            None => break picked,
-        }
-    };
-
-    if p.confirm("Add an MCP server now?", false)? {
-        let name = p.text("Server name", None)?;
-        loop {
-            let target = p.text("Its URL (https://…) or command line", None)?;
-            match mcp_entry(&target) {
-                Ok(entry) => {
-                    plan.mcp = Some((name, entry));
-                    break;
-                }
-                Err(e) => p.say(&format!("  {e}")),
-            }
-        }
-    }
     Ok((plan, pull))
 }
 
@@ -422,8 +488,9 @@ async fn pick_model(
     })
 }
 
-/// Writes the plan, downloads the local model when asked, and says what was done.
-async fn apply(app: &App, plan: &Plan, pull: bool) -> Result<()> {
+/// Writes the plan, downloads the local model when asked, and says what was done;
+/// `chat_next` when the REPL starts right after (first run).
+async fn apply(app: &App, plan: &Plan, pull: bool, chat_next: bool) -> Result<()> {
     if let Some((var, key)) = &plan.env_key {
         write::set_env_var(&app.home.env_file(), var, key)?;
         println!(
@@ -452,6 +519,10 @@ async fn apply(app: &App, plan: &Plan, pull: bool) -> Result<()> {
     if let Some((name, _)) = &plan.mcp {
         println!("added MCP server `{name}`; `hermes mcp test {name}` checks it");
     }
-    println!("Done. Run `hermes` to start chatting; `hermes doctor` checks the setup.");
+    if chat_next {
+        println!("Done. Starting the chat; `hermes doctor` checks the setup later.");
+    } else {
+        println!("Done. Run `hermes` to start chatting; `hermes doctor` checks the setup.");
+    }
     Ok(())
 }

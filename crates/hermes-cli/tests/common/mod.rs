@@ -97,6 +97,7 @@ impl Env {
     }
 }
 pub mod driver;
+pub mod term;
 
 /// `hermes args…` with a fresh pseudo-terminal as stdin, stdout and stderr (HERMES_HOME and
 /// HOME from `env`, NO_COLOR, TERM=xterm, nothing else of the machine's environment but

@@ -86,7 +86,17 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     }
     let app = App::load(profile)?;
 
-    match crate::assembly::runtime::resolve_runtime(&app, args) {
+    let resolved = crate::assembly::runtime::resolve_runtime(&app, args);
+    // The local model matters only when it is the one in use (issue 20 item 10).
+    let needs_local = match &resolved {
+        Ok(rt) => rt.api_mode == hermes_llm::ApiMode::Local,
+        Err(_) => true,
+    };
+    let in_use = resolved
+        .as_ref()
+        .map(|rt| format!("{} on {}", rt.model, rt.provider))
+        .unwrap_or_default();
+    match resolved {
         Ok(rt) => {
             report.add(
                 Level::Ok,
@@ -125,9 +135,15 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
             "local.model_path is set but the file is missing (relative paths are looked up in \
              HERMES_HOME/models/)",
         ),
-        None => report.add(
+        None if needs_local => report.add(
             Level::Warn,
             "no local model installed (`hermes model pull` gives hermes an offline model)",
+        ),
+        None => report.add(
+            Level::Ok,
+            format!(
+                "no local model installed (not needed: sessions use {in_use}; `hermes model pull` adds an offline one)"
+            ),
         ),
     }
 
@@ -364,7 +380,11 @@ async fn check_mcp(app: &App, report: &mut Report) {
         match &r.state {
             hermes_mcp::server::ServerState::Ready => report.add(
                 Level::Ok,
-                format!("MCP server {}: ready, {} tools", r.name, r.tools),
+                format!(
+                    "MCP server {}: ready, {} tools",
+                    r.name,
+                    crate::assembly::mcp::exposed_tool_count(&manager, &r.name)
+                ),
             ),
             hermes_mcp::server::ServerState::Failed(e) => {
                 report.add(Level::Broken, format!("MCP server {}: {e}", r.name))

@@ -6,6 +6,7 @@ pub mod cron;
 #[cfg(test)]
 mod cron_e2e;
 pub mod process_memory;
+pub mod service;
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -15,7 +16,6 @@ use anyhow::{Result, anyhow};
 use clap::Subcommand;
 use hermes_agent::Agent;
 use hermes_gateway::config::GatewayConfig;
-use hermes_gateway::status::{GatewayStatus, pairing_overview};
 use hermes_gateway::{AgentFactory, AgentSpec, Gateway, PlatformAdapter};
 use hermes_protocol::HermesHome;
 use tokio_util::sync::CancellationToken;
@@ -30,8 +30,22 @@ use crate::commands::gateway::cron::GatewayCron;
 pub enum GatewayCmd {
     /// Serve every configured messaging platform until Ctrl-C or SIGTERM.
     Run,
-    /// Configured platforms, credentials present, access rules, pairing and routed sessions.
+    /// Configured platforms, credentials present, access rules, pairing, routed sessions and
+    /// the service's state.
     Status,
+    /// Install the gateway as a systemd user service and start it.
+    Install,
+    /// Stop the service and remove its unit.
+    Uninstall,
+    /// Start the installed service.
+    Start,
+    /// Stop the service.
+    Stop,
+    /// Restart the service.
+    Restart,
+    /// A Python Hermes `gateway` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Builds gateway agents from the CLI's model resolution, tools and prompt.
@@ -317,15 +331,31 @@ fn spawn_api(
 pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) -> Result<i32> {
     let app = App::load(profile)?;
     app.warn_config();
+    let home = app.home.root().to_path_buf();
+    match action {
+        GatewayCmd::Install => return service::install(profile, &home),
+        GatewayCmd::Uninstall => return service::uninstall(profile, &home),
+        GatewayCmd::Start => return service::control(profile, &home, "start"),
+        GatewayCmd::Stop => return service::control(profile, &home, "stop"),
+        GatewayCmd::Restart => return service::control(profile, &home, "restart"),
+        GatewayCmd::Other(words) => {
+            return Ok(crate::commands::redirect::answer(&["gateway"], words));
+        }
+        GatewayCmd::Status | GatewayCmd::Run => {}
+    }
     let config = gateway_config(&app, profile)?;
     match action {
         GatewayCmd::Status => {
             let store = app.open_store()?;
-            let routed = store.count_session_keys()?;
-            let pairing = pairing_overview(&app.home)?;
-            let mut status = GatewayStatus::collect(&config, &app.env, &pairing, routed);
-            status.cron_scheduler = cron_scheduler_enabled(&app)?;
-            println!("{status}");
+            let (text, _) = crate::views::platforms::status_text(
+                &app.home,
+                &app.config,
+                &app.env,
+                profile,
+                &store,
+            )?;
+            println!("{text}");
+            println!("{}", service::status_line(profile));
             Ok(0)
         }
         GatewayCmd::Run => {
@@ -345,6 +375,13 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             eprintln!("gateway stopped");
             Ok(0)
         }
+        // Answered above.
+        GatewayCmd::Install
+        | GatewayCmd::Uninstall
+        | GatewayCmd::Start
+        | GatewayCmd::Stop
+        | GatewayCmd::Restart
+        | GatewayCmd::Other(_) => Ok(2),
     }
 }
 

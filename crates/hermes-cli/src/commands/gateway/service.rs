@@ -24,7 +24,8 @@ fn unit_dir() -> Result<PathBuf> {
     let config = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(
-            std::env::var_os("HOME").context("HOME is not set; cannot find the systemd user folder")?,
+            std::env::var_os("HOME")
+                .context("HOME is not set; cannot find the systemd user folder")?,
         )
         .join(".config"),
     };
@@ -139,7 +140,10 @@ pub fn uninstall(profile: Option<&str>, home: &std::path::Path) -> Result<i32> {
     let path = unit_path(profile)?;
     let name = service_name(profile);
     if !path.exists() {
-        outln!("{name} is not installed ({} does not exist)", path.display());
+        outln!(
+            "{name} is not installed ({} does not exist)",
+            path.display()
+        );
         return Ok(0);
     }
     match systemctl(&["disable", "--now", &name]) {
@@ -161,7 +165,9 @@ pub fn control(profile: Option<&str>, home: &std::path::Path, verb: &str) -> Res
     let path = unit_path(profile)?;
     let name = service_name(profile);
     if !path.exists() {
-        eprintln!("{name} is not installed; `hermes gateway install` sets it up (or run `hermes gateway run`)");
+        eprintln!(
+            "{name} is not installed; `hermes gateway install` sets it up (or run `hermes gateway run`)"
+        );
         return Ok(1);
     }
     match systemctl(&[verb, &name]) {
@@ -190,7 +196,10 @@ pub fn status_line(profile: Option<&str>) -> String {
         return format!("service: {name} not installed (`hermes gateway install`)");
     }
     match systemctl(&["is-active", &name]) {
-        Ok((_, state)) => format!("service: {name} {}", state.lines().next().unwrap_or("unknown")),
+        Ok((_, state)) => format!(
+            "service: {name} {}",
+            state.lines().next().unwrap_or("unknown")
+        ),
         Err(reason) => format!("service: {name} installed; state unknown: {reason}"),
     }
 }

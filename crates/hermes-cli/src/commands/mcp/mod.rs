@@ -68,12 +68,16 @@ pub enum McpCmd {
         /// Server name.
         name: String,
     },
+    /// A Python Hermes `mcp` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Runs `hermes mcp …`; returns the exit code.
 pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
     let app = App::load(profile)?;
     match action {
+        McpCmd::Other(words) => Ok(crate::commands::redirect::answer(&["mcp"], words)),
         McpCmd::List => {
             let specs = configured(&app);
             if specs.is_empty() {

@@ -51,6 +51,9 @@ pub enum SkillsCmd {
         /// Skill name.
         name: String,
     },
+    /// A Python Hermes `skills` action hermes does not have.
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 /// Runs a skills subcommand; returns the process exit code.
@@ -58,6 +61,7 @@ pub fn run(profile: Option<&str>, action: &SkillsCmd) -> Result<i32> {
     let app = App::load(profile)?;
     let root = app.home.skills_dir();
     match action {
+        SkillsCmd::Other(words) => Ok(crate::commands::redirect::answer(&["skills"], words)),
         SkillsCmd::List => {
             print!("{}", list_text(&root));
             Ok(0)
