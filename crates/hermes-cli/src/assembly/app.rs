@@ -208,6 +208,8 @@ pub fn nearest_known_key(key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn unknown_keys_get_the_nearest_known_one() {
         assert_eq!(
@@ -223,5 +225,25 @@ mod tests {
             super::near_miss_hint("unknown key `toolset` (ignored)"),
             "; did you mean `toolsets`?"
         );
+    }
+
+    #[test]
+    fn non_ascii_is_stripped_from_credential_variables_only() {
+        let mut env: BTreeMap<String, String> = [
+            ("OPENROUTER_API_KEY", "sk-or-\u{028b}1\u{200b}"),
+            ("SLACK_BOT_TOKEN", "xoxb-ok"),
+            ("GREETING", "grüß dich"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut notes = Vec::new();
+        strip_non_ascii_credentials(&mut env, &mut notes);
+        assert_eq!(env["OPENROUTER_API_KEY"], "sk-or-1");
+        assert_eq!(env["SLACK_BOT_TOKEN"], "xoxb-ok");
+        assert_eq!(env["GREETING"], "grüß dich");
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("OPENROUTER_API_KEY contained 2 non-ASCII characters"));
+        assert!(!notes[0].contains("sk-or"), "never the value: {}", notes[0]);
     }
 }

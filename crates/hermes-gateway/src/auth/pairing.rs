@@ -806,6 +806,18 @@ mod tests {
         assert!(s.is_approved("telegram", "5").unwrap());
         s.migrate().unwrap();
         assert!(!s.dir().join("_limits.json").exists());
+        // The old files stay beside, under names neither program reads.
+        for name in [
+            "_limits.json",
+            "telegram-pending.json",
+            "telegram-approved.json",
+        ] {
+            let kept = s.dir().join(format!("{name}.bak-hermes-list"));
+            assert!(kept.is_file(), "{name}");
+        }
+        let again = std::fs::read_dir(s.dir()).unwrap().count();
+        s.migrate().unwrap();
+        assert_eq!(std::fs::read_dir(s.dir()).unwrap().count(), again, "once");
         let limits = read(&s, "_rate_limits.json");
         assert_eq!(limits["telegram:7"], 1000.0);
         assert_eq!(limits["_failures:telegram"], 2.0);

@@ -13,7 +13,8 @@
 //!
 //! Earlier hermes releases wrote lists (`[{"code", "user_id", …}]`, `[{"user_id", …}]`) and
 //! `_limits.json`; [`migrate_dir`] rewrites them once in the format above (a pending code kept
-//! in plain text is hashed with a fresh salt, so it stays approvable by both programs). Every
+//! in plain text is hashed with a fresh salt, so it stays approvable by both programs), keeping
+//! each old file beside it as `<name>.bak-hermes-list` for going back to such a release. Every
 //! key either program does not know is kept as it is.
 
 use std::path::{Path, PathBuf};
@@ -235,6 +236,8 @@ pub(crate) fn migrate_dir(dir: &Path) -> Result<Vec<PathBuf>, PairingError> {
         let path = entry.path();
         if is_legacy_list(&path) {
             let obj = load(&path, kind)?;
+            let backup = backup_path(&path);
+            std::fs::copy(&path, &backup).map_err(io(&backup))?;
             save(dir, &path, &obj)?;
             done.push(path);
         }
@@ -246,11 +249,23 @@ pub(crate) fn migrate_dir(dir: &Path) -> Result<Vec<PathBuf>, PairingError> {
         let mut limits = load(&target, Kind::Limits)?;
         merge_legacy_limits(&old, &mut limits);
         save(dir, &target, &limits)?;
-        std::fs::remove_file(&legacy).map_err(io(&legacy))?;
+        let backup = backup_path(&legacy);
+        std::fs::rename(&legacy, &backup).map_err(io(&legacy))?;
         done.push(legacy);
     }
     Ok(done)
 }
+
+/// Where [`migrate_dir`] keeps a file as an earlier hermes release wrote it (a name neither
+/// program reads as a pairing file), for going back to that release.
+pub(crate) fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(LEGACY_SUFFIX);
+    path.with_file_name(name)
+}
+
+/// The suffix of those copies.
+pub(crate) const LEGACY_SUFFIX: &str = ".bak-hermes-list";
 
 /// Python's `_merge_pairing_dir`: the `*.json` objects of `alternate` (the pairing directory
 /// not in use) are merged into the same-named files of `active`, entries already in `active`
