@@ -149,6 +149,15 @@ impl SessionBackend for PgStore {
         self.run(move |db| async move { db.route_session(&key).await })
     }
 
+    fn record_gateway_peer(
+        &self,
+        session_id: &str,
+        peer: &crate::GatewayPeer,
+    ) -> Result<bool, StoreError> {
+        let (id, peer) = (session_id.to_string(), peer.clone());
+        self.run(move |db| async move { db.record_gateway_peer(&id, &peer).await })
+    }
+
     fn append_message(
         &self,
         session_id: &str,

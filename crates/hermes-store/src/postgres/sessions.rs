@@ -281,6 +281,40 @@ impl Db {
         })
     }
 
+    /// The PostgreSQL form of [`crate::SqliteStore::record_gateway_peer`]: the same columns,
+    /// the same rule (a peer without a session key changes nothing).
+    pub(crate) async fn record_gateway_peer(
+        &self,
+        id: &str,
+        peer: &crate::GatewayPeer,
+    ) -> Result<bool, StoreError> {
+        if id.is_empty() || peer.session_key.is_empty() {
+            return Ok(false);
+        }
+        write_tx!(self, "record_gateway_peer", |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE sessions SET session_key = $2, source = $3, user_id = $4, \
+                     chat_id = $5, chat_type = $6, thread_id = $7, \
+                     display_name = COALESCE($8, display_name), \
+                     origin_json = COALESCE($9, origin_json) WHERE id = $1",
+                    &[
+                        &id,
+                        &peer.session_key,
+                        &peer.source,
+                        &peer.user_id,
+                        &peer.chat_id,
+                        &peer.chat_type,
+                        &peer.thread_id,
+                        &peer.display_name,
+                        &peer.origin_json,
+                    ],
+                )
+                .await?;
+            Ok(n > 0)
+        })
+    }
+
     pub(crate) async fn set_title_numbered(
         &self,
         id: &str,

@@ -375,3 +375,29 @@ pub fn routed_key_count_and_last_activity(db: &Db) {
     assert_eq!(store.last_activity("a").unwrap(), None);
     assert_eq!(store.last_activity("missing").unwrap(), None);
 }
+
+pub fn a_gateway_peer_is_recorded_on_its_session(db: &Db) {
+    let store = db.open();
+    store.create_session(&new_session("g1", "cli")).unwrap();
+    let peer = hermes_store::GatewayPeer {
+        source: "telegram".into(),
+        session_key: "agent:main:telegram:dm:42".into(),
+        user_id: Some("42".into()),
+        chat_id: Some("42".into()),
+        chat_type: Some("dm".into()),
+        ..Default::default()
+    };
+    assert!(store.record_gateway_peer("g1", &peer).unwrap());
+    let rec = store
+        .latest_session_for_key("agent:main:telegram:dm:42")
+        .unwrap()
+        .expect("the peer's key finds the session");
+    assert_eq!(rec.id, "g1");
+    assert_eq!(rec.source, "telegram");
+    assert!(!store.record_gateway_peer("missing", &peer).unwrap());
+    let keyless = hermes_store::GatewayPeer {
+        session_key: String::new(),
+        ..peer.clone()
+    };
+    assert!(!store.record_gateway_peer("g1", &keyless).unwrap());
+}
