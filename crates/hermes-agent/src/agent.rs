@@ -282,6 +282,11 @@ impl Agent {
         &self.redactor
     }
 
+    /// The session store this agent writes to.
+    pub fn store(&self) -> Arc<SessionStore> {
+        self.deps.store.clone()
+    }
+
     /// The current session id.
     pub fn session_id(&self) -> &str {
         &self.session_id

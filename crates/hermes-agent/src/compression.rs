@@ -179,6 +179,18 @@ impl Agent {
         };
         let tokens_before = self.compressor.estimate(&current);
         let tokens_after = self.compressor.estimate(&new_history);
+        if tokens_after >= tokens_before && !summarized {
+            // The fallback found no old tool output to shorten: nothing changes, and the
+            // warning above already said why (case C17: every message is kept).
+            let n = self.history.len();
+            return Some(CompressionReport {
+                messages_before: n,
+                messages_after: n,
+                tokens_before,
+                tokens_after: tokens_before,
+                summarized,
+            });
+        }
         if tokens_after >= tokens_before {
             // A summary longer than what it replaces is not kept (issue 20 item 10).
             status(format!(

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
+use crate::lease::{LeaseError, TurnLease};
 
 /// A running agent. Dropping the handle closes the op queue; the task ends after the
 /// current turn.
@@ -36,6 +37,7 @@ impl AgentHandle {
         let task_client = next_client.clone();
         let task = tokio::spawn(async move {
             let mut agent = agent;
+            let mut last_lease = (String::new(), 0i64);
             while let Some(op) = ops_rx.recv().await {
                 if let Some(client) = task_client.lock().ok().and_then(|mut c| c.take()) {
                     agent.set_client(client);
@@ -44,6 +46,23 @@ impl AgentHandle {
                 if let Ok(mut slot) = task_current.lock() {
                     *slot = token.clone();
                 }
+                // One turn per session across front ends and processes (issue 18 §4).
+                let lease = match op {
+                    Op::UserInput { .. } | Op::Retry | Op::Undo { .. } | Op::Compress { .. } => {
+                        match session_lease(&mut agent, &mut last_lease, &ev_tx, &token).await {
+                            Ok(lease) => Some(lease),
+                            Err(outcome) => {
+                                let _ = ev_tx.send(AgentEvent::TurnFinished {
+                                    outcome,
+                                    final_text: String::new(),
+                                    usage: Usage::default(),
+                                });
+                                continue;
+                            }
+                        }
+                    }
+                    _ => None,
+                };
                 match op {
                     Op::UserInput { text } => {
                         agent.run_turn(&text, &ev_tx, token).await;
@@ -118,6 +137,9 @@ impl AgentHandle {
                     }
                     Op::Interrupt => {}
                     Op::Shutdown => break,
+                }
+                if let Some(lease) = lease {
+                    lease.release().await;
                 }
             }
             // A background review still running is not cut off by the shutdown.
@@ -210,4 +232,55 @@ fn status_and_finish(events: &UnboundedSender<AgentEvent>, message: &str) {
         final_text: String::new(),
         usage: Usage::default(),
     });
+}
+
+/// Takes the store lease of the agent's session for one op, waiting while another front
+/// end or process runs a turn on it (said once, as a status line; Ctrl-C stops waiting).
+/// When someone else ran a turn since this agent's last lease of the session (the fencing
+/// token is not the next one), the history is reloaded first. Errors: the outcome to report instead of
+/// running — `Interrupted` when the wait was cancelled, `Failed` when the store cannot give
+/// a lease (the op does not run unguarded).
+async fn session_lease(
+    agent: &mut Agent,
+    last: &mut (String, i64),
+    events: &UnboundedSender<AgentEvent>,
+    cancel: &CancellationToken,
+) -> Result<TurnLease, TurnOutcome> {
+    let store = agent.store();
+    let sid = agent.session_id().to_string();
+    let first = TurnLease::try_acquire(&store, &sid, "cli").await;
+    let (lease, waited) = match first {
+        Ok(lease) => (lease, false),
+        Err(LeaseError::Busy { holder, .. }) => {
+            let _ = events.send(AgentEvent::Status {
+                message: format!(
+                    "this session is running a turn elsewhere ({holder}); waiting for it to end \
+                     (Ctrl-C stops waiting)"
+                ),
+            });
+            match TurnLease::acquire_waiting(&store, &sid, "cli", cancel).await {
+                Ok((lease, _)) => (lease, true),
+                Err(LeaseError::Cancelled(_)) => return Err(TurnOutcome::Interrupted),
+                Err(e) => return Err(lease_failed(events, &e)),
+            }
+        }
+        Err(e) => return Err(lease_failed(events, &e)),
+    };
+    // Tokens of one session only: after `/new` or `/resume` the agent has just loaded it.
+    let others_ran = last.0 == sid && last.1 != 0 && lease.token() != last.1 + 1;
+    if waited || others_ran {
+        // A session not stored yet (no first message) has nothing to reload.
+        if let Err(e) = agent.resume(&sid).await {
+            tracing::debug!(session = %sid, error = %e, "no stored history to reload");
+        }
+    }
+    *last = (sid, lease.token());
+    Ok(lease)
+}
+
+fn lease_failed(events: &UnboundedSender<AgentEvent>, e: &LeaseError) -> TurnOutcome {
+    let _ = events.send(AgentEvent::Status {
+        message: format!("error: the session store cannot guard this turn ({e}); nothing ran"),
+    });
+    TurnOutcome::Failed
 }

@@ -245,7 +245,7 @@ async fn nothing_configured_points_at_setup() {
     let out = hermes(home.path(), cwd.path(), &["chat", "-q", "hello"]).await;
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("run `hermes setup`"), "{err}");
+    assert!(err.contains("Run `hermes setup`"), "{err}");
     assert!(err.contains("no model provider is configured"), "{err}");
 
     // The REPL without a terminal says so, and points at the flag form of setup.

@@ -182,6 +182,26 @@ pub fn finish(
     })
 }
 
+/// Gives back the lease of run `run_id` without recording a run (its due time was fired by
+/// another scheduler): the job keeps its last status; one whose repeat limit that due time
+/// reached is removed, as [`finish`] removes it. Does nothing when the lease belongs to
+/// another run.
+pub fn abandon(store: &JobStore, job_id: &str, run_id: &str) -> Result<(), JobStoreError> {
+    store.update(|jobs| {
+        let Some(i) = jobs.iter().position(|j| j.id == job_id) else {
+            return Ok((false, ()));
+        };
+        if jobs[i].lease.as_ref().is_none_or(|l| l.run_id != run_id) {
+            return Ok((false, ()));
+        }
+        jobs[i].lease = None;
+        if jobs[i].repeat_exhausted() {
+            jobs.remove(i);
+        }
+        Ok((true, ()))
+    })
+}
+
 /// Clears leases that lapsed before `now`, recording the run as interrupted; a job whose
 /// lapsed run was the last its repeat limit allows is removed (the run counted when it was
 /// claimed, as in [`finish`]).

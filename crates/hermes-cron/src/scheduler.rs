@@ -99,6 +99,9 @@ pub struct Scheduler {
     config: SchedulerConfig,
 }
 
+/// Claim scope of fired due times in the session store ([`Scheduler::tick`]).
+pub const FIRE_SCOPE: &str = "cron";
+
 /// What one tick did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TickReport {
@@ -157,6 +160,7 @@ impl Scheduler {
             if claims.is_empty() {
                 return Ok(report);
             }
+            let claims = self.fire_once(claims).await?;
             let mut set = tokio::task::JoinSet::new();
             for c in claims {
                 let me = self.clone();
@@ -174,6 +178,39 @@ impl Scheduler {
                 return Ok(report);
             }
         }
+    }
+
+    /// Keeps the claims whose due time no other scheduler on the same session store fired
+    /// (issue 21 item 4: replicas with their own `jobs.json` copies still fire each due
+    /// time once): each due time is claimed in the store as `cron` /
+    /// `<job id>@<due time>`; a due time claimed before is not run here, and its file lease
+    /// is given back ([`claim::abandon`]). When the store cannot answer, the run goes ahead
+    /// (a missed run is worse than a doubtful one; the file lease still holds on one host).
+    async fn fire_once(&self, claims: Vec<Claim>) -> Result<Vec<Claim>, JobStoreError> {
+        let mut kept = Vec::with_capacity(claims.len());
+        for c in claims {
+            let Some(due) = c.due_at else {
+                kept.push(c);
+                continue;
+            };
+            let key = format!("{}@{}", c.job.id, due.to_rfc3339());
+            let (db, owner) = (self.log.db().clone(), self.config.owner.clone());
+            let first = blocking(move || Ok(db.claim(FIRE_SCOPE, &key, &owner, None))).await?;
+            match first {
+                Ok(true) => kept.push(c),
+                Ok(false) => {
+                    tracing::info!(job = %c.job.id, due = %due, "due time already fired by another scheduler; skipped");
+                    let (store, job_id, run_id) =
+                        (self.store.clone(), c.job.id.clone(), c.run_id.clone());
+                    blocking(move || claim::abandon(&store, &job_id, &run_id)).await?;
+                }
+                Err(e) => {
+                    tracing::warn!(job = %c.job.id, error = %e, "could not claim the due time in the session store; running it");
+                    kept.push(c);
+                }
+            }
+        }
+        Ok(kept)
     }
 
     /// Runs job `key` now (`hermes cron run`), leaving its schedule unchanged (C41). Returns

@@ -20,10 +20,11 @@ mod error;
 mod factory;
 pub mod idle;
 pub mod keys;
-pub mod lease;
+pub use hermes_agent::lease;
 pub mod outbox;
 mod platform;
 pub mod platforms;
+pub mod replica;
 pub mod routing;
 pub mod runner;
 #[cfg(any(feature = "api-server", feature = "webhook"))]

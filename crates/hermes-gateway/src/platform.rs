@@ -210,4 +210,12 @@ pub trait PlatformAdapter: Send + Sync {
 
     /// Shows "typing…" in the chat for a few seconds; platforms without it return `Ok`.
     async fn typing(&self, target: &ChatTarget) -> Result<(), PlatformError>;
+
+    /// True when the platform allows one inbound connection per bot (Telegram long
+    /// polling, Discord's gateway, Slack Socket Mode): gateway replicas on one PostgreSQL
+    /// store then run [`PlatformAdapter::run`] on one replica at a time, under a leader
+    /// lease ([`crate::replica`]). Sending works from every replica.
+    fn single_connection(&self) -> bool {
+        false
+    }
 }

@@ -48,6 +48,11 @@ pub struct CachedAgent {
     /// The session whose row last got this chat's user and chat columns (Python's gateway
     /// peer, [`hermes_store::GatewayPeer`]); empty before the first record.
     pub peer_session: String,
+    /// Fencing token of the session lease of this agent's last turn (0: none yet). Tokens
+    /// grow by one per acquisition, so a next lease of exactly one more means nobody else —
+    /// no other front end, process or replica — ran a turn on the session in between;
+    /// anything else reloads the history first.
+    pub lease_token: i64,
 }
 
 /// Bounded LRU of idle agents, keyed by session key (ARCHITECTURE §6).

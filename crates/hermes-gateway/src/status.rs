@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::auth::pairing::{PairingOverview, PairingStore, now_unix};
 use crate::config::GatewayConfig;
 use crate::platform::ChatTarget;
+use crate::replica::{LEADER_PREFIX, REPLICA_PREFIX};
+use hermes_store::Lease;
 
 /// The platforms the gateway knows, with the env vars that must be set for each. The API
 /// server counts as configured when `API_SERVER_ENABLED` is true (1/true/yes/on); its key is
@@ -40,7 +42,7 @@ pub struct PlatformStatus {
 }
 
 /// What `hermes gateway status` shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GatewayStatus {
     /// One entry per known platform.
     pub platforms: Vec<PlatformStatus>,
@@ -49,6 +51,13 @@ pub struct GatewayStatus {
     /// Whether `gateway run` runs its cron scheduler (`cron.enabled`, default true; the
     /// front end reads it, [`GatewayStatus::collect`] starts from true).
     pub cron_scheduler: bool,
+    /// Replica leases in the session store (`replica:<id>`, [`crate::replica`]); empty
+    /// when none was read.
+    pub replicas: Vec<Lease>,
+    /// Leader leases of single-connection platforms (`leader:<platform>`).
+    pub leaders: Vec<Lease>,
+    /// Unix seconds the leases were read at (to tell live from expired ones).
+    pub leases_read_at: f64,
 }
 
 impl GatewayStatus {
@@ -90,6 +99,9 @@ impl GatewayStatus {
             platforms,
             routed_sessions,
             cron_scheduler: true,
+            replicas: Vec::new(),
+            leaders: Vec::new(),
+            leases_read_at: 0.0,
         }
     }
 }
@@ -127,10 +139,47 @@ impl fmt::Display for GatewayStatus {
         }
         writeln!(f, "routed sessions: {}", self.routed_sessions)?;
         if self.cron_scheduler {
-            write!(f, "cron scheduler: on")
+            write!(f, "cron scheduler: on")?;
         } else {
-            write!(f, "cron scheduler: off (cron.enabled: false)")
+            write!(f, "cron scheduler: off (cron.enabled: false)")?;
         }
+        let now = self.leases_read_at;
+        let live: Vec<&Lease> = self
+            .replicas
+            .iter()
+            .filter(|l| l.expires_at > now)
+            .collect();
+        if !self.replicas.is_empty() {
+            write!(f, "\nreplicas: {} running", live.len())?;
+        }
+        for l in &self.replicas {
+            let id = l
+                .session_id
+                .strip_prefix(REPLICA_PREFIX)
+                .unwrap_or(&l.session_id);
+            if l.expires_at > now {
+                write!(
+                    f,
+                    "\n  replica {id}: lease for {:.0} s more",
+                    l.expires_at - now
+                )?;
+            } else {
+                write!(
+                    f,
+                    "\n  replica {id}: stopped (lease expired {:.0} s ago)",
+                    now - l.expires_at
+                )?;
+            }
+        }
+        for l in &self.leaders {
+            let platform = l
+                .session_id
+                .strip_prefix(LEADER_PREFIX)
+                .unwrap_or(&l.session_id);
+            let state = if l.expires_at > now { "" } else { " (expired)" };
+            write!(f, "\nleader of {platform}: {}{state}", l.holder)?;
+        }
+        Ok(())
     }
 }
 

@@ -153,8 +153,11 @@ impl PlatformAdapter for FakeAdapter {
     }
 }
 
+/// The sequence number of the next [`message`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 /// An inbound text from `user` (display name `name-<user>`) in chat `chat` of `platform`,
-/// with message id `m-<text>`.
+/// with message id `m-<text>-<n>` (unique: the gateway drops a repeated id).
 pub fn message(
     platform: &str,
     chat_type: ChatType,
@@ -171,7 +174,11 @@ pub fn message(
             user_id: Some(user.into()),
             user_name: Some(format!("name-{user}")),
         },
-        message_id: Some(format!("m-{text}")),
+        // Unique per message, as platforms give them (the gateway drops a repeated id).
+        message_id: Some(format!(
+            "m-{text}-{}",
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        )),
         text: text.into(),
         reply_to: None,
         reply_to_text: None,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use hermes_protocol::{Message, Usage};
 
+use crate::claims::ClaimRecord;
 use crate::cron_runs::CronRun;
 use crate::error::StoreError;
 use crate::gateway::GatewayPeer;
@@ -45,7 +46,7 @@ impl Provider {
 
 /// The session store's operations: sessions, messages (each committed when complete),
 /// search, usage, the history version, compaction, subagents, gateway routing, model choice,
-/// cron runs, session leases, and the health checks `hermes doctor` runs.
+/// cron runs, session and named leases, claims, and the health checks `hermes doctor` runs.
 ///
 /// Object safe: callers hold an `Arc<dyn SessionBackend>` inside [`crate::SessionStore`].
 /// The documentation of each method is on the SQLite implementation's method of the same
@@ -168,6 +169,23 @@ pub trait SessionBackend: Send + Sync {
     fn renew_lease(&self, lease: &mut Lease, ttl: Duration) -> Result<bool, StoreError>;
     fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError>;
     fn break_lease(&self, session_id: &str) -> Result<bool, StoreError>;
+    fn leases(&self, prefix: &str) -> Result<Vec<Lease>, StoreError>;
+
+    // Claims: inbound de-duplication and cron fires across processes.
+    fn claim(
+        &self,
+        scope: &str,
+        key: &str,
+        holder: &str,
+        payload: Option<&str>,
+    ) -> Result<bool, StoreError>;
+    fn finish_claim(&self, scope: &str, key: &str) -> Result<bool, StoreError>;
+    fn release_claim(&self, scope: &str, key: &str, holder: &str) -> Result<bool, StoreError>;
+    fn open_claims(&self, scope: &str, limit: usize) -> Result<Vec<ClaimRecord>, StoreError>;
+    fn get_claim(&self, scope: &str, key: &str) -> Result<Option<ClaimRecord>, StoreError>;
+    fn adopt_claim(&self, scope: &str, key: &str, from: &str, to: &str)
+    -> Result<bool, StoreError>;
+    fn prune_claims(&self, before: f64) -> Result<usize, StoreError>;
 
     // Health and maintenance (`hermes doctor`).
     fn stats(&self) -> Result<StoreStats, StoreError>;
@@ -246,6 +264,14 @@ impl SessionBackend for crate::store::SqliteStore {
         fn renew_lease(&self, lease: &mut Lease, ttl: Duration) -> Result<bool, StoreError>;
         fn release_lease(&self, lease: &Lease) -> Result<bool, StoreError>;
         fn break_lease(&self, session_id: &str) -> Result<bool, StoreError>;
+        fn leases(&self, prefix: &str) -> Result<Vec<Lease>, StoreError>;
+        fn claim(&self, scope: &str, key: &str, holder: &str, payload: Option<&str>) -> Result<bool, StoreError>;
+        fn finish_claim(&self, scope: &str, key: &str) -> Result<bool, StoreError>;
+        fn release_claim(&self, scope: &str, key: &str, holder: &str) -> Result<bool, StoreError>;
+        fn open_claims(&self, scope: &str, limit: usize) -> Result<Vec<ClaimRecord>, StoreError>;
+        fn get_claim(&self, scope: &str, key: &str) -> Result<Option<ClaimRecord>, StoreError>;
+        fn adopt_claim(&self, scope: &str, key: &str, from: &str, to: &str) -> Result<bool, StoreError>;
+        fn prune_claims(&self, before: f64) -> Result<usize, StoreError>;
         fn stats(&self) -> Result<StoreStats, StoreError>;
         fn schema_version(&self) -> Result<i64, StoreError>;
         fn schema_check(&self) -> Result<SchemaReport, StoreError>;

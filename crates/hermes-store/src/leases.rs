@@ -62,6 +62,22 @@ fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Fences a taken-over holder off `session_id`'s history: bumps the session's history
+/// version, which every write of a turn checks in its own transaction
+/// ([`crate::SessionBackend::append_message_checked`] and the other checked forms), so the
+/// old holder's next write fails with [`StoreError::HistoryChanged`] instead of
+/// interleaving with the new holder's turn. Named leases that are not sessions
+/// (`replica:…`, `leader:…`) have no history and are left alone.
+fn fence_off(tx: &rusqlite::Transaction<'_>, session_id: &str) -> rusqlite::Result<()> {
+    let is_session = tx
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .exists([session_id])?;
+    if is_session {
+        crate::messages::bump_version(tx, session_id)?;
+    }
+    Ok(())
+}
+
 /// Creates the lease table if it is missing (called once when the store opens).
 pub(crate) fn create_table(store: &SqliteStore) -> Result<(), StoreError> {
     store.write("create_lease_table", |tx| {
@@ -73,7 +89,9 @@ pub(crate) fn create_table(store: &SqliteStore) -> Result<(), StoreError> {
 impl SqliteStore {
     /// Takes the lease of `session_id` for `holder` for `ttl`, unless another holder has an
     /// unexpired one. The caller's own unexpired lease is taken again with a new token. Runs
-    /// in one write transaction, so two processes cannot both acquire.
+    /// in one write transaction, so two processes cannot both acquire. Taking over another
+    /// holder's expired lease also fences that holder off the session's history (its later
+    /// checked writes fail with [`StoreError::HistoryChanged`]).
     ///
     /// Errors: [`StoreError::Sqlite`] / [`StoreError::Busy`] from the write.
     pub fn acquire_lease(
@@ -103,6 +121,11 @@ impl SqliteStore {
                     holder: current.clone(),
                     expires_in: Duration::from_secs_f64((expires_at - t).max(0.0)),
                 });
+            }
+            let taken_over =
+                matches!(&row, Some((current, _, _)) if !current.is_empty() && current != holder);
+            if taken_over {
+                fence_off(tx, session_id).map_err(&err)?;
             }
             let token = row.map_or(1, |(_, token, _)| token + 1);
             let expires_at = t + ttl.as_secs_f64();
@@ -171,12 +194,18 @@ impl SqliteStore {
     /// Errors: as [`SqliteStore::acquire_lease`].
     pub fn break_lease(&self, session_id: &str) -> Result<bool, StoreError> {
         let changed = self.write("break_lease", |tx| {
-            tx.execute(
-                "UPDATE hermes_session_leases SET holder = '', expires_at = 0 \
-                 WHERE session_id = ?1 AND holder != ''",
-                params![session_id],
-            )
-            .map_err(self.sql_err("break_lease"))
+            let err = self.sql_err("break_lease");
+            let n = tx
+                .execute(
+                    "UPDATE hermes_session_leases SET holder = '', expires_at = 0 \
+                     WHERE session_id = ?1 AND holder != ''",
+                    params![session_id],
+                )
+                .map_err(&err)?;
+            if n == 1 {
+                fence_off(tx, session_id).map_err(&err)?;
+            }
+            Ok(n)
         })?;
         Ok(changed == 1)
     }

@@ -26,6 +26,7 @@
 
 mod backend;
 mod choice;
+mod claims;
 mod compaction;
 mod cron_runs;
 mod error;
@@ -50,6 +51,7 @@ mod versioned;
 
 pub use backend::{Provider, SessionBackend};
 pub use choice::StoreChoice;
+pub use claims::ClaimRecord;
 pub use cron_runs::{CronDelivery, CronRun};
 pub use error::StoreError;
 pub use export::Format;

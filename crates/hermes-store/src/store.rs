@@ -154,6 +154,7 @@ impl SqliteStore {
         };
         store.migrate(path)?;
         crate::leases::create_table(&store)?;
+        crate::claims::create_table(&store)?;
         Ok(store)
     }
 

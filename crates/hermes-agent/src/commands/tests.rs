@@ -1,3 +1,4 @@
+use super::instead::INSTEAD;
 use super::*;
 use std::collections::HashSet;
 

@@ -1,6 +1,7 @@
 //! The gateway's platforms as `hermes gateway status` and `/platforms` show them: which
 //! platforms are configured, which credentials are present, the access rules, pending
-//! pairing codes, routed chats and whether the cron scheduler runs inside the gateway
+//! pairing codes, routed chats, whether the cron scheduler runs inside the gateway, and the
+//! gateway replicas on the session store with the leaders of single-connection platforms
 //! (`hermes_gateway::status`).
 
 use std::collections::BTreeMap;
@@ -31,5 +32,8 @@ pub fn status_text(
     let mut status = GatewayStatus::collect(&gateway, env, &pairing, routed);
     status.cron_scheduler = hermes_cron::CronSettings::scheduler_enabled(config.cron.as_ref())
         .map_err(|e| anyhow!("{}: {e}", home.config_file().display()))?;
+    status.replicas = store.leases(hermes_gateway::replica::REPLICA_PREFIX)?;
+    status.leaders = store.leases(hermes_gateway::replica::LEADER_PREFIX)?;
+    status.leases_read_at = hermes_gateway::replica::unix_now();
     Ok((status.to_string(), warnings))
 }

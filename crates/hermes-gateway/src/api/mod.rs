@@ -62,6 +62,7 @@ pub fn api_router(state: ApiState) -> Router {
         ));
     Router::new()
         .route("/health", get(health))
+        .route("/health/ready", get(ready))
         .merge(protected)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -168,6 +169,46 @@ async fn require_key(State(state): State<ApiState>, request: Request, next: Next
 
 async fn health() -> Response {
     axum::Json(serde_json::json!({"status": "ok"})).into_response()
+}
+
+/// How long the readiness probe waits for the session store.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Readiness (issue 21 item 5): 200 `{"status":"ready","store":…}` when the session store
+/// answers within [`READY_TIMEOUT`], else 503 with `Retry-After` and the reason, so a load
+/// balancer stops sending turns to a replica that cannot store them. `/health` stays the
+/// liveness answer (the process serves).
+async fn ready(State(state): State<ApiState>) -> Response {
+    let store = state.inner.store.clone();
+    let provider = store.provider().as_str();
+    let probe = tokio::time::timeout(
+        READY_TIMEOUT,
+        tokio::task::spawn_blocking(move || store.schema_version()),
+    )
+    .await;
+    let why = match probe {
+        Ok(Ok(Ok(_))) => {
+            return axum::Json(serde_json::json!({"status": "ready", "store": provider}))
+                .into_response();
+        }
+        Ok(Ok(Err(e))) => e.to_string(),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {} s", READY_TIMEOUT.as_secs()),
+    };
+    let mut r = (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(serde_json::json!({
+            "status": "unavailable",
+            "store": provider,
+            "error": format!("the session store is unreachable: {why}"),
+        })),
+    )
+        .into_response();
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("5"),
+    );
+    r
 }
 
 async fn models() -> Response {

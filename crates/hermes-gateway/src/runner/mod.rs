@@ -16,7 +16,7 @@ pub mod pending;
 pub mod reset;
 mod worker;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use crate::factory::AgentFactory;
 use crate::idle::{Activity, MemoryRelease};
 use crate::keys::session_key;
 use crate::platform::{ChatTarget, InboundMessage, PlatformAdapter};
+use crate::replica::{Replica, inbound_key};
 use crate::routing::AgentCache;
 use approval::ApprovalSlot;
 use commands::{ChatInput, help_text};
@@ -64,6 +65,9 @@ pub(crate) struct SessionState {
     approval: Option<Arc<ApprovalSlot>>,
     /// `/stop` was sent: the cancelled job is dropped, not run later.
     stopped: bool,
+    /// Inbound claims of the messages queued or taken by a turn, marked done when the turn
+    /// that took them ended ([`crate::replica`]).
+    claims: Vec<String>,
 }
 
 pub(crate) struct Inner {
@@ -90,6 +94,8 @@ pub(crate) struct Inner {
     pub(crate) activity: Activity,
     /// What the idle release does beyond the store's cache ([`Gateway::set_memory_release`]).
     pub(crate) memory_release: Mutex<Option<Arc<dyn MemoryRelease>>>,
+    /// This process as a replica on the store: inbound de-duplication and adoption.
+    pub(crate) replica: Arc<Replica>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -138,7 +144,6 @@ impl Gateway {
                 config,
                 adapters,
                 factory,
-                store,
                 home,
                 sessions: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
@@ -148,6 +153,8 @@ impl Gateway {
                 front_ends: Mutex::new(Vec::new()),
                 activity: Activity::new(),
                 memory_release: Mutex::new(None),
+                replica: Arc::new(Replica::new(store.clone())),
+                store,
             }),
         }
     }
@@ -196,10 +203,22 @@ impl Gateway {
         }
         let (tx, mut rx) = mpsc::channel::<InboundMessage>(256);
         let adapters = TaskTracker::new();
+        // Replicas share one PostgreSQL store; on SQLite there is one gateway per home.
+        let replicated = self.inner.store.provider() == hermes_store::Provider::Postgresql;
         for adapter in self.inner.adapters.values() {
             let adapter = adapter.clone();
             let tx = tx.clone();
             let token = cancel.child_token();
+            if replicated && adapter.single_connection() {
+                let (store, holder) = (
+                    self.inner.store.clone(),
+                    self.inner.replica.id().to_string(),
+                );
+                adapters.spawn(crate::replica::run_as_leader(
+                    adapter, tx, token, store, holder,
+                ));
+                continue;
+            }
             adapters.spawn(async move {
                 if let Err(e) = adapter.run(tx, token).await {
                     tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
@@ -215,7 +234,9 @@ impl Gateway {
             None,
             serde_json::json!({ "platforms": platforms }),
         );
-        tracing::info!(?platforms, "gateway running");
+        tracing::info!(?platforms, replica = %self.inner.replica.id(), "gateway running");
+        let beat = cancel.child_token();
+        let beat_task = tokio::spawn(self.clone().replica_heartbeat(beat.clone()));
         let idle = cancel.child_token();
         let idle_task = self.inner.config.idle_release_after.map(|after| {
             tokio::spawn(crate::idle::release_when_idle(
@@ -248,7 +269,57 @@ impl Gateway {
         adapters.close();
         self.shutdown().await;
         adapters.wait().await;
+        beat.cancel();
+        let _ = beat_task.await;
+        let replica = self.inner.replica.clone();
+        let _ = tokio::task::spawn_blocking(move || replica.leave()).await;
         Ok(())
+    }
+
+    /// This process's replica heartbeat until `cancel`: renews the replica lease every
+    /// third of [`crate::replica::REPLICA_TTL`], adopts and serves the open messages of dead
+    /// replicas, and now and then deletes old done claims.
+    async fn replica_heartbeat(self, cancel: CancellationToken) {
+        let mut beats: u64 = 0;
+        let platforms: HashSet<String> = self.inner.adapters.keys().cloned().collect();
+        loop {
+            let replica = self.inner.replica.clone();
+            let platforms = platforms.clone();
+            let adopted = tokio::task::spawn_blocking(move || {
+                replica.beat()?;
+                if beats.is_multiple_of(720) {
+                    replica.prune()?;
+                }
+                let mut adopted = Vec::new();
+                // Only messages of platforms this process serves (replicas may differ).
+                let served = |key: &str| key.split(':').next().is_some_and(|p| platforms.contains(p));
+                for orphan in replica.orphans(64)?.into_iter().filter(|o| served(&o.key)) {
+                    if let Some(msg) = replica.adopt(&orphan)? {
+                        tracing::info!(key = %orphan.key, from = %orphan.holder, "took over a message of a stopped replica");
+                        adopted.push(msg);
+                    }
+                }
+                Ok::<_, hermes_store::StoreError>(adopted)
+            })
+            .await;
+            match adopted {
+                Ok(Ok(messages)) => {
+                    for msg in messages {
+                        if cancel.is_cancelled() {
+                            break;
+                        }
+                        self.handle_claimed(msg).await;
+                    }
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "replica heartbeat failed"),
+                Err(e) => tracing::warn!(error = %e, "replica heartbeat task failed"),
+            }
+            beats += 1;
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = tokio::time::sleep(crate::replica::REPLICA_TTL / 3) => {}
+            }
+        }
     }
 
     /// Interrupts running turns, waits for workers (bounded), saves the messages still
@@ -286,10 +357,15 @@ impl Gateway {
         if !leftover.is_empty() {
             let home = self.inner.home.clone();
             let count = leftover.len();
+            let keys: Vec<String> = leftover.iter().filter_map(inbound_key).collect();
             let saved = tokio::task::spawn_blocking(move || pending::save(&home, &leftover)).await;
             match saved {
                 Ok(Ok(())) => {
                     tracing::info!(count, "queued messages saved; the next start serves them");
+                    // The next start claims them again; unsaved, their open claims are
+                    // adopted instead (by another replica, or by the next start).
+                    let replica = self.inner.replica.clone();
+                    let _ = tokio::task::spawn_blocking(move || replica.release(&keys)).await;
                 }
                 Ok(Err(e)) => tracing::error!(count, error = %e, "could not save queued messages"),
                 Err(e) => tracing::error!(count, error = %e, "could not save queued messages"),
@@ -301,15 +377,56 @@ impl Gateway {
     /// Handles one inbound message: authorization first (unauthorized messages never reach
     /// an agent), then chat commands, then the session's queue. Returns once the message is
     /// queued or answered, not when its turn ends.
+    ///
+    /// A message with a platform message id is claimed in the store first
+    /// ([`crate::replica`]): a message another replica — or this process before a restart —
+    /// already took is dropped here.
     pub async fn handle(&self, msg: InboundMessage) {
+        if self.inner.stopping.is_cancelled() {
+            return;
+        }
+        let replica = self.inner.replica.clone();
+        let probe = msg.clone();
+        match tokio::task::spawn_blocking(move || replica.claim(&probe)).await {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => {
+                tracing::info!(
+                    platform = %msg.source.platform,
+                    "dropped a message that was delivered before (another replica or an earlier run took it)"
+                );
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(platform = %msg.source.platform, error = %e, "could not claim an inbound message; serving it unclaimed");
+            }
+            Err(e) => tracing::warn!(error = %e, "inbound claim task failed"),
+        }
+        self.handle_claimed(msg).await;
+    }
+
+    /// [`Gateway::handle`] for a message this replica holds the claim of (a new one, or one
+    /// adopted from a dead replica). Only a message that reaches a session's queue keeps its
+    /// claim open until its turn ends; every other outcome (ignored, answered at once, a
+    /// command) marks it done here.
+    async fn handle_claimed(&self, msg: InboundMessage) {
+        let claim = inbound_key(&msg);
+        let queued = self.route(msg).await;
+        if !queued && let Some(key) = claim {
+            let replica = self.inner.replica.clone();
+            let _ = tokio::task::spawn_blocking(move || replica.finish(&[key])).await;
+        }
+    }
+
+    /// Authorizes and routes `msg`; true when it was queued as a message for a turn.
+    async fn route(&self, msg: InboundMessage) -> bool {
         let inner = &self.inner;
         if inner.stopping.is_cancelled() {
-            return;
+            return false;
         }
         inner.activity.touch();
         let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
             tracing::warn!(platform = %msg.source.platform, "message from a platform without adapter");
-            return;
+            return false;
         };
         let auth = inner.auth.clone();
         let src = msg.source.clone();
@@ -318,12 +435,12 @@ impl Gateway {
             .unwrap_or(Decision::Ignore);
         match decision {
             Decision::Allow => {}
-            Decision::Ignore => return,
+            Decision::Ignore => return false,
             Decision::Reply(text) => {
                 if let Some(target) = ChatTarget::reply_to(&msg) {
                     reply(adapter.as_ref(), &target, &text).await;
                 }
-                return;
+                return false;
             }
         }
         let key = session_key(&msg.source, &inner.config.keys);
@@ -337,11 +454,13 @@ impl Gateway {
                 let mut msg = msg;
                 msg.text = text;
                 self.enqueue(key, Job::Message(msg), false);
+                true
             }
             ChatInput::Reply(text) => {
                 if let Some(target) = ChatTarget::reply_to(&msg) {
                     reply(adapter.as_ref(), &target, &text).await;
                 }
+                false
             }
             ChatInput::Command(inv) => {
                 let store = inner.store.clone();
@@ -358,7 +477,8 @@ impl Gateway {
                     session.as_deref(),
                     serde_json::json!({ "session_key": key, "command": inv.name, "text": msg.text }),
                 );
-                self.command(key, inv, msg, adapter).await
+                self.command(key, inv, msg, adapter).await;
+                false
             }
         }
     }
@@ -408,6 +528,11 @@ impl Gateway {
     fn enqueue(&self, key: String, job: Job, urgent: bool) {
         let mut sessions = lock(&self.inner.sessions);
         let state = sessions.entry(key.clone()).or_default();
+        if let Job::Message(msg) = &job
+            && let Some(claim) = inbound_key(msg)
+        {
+            state.claims.push(claim);
+        }
         let running = state.worker && state.cancel.is_some();
         if !state.worker {
             state.queue.push_back(job);

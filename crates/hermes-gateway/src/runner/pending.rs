@@ -72,7 +72,13 @@ impl super::Inner {
         let mut leftover = super::lock(&self.leftover);
         for job in state.queue.drain(..) {
             match job {
-                super::Job::Message(m) | super::Job::Command(_, m) => leftover.push(m),
+                super::Job::Message(m) | super::Job::Command(_, m) => {
+                    // Its claim goes with it (released once it is saved, not marked done).
+                    if let Some(key) = crate::replica::inbound_key(&m) {
+                        state.claims.retain(|k| k != &key);
+                    }
+                    leftover.push(m);
+                }
             }
         }
     }

@@ -3,6 +3,7 @@
 //! delivers the reply.
 
 use crate::lease::{LeaseError, TurnLease};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -18,6 +19,7 @@ use crate::config::{BusyInputMode, ToolProgress};
 use crate::delivery::{DeliveryOptions, StreamingReply, ToolProgressMode};
 use crate::factory::AgentSpec;
 use crate::platform::{ChatTarget, InboundMessage, MessageSource, PlatformAdapter};
+use crate::replica::inbound_key;
 use crate::routing::{CachedAgent, routed_session};
 use hermes_agent::commands::{CommandId, Invocation};
 
@@ -99,6 +101,7 @@ pub(crate) async fn run(inner: Arc<Inner>, key: String) {
         let msg = match &job {
             Job::Message(m) | Job::Command(_, m) => m.clone(),
         };
+        let ran_turn = permit.is_some() && matches!(job, Job::Message(_));
         if permit.is_some() || matches!(job, Job::Command(..)) {
             run_job(&inner, &key, job, token, steer.clone()).await;
         } else if let Job::Message(m) = job {
@@ -108,9 +111,25 @@ pub(crate) async fn run(inner: Arc<Inner>, key: String) {
         }
         drop(permit);
         // Under the lock that `enqueue` uses, so no steered message can slip in between.
+        let mut done_claims = Vec::new();
         if let Some(state) = lock(&inner.sessions).get_mut(&key) {
             state.cancel = None;
             state.approval = None;
+            if ran_turn {
+                // The turn took every message not still queued (coalesced, steered).
+                let queued: HashSet<String> = state
+                    .queue
+                    .iter()
+                    .filter_map(|j| match j {
+                        Job::Message(m) => inbound_key(m),
+                        Job::Command(..) => None,
+                    })
+                    .collect();
+                let (done, open): (Vec<String>, Vec<String>) =
+                    state.claims.drain(..).partition(|k| !queued.contains(k));
+                state.claims = open;
+                done_claims = done;
+            }
             let leftover = steer.drain();
             if !leftover.is_empty() {
                 // Steered messages the turn did not take run next, as one message.
@@ -120,6 +139,10 @@ pub(crate) async fn run(inner: Arc<Inner>, key: String) {
                 follow.reply_to_text = None;
                 state.queue.push_front(Job::Message(follow));
             }
+        }
+        if !done_claims.is_empty() {
+            let replica = inner.replica.clone();
+            let _ = tokio::task::spawn_blocking(move || replica.finish(&done_claims)).await;
         }
     }
 }
@@ -282,6 +305,7 @@ async fn checkout(
         approval,
         model_choice,
         peer_session: String::new(),
+        lease_token: 0,
     })
 }
 
@@ -417,21 +441,32 @@ async fn turn(
     let sid = cached.agent.session_id().to_string();
     let lease = match TurnLease::acquire_waiting(&inner.store, &sid, "gateway", &token).await {
         Ok((lease, waited)) => {
-            if waited && let Err(e) = cached.agent.resume(&sid).await {
+            let others_ran = cached.lease_token != 0 && lease.token() != cached.lease_token + 1;
+            if (waited || others_ran)
+                && let Err(e) = cached.agent.resume(&sid).await
+            {
                 tracing::warn!(session = %sid, error = %e, "could not reload the session");
             }
-            Some(lease)
+            cached.lease_token = lease.token();
+            lease
         }
         Err(LeaseError::Cancelled(_)) => return TurnOutcome::Interrupted,
         Err(e) => {
-            tracing::warn!(session = %sid, error = %e, "running the turn without a session lease");
-            None
+            // Fail closed: without the lease the turn could interleave with another one.
+            tracing::warn!(session = %sid, error = %e, "no session lease; the turn does not run");
+            if let Some(t) = target {
+                reply(
+                    adapter.as_ref(),
+                    t,
+                    "Sorry, I cannot reach my session store right now; please try again shortly.",
+                )
+                .await;
+            }
+            return TurnOutcome::Failed;
         }
     };
     let outcome = turn_leased(inner, cached, adapter, target, text, token).await;
-    if let Some(lease) = lease {
-        lease.release().await;
-    }
+    lease.release().await;
     outcome
 }
 

@@ -9,6 +9,7 @@ use hermes_protocol::{Message, Usage};
 use super::PgStore;
 use super::messages::OwnedUsage;
 use crate::backend::{Provider, SessionBackend};
+use crate::claims::ClaimRecord;
 use crate::cron_runs::CronRun;
 use crate::error::StoreError;
 use crate::leases::{Lease, LeaseAttempt};
@@ -331,6 +332,63 @@ impl SessionBackend for PgStore {
     fn break_lease(&self, session_id: &str) -> Result<bool, StoreError> {
         let id = session_id.to_string();
         self.run(move |db| async move { db.break_lease(&id).await })
+    }
+
+    fn leases(&self, prefix: &str) -> Result<Vec<Lease>, StoreError> {
+        let prefix = prefix.to_string();
+        self.run(move |db| async move { db.leases(&prefix).await })
+    }
+
+    fn claim(
+        &self,
+        scope: &str,
+        key: &str,
+        holder: &str,
+        payload: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let (scope, key, holder) = (scope.to_string(), key.to_string(), holder.to_string());
+        let payload = payload.map(str::to_string);
+        self.run(move |db| async move { db.claim(&scope, &key, &holder, payload.as_deref()).await })
+    }
+
+    fn finish_claim(&self, scope: &str, key: &str) -> Result<bool, StoreError> {
+        let (scope, key) = (scope.to_string(), key.to_string());
+        self.run(move |db| async move { db.finish_claim(&scope, &key).await })
+    }
+
+    fn release_claim(&self, scope: &str, key: &str, holder: &str) -> Result<bool, StoreError> {
+        let (scope, key, holder) = (scope.to_string(), key.to_string(), holder.to_string());
+        self.run(move |db| async move { db.release_claim(&scope, &key, &holder).await })
+    }
+
+    fn open_claims(&self, scope: &str, limit: usize) -> Result<Vec<ClaimRecord>, StoreError> {
+        let scope = scope.to_string();
+        self.run(move |db| async move { db.open_claims(&scope, limit).await })
+    }
+
+    fn get_claim(&self, scope: &str, key: &str) -> Result<Option<ClaimRecord>, StoreError> {
+        let (scope, key) = (scope.to_string(), key.to_string());
+        self.run(move |db| async move { db.get_claim(&scope, &key).await })
+    }
+
+    fn adopt_claim(
+        &self,
+        scope: &str,
+        key: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<bool, StoreError> {
+        let (scope, key, from, to) = (
+            scope.to_string(),
+            key.to_string(),
+            from.to_string(),
+            to.to_string(),
+        );
+        self.run(move |db| async move { db.adopt_claim(&scope, &key, &from, &to).await })
+    }
+
+    fn prune_claims(&self, before: f64) -> Result<usize, StoreError> {
+        self.run(move |db| async move { db.prune_claims(before).await })
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {

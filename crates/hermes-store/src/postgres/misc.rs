@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::db::{Db, now, read, write_tx};
@@ -16,6 +17,19 @@ use crate::types::StoreStats;
 
 const CRON_COLUMNS: &str = "run_id, job_id, job_name, due_at, started_at, duration_ms, status, \
                             error, output_path, deliveries, session_id";
+
+/// Fences a taken-over holder off `session_id`'s history (the contract of `leases.rs`): the
+/// session's history version is bumped, which every checked write tests in its transaction.
+async fn fence_off(tx: &impl GenericClient, session_id: &str) -> Result<(), StoreError> {
+    let is_session = tx
+        .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&session_id])
+        .await?
+        .is_some();
+    if is_session {
+        super::sessions::bump_version(tx, session_id).await?;
+    }
+    Ok(())
+}
 
 fn run_from_row(r: &Row) -> Result<CronRun, StoreError> {
     let deliveries: String = r.try_get(9)?;
@@ -153,6 +167,9 @@ impl Db {
                     expires_in: Duration::from_secs_f64((expires_at - t).max(0.0)),
                 });
             }
+            if matches!(&current, Some((other, _, _)) if !other.is_empty() && other != holder) {
+                fence_off(&tx, session_id).await?;
+            }
             let token = current.map_or(1, |(_, token, _)| token + 1);
             let expires_at = t + ttl.as_secs_f64();
             tx.execute(
@@ -222,6 +239,9 @@ impl Db {
                     &[&session_id],
                 )
                 .await?;
+            if n == 1 {
+                fence_off(&tx, session_id).await?;
+            }
             Ok(n == 1)
         })
     }

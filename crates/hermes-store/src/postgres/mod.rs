@@ -28,6 +28,8 @@
 //! abstraction that this store does not need.
 
 mod backend;
+mod cells;
+mod claims;
 mod config;
 mod db;
 mod import;

@@ -19,7 +19,7 @@ use crate::error::StoreError;
 use super::db::{Db, read};
 
 /// The newest PostgreSQL schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 1;
+pub const PG_SCHEMA_VERSION: i64 = 2;
 
 /// The text both search indexes cover for message row `m` (Python's FTS triggers'
 /// `content || ' ' || tool_name || ' ' || tool_calls`), as SQL over the bare columns.
@@ -274,6 +274,20 @@ fn punctuation() -> String {
     chars.into_iter().collect()
 }
 
+/// Version 2: claims (`claims.rs`: inbound de-duplication and cron fires across replicas).
+const V2: &str = r#"
+CREATE TABLE hermes_claims (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    done_at DOUBLE PRECISION,
+    payload TEXT,
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX hermes_claims_open ON hermes_claims (scope, done_at, claimed_at);
+"#;
+
 /// The migrations, oldest first: entry `i` brings the schema from version `i` to `i + 1`.
 pub(crate) fn migrations() -> Vec<String> {
     let punctuation = punctuation();
@@ -283,6 +297,7 @@ pub(crate) fn migrations() -> Vec<String> {
             .replace("{TSV_CHARS}", &TSV_CHARS.to_string())
             .replace("{PUNCTUATION}", &punctuation.replace('\'', "''"))
             .replace("{SPACES}", &spaces),
+        V2.to_string(),
     ]
 }
 

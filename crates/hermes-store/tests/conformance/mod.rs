@@ -8,6 +8,7 @@
 
 pub mod history;
 pub mod records;
+pub mod replicas;
 pub mod search;
 pub mod sessions;
 pub mod subagents;
@@ -85,6 +86,11 @@ macro_rules! conformance_tests {
             records::compaction_replaces_the_active_tail_in_one_transaction,
             records::health_checks_pass_on_a_new_store,
             records::a_store_is_usable_from_any_thread,
+            replicas::an_inbound_message_is_claimed_once_across_handles,
+            replicas::claims_are_finished_listed_and_withdrawn,
+            replicas::an_orphaned_claim_is_adopted_once_and_old_done_claims_are_pruned,
+            replicas::named_leases_are_listed_by_prefix,
+            replicas::a_taken_over_holder_cannot_write_into_the_session,
             search::cjk_substring_is_found_through_the_trigram_index,
             search::cjk_query_keeps_not_and_or_meaning,
             search::tool_names_and_arguments_are_searchable,

@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
-    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use seccompiler::{
     SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
@@ -203,25 +203,38 @@ fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
 
 /// Adds one path-beneath rule; a non-directory gets only the rights that apply to files. A
 /// path that cannot be opened (vanished since it was listed) gets no rule: denied.
+///
+/// The path is opened without following any symlink in any of its components
+/// (`openat2(RESOLVE_NO_SYMLINKS)`), and a symlink gets no rule: a rule is attached to the
+/// inode the path names when it is added, so a folder swapped for a symlink to `~/.ssh`
+/// between listing the tree and adding its rules would otherwise grant `~/.ssh` itself. A
+/// symlink's target is covered, or not, by the rules of where it really is.
 fn add_rule(
     created: landlock::RulesetCreated,
     path: &std::path::Path,
     access: BitFlags<AccessFs>,
 ) -> Result<landlock::RulesetCreated, EnforceError> {
-    let Ok(meta) = std::fs::metadata(path) else {
+    use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
+    let Ok(fd) = rustix::fs::openat2(
+        CWD,
+        path,
+        OFlags::PATH | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    ) else {
         return Ok(created);
     };
-    let access = if meta.is_dir() {
-        access
-    } else {
-        access & AccessFs::from_file(ABI::V3)
+    let Ok(stat) = rustix::fs::fstat(&fd) else {
+        return Ok(created);
+    };
+    let access = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Directory => access,
+        FileType::Symlink => return Ok(created),
+        _ => access & AccessFs::from_file(ABI::V3),
     };
     if access.is_empty() {
         return Ok(created);
     }
-    let Ok(fd) = PathFd::new(path) else {
-        return Ok(created);
-    };
     Ok(created.add_rule(PathBeneath::new(fd, access))?)
 }
 

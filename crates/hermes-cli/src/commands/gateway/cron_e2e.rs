@@ -175,13 +175,12 @@ async fn a_job_made_in_a_dm_replies_in_that_chat_and_a_silent_run_is_only_record
     assert_eq!(first.deliveries.len(), 1, "{first:?}");
     assert_eq!(first.deliveries[0].target, "origin");
     assert!(first.deliveries[0].ok, "{first:?}");
-    let job = JobStore::new(home.home()).get(&first.job_id).unwrap();
-    let origin = job.origin.expect("the job remembers its chat");
-    assert_eq!(
-        (origin.platform.as_str(), origin.chat_id.as_str()),
-        ("telegram", "4242")
+    // The reply reached the job's chat (above); a one-shot job is removed after its run,
+    // as Python Hermes removes a job whose repeat limit is reached.
+    assert!(
+        JobStore::new(home.home()).get(&first.job_id).is_err(),
+        "the one-shot job is gone after its run"
     );
-    assert_eq!(job.deliver, "origin");
     let session = first.session_id.clone().expect("an agent ran");
     let stored = log.db().get_session(&session).unwrap().unwrap();
     assert_eq!(stored.source, "cron");

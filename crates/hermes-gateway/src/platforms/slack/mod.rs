@@ -214,6 +214,10 @@ async fn process_incoming(
 
 #[async_trait::async_trait]
 impl PlatformAdapter for SlackAdapter {
+    fn single_connection(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         PLATFORM
     }

@@ -320,6 +320,10 @@ fn sent_message(sent: &types::SentMessage) -> SentMessage {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for TelegramAdapter {
+    fn single_connection(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         PLATFORM
     }

@@ -1,10 +1,12 @@
 //! The store lease a front end holds while it runs a turn on a session (issue 18 §4), so a
-//! session runs one turn at a time across front ends (API server, chat platforms, webhook)
-//! and across processes sharing `state.db` ([`hermes_store::SessionStore::acquire_lease`]).
+//! session runs one turn at a time across front ends (the terminal, the API server, chat
+//! platforms, webhook) and across processes and replicas sharing one store
+//! ([`hermes_store::SessionBackend::acquire_lease`]). Taking over an expired lease fences
+//! the old holder off: its next checked write fails (`leases.rs` of `hermes-store`).
 //!
 //! A [`TurnLease`] renews itself every third of [`LEASE_TTL`] while held; a process that
 //! dies stops renewing and its lease expires. The API answers a busy session at once (409);
-//! chat front ends wait their turn ([`TurnLease::acquire_waiting`]).
+//! chat front ends and the terminal wait their turn ([`TurnLease::acquire_waiting`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
