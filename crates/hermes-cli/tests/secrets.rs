@@ -260,8 +260,23 @@ async fn planted_secrets_never_leave() {
     env.run_ok(&["backup", "-o", zip.to_str().unwrap()]).await;
     env.run_ok(&["import", zip.to_str().unwrap(), "--force"])
         .await;
+    // Into a new home too: there every restored file is created by the import.
+    let fresh = hermes_testkit::TempHome::new().unwrap();
+    let imported = common::hermes(
+        fresh.path(),
+        env.cwd.path(),
+        &["import", zip.to_str().unwrap()],
+    )
+    .await;
+    assert!(imported.status.success(), "{}", stderr(&imported));
     let mut files = Vec::new();
     walk(env.home.path(), &mut files);
+    let before_fresh = files.len();
+    walk(fresh.path(), &mut files);
+    assert!(
+        files.len() > before_fresh + 1,
+        "the import restored nothing: {files:?}"
+    );
     assert!(
         files.iter().any(|f| f.ends_with("auth.lock")),
         "no auth.lock: {files:?}"
