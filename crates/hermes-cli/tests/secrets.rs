@@ -7,7 +7,8 @@
 //! WAL included) and in the workspace, `sessions show`/`export` and `config show`. None may
 //! hold a value, and the markers must be where the values were (so the test fails without
 //! redaction). Modes: every file hermes created is 0600 and every folder 0700, `doctor`
-//! reports the loose ones the test planted and `doctor --fix` repairs them.
+//! reports the loose ones the test planted and `doctor --fix` repairs them; `hermes auth
+//! add` and `hermes import` write private files too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -244,7 +245,42 @@ async fn planted_secrets_never_leave() {
     assert_no_secret("`hermes config show`", &stdout(&shown));
     assert!(stdout(&shown).contains("mcp_servers"), "{}", stdout(&shown));
 
-    // Modes: what hermes created is owner-only.
+    // Modes: what hermes created is owner-only, including what `hermes auth add` (its
+    // lock file) and `hermes import` (every restored file) write.
+    env.run_ok(&[
+        "auth",
+        "add",
+        "openrouter",
+        "--key",
+        "sk-e2e-auth-added-key-6666",
+    ])
+    .await;
+    let backups = tempfile::tempdir().unwrap();
+    let zip = backups.path().join("home.zip");
+    env.run_ok(&["backup", "-o", zip.to_str().unwrap()]).await;
+    env.run_ok(&["import", zip.to_str().unwrap(), "--force"])
+        .await;
+    // Into a new home too: there every restored file is created by the import.
+    let fresh = hermes_testkit::TempHome::new().unwrap();
+    let imported = common::hermes(
+        fresh.path(),
+        env.cwd.path(),
+        &["import", zip.to_str().unwrap()],
+    )
+    .await;
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    let mut files = Vec::new();
+    walk(env.home.path(), &mut files);
+    let before_fresh = files.len();
+    walk(fresh.path(), &mut files);
+    assert!(
+        files.len() > before_fresh + 1,
+        "the import restored nothing: {files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f.ends_with("auth.lock")),
+        "no auth.lock: {files:?}"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

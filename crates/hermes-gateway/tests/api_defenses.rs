@@ -170,6 +170,136 @@ async fn method_and_size_errors_are_openai_shaped() {
         .unwrap();
     let (status, _, _) = error_of(resp).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    // Errors raised before a route ran carry the request's session, as route errors do.
+    let port = addr(&server).rsplit_once(':').unwrap().1.to_string();
+    let sid = "pre-route-1";
+    let early = [
+        (
+            server.req(reqwest::Method::GET, "/v1/chat/completions"),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            server.req(reqwest::Method::GET, "/v1/nowhere"),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            server.chat(user(&"x".repeat(4096)), None),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            server
+                .req(reqwest::Method::POST, "/v1/chat/completions")
+                .header("content-type", "text/plain")
+                .body("{}"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+        (
+            server
+                .chat(user("hi"), None)
+                .header("origin", "https://evil.example"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            server
+                .chat(user("hi"), None)
+                .header("host", format!("evil.example:{port}")),
+            StatusCode::MISDIRECTED_REQUEST,
+        ),
+    ];
+    for (request, expected) in early {
+        let resp = request
+            .header("X-Hermes-Session-Id", sid)
+            .send()
+            .await
+            .unwrap();
+        let (status, headers, v) = error_of(resp).await;
+        assert_eq!(status, expected, "{v}");
+        assert_eq!(
+            headers
+                .get("x-hermes-session-id")
+                .map(|h| h.to_str().unwrap()),
+            Some(sid),
+            "{status} lacks the session header"
+        );
+    }
+    // An invalid session id is not echoed.
+    let resp = server
+        .req(reqwest::Method::GET, "/v1/nowhere")
+        .header("X-Hermes-Session-Id", "bad id!")
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.headers().get("x-hermes-session-id").is_none());
+    server.stop().await;
+    // The key check's 401.
+    let keyed = Server::start(Some("test-key-1")).await;
+    let resp = keyed
+        .http
+        .get(keyed.url("/v1/models"))
+        .header("X-Hermes-Session-Id", sid)
+        .send()
+        .await
+        .unwrap();
+    let (status, headers, _) = error_of(resp).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers["x-hermes-session-id"], sid);
+    keyed.stop().await;
+}
+
+/// A body sent too slowly (the head announces 100 bytes, 10 arrive, then silence) gets an
+/// OpenAI-shaped 408 within the body timeout, and no turn runs.
+#[tokio::test]
+async fn a_slow_body_gets_an_openai_shaped_408() {
+    let server = Server::start_tuned(None, |s| {
+        s.limits.body_timeout = Duration::from_millis(500);
+    })
+    .await;
+    server.mock.push(MockResponse::text("never"));
+    let mut sock = tokio::net::TcpStream::connect(addr(&server)).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\nX-Hermes-Session-Id: slow-body-1\r\n\r\n{{\"model\":\"",
+        addr(&server)
+    );
+    assert_eq!(head.rsplit("\r\n").next().unwrap().len(), 10);
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Read until the JSON body is complete (the connection may stay open).
+        loop {
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            let text = String::from_utf8_lossy(&buf);
+            if text.contains("\r\n\r\n") && text.trim_end().ends_with('}') {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+    .await
+    .expect("a slow body is never answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("x-hermes-session-id: slow-body-1"),
+        "{head}"
+    );
+    let v: Value = serde_json::from_str(body.trim()).expect("a JSON body");
+    assert!(
+        v["error"]["message"].is_string() && v["error"]["code"].is_string(),
+        "{v}"
+    );
+    assert!(server.mock.captured().is_empty(), "no turn ran");
     server.stop().await;
 }
 

@@ -514,6 +514,11 @@ async fn second_request_on_a_busy_session_is_409() {
         .unwrap()
         .unwrap();
     assert_eq!(first.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        first.headers().get("retry-after").is_some(),
+        "{:?}",
+        first.headers()
+    );
     server.stop().await;
 }
 

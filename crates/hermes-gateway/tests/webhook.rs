@@ -443,3 +443,48 @@ async fn a_replay_with_the_signature_respelled_does_not_run_again() {
     );
     run.cancel.cancel();
 }
+
+/// Issue 18 §3: when the message cannot be handed over (the gateway goes away while the
+/// request waits for room in the inbound queue), the answer is a 503 with `Retry-After`, so
+/// the sender retries later.
+#[tokio::test]
+async fn an_unhandled_message_gets_503_with_retry_after() {
+    let adapter = Arc::new(WebhookAdapter::bind(settings()).await.unwrap());
+    let url = format!("http://{}/webhook", adapter.local_addr());
+    // Room for one message: the second request waits in the handler.
+    let (tx, rx) = mpsc::channel(1);
+    let cancel = CancellationToken::new();
+    let task = {
+        let adapter = adapter.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move { adapter.run(tx, cancel).await })
+    };
+    let first = r#"{"chat_id": "room-9", "user_id": 1, "text": "one", "message_id": 901}"#;
+    let (status, answer) = post(&url, first, sign(first)).await;
+    assert_eq!(status, 202, "{answer}");
+    let second = r#"{"chat_id": "room-9", "user_id": 1, "text": "two", "message_id": 902}"#;
+    let waiting = tokio::spawn(
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header(SIGNATURE_HEADER, sign(second).unwrap())
+            .header(TIMESTAMP_HEADER, ts().to_string())
+            .body(second)
+            .send(),
+    );
+    // Let the second request reach the handler, then the gateway goes away.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(rx);
+    let resp = within("the webhook answer", waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(
+        resp.headers().get("retry-after").is_some(),
+        "{:?}",
+        resp.headers()
+    );
+    cancel.cancel();
+    let _ = within("run to stop", task).await;
+}

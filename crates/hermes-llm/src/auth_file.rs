@@ -22,7 +22,7 @@
 //! read, keeping every key.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -60,12 +60,10 @@ struct Locked(#[allow(dead_code)] File);
 
 fn lock(path: &Path) -> std::io::Result<Locked> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        hermes_protocol::private_fs::create_dir_all(dir)?;
     }
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(lock_path(path))?;
+    // Private like every file of the home (0600 when created, tightened when loose).
+    let file = hermes_protocol::private_fs::open_append(&lock_path(path))?;
     // std's `File::lock` is `flock(LOCK_EX)` on Linux: the same lock as Python's.
     file.lock()?;
     Ok(Locked(file))

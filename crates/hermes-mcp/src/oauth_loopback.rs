@@ -2,8 +2,9 @@
 //! the authorization response on `http://127.0.0.1:<port>/…`).
 //!
 //! Hardened like the gateway's listeners (issue 18 §3): a connection must send its request
-//! head within [`HEAD_TIMEOUT`] (a silent socket cannot block the login), and the `Host`
-//! header must name the listener (`127.0.0.1:<port>` or `localhost:<port>`; anything else,
+//! head within [`HEAD_TIMEOUT`], and each connection is served in its own task (silent
+//! sockets cannot delay the real redirect, however many), and the `Host` header must name
+//! the listener (`127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`; anything else,
 //! such as a DNS-rebinding name, gets 421 and does not end the wait).
 
 use std::sync::Arc;
@@ -26,7 +27,9 @@ fn host_is_loopback(head: &str, port: u16) -> bool {
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("host"))
         .is_some_and(|(_, v)| {
             let v = v.trim().to_ascii_lowercase();
-            v == format!("127.0.0.1:{port}") || v == format!("localhost:{port}")
+            v == format!("127.0.0.1:{port}")
+                || v == format!("localhost:{port}")
+                || v == format!("[::1]:{port}")
         })
 }
 
@@ -121,64 +124,87 @@ impl Approver for LoopbackApprover {
     async fn approve(&self, auth_url: &str) -> Result<String, OAuthError> {
         (self.show)(auth_url);
         let listener = self.listener.lock().await;
+        // Each connection is served in its own task, so silent or slow sockets (each cut
+        // after HEAD_TIMEOUT) never delay the real redirect; at most MAX_PENDING at once.
+        let mut pending = tokio::task::JoinSet::new();
         loop {
-            let (mut sock, _) = listener.accept().await.map_err(|source| OAuthError::Io {
-                what: "accepting the redirect".into(),
-                source,
-            })?;
-            let mut buf = vec![0u8; 8192];
-            let mut len = 0;
-            let read_head = async {
-                while len < buf.len() {
-                    match sock.read(&mut buf[len..]).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => len += n,
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (sock, _) = accepted.map_err(|source| OAuthError::Io {
+                        what: "accepting the redirect".into(),
+                        source,
+                    })?;
+                    if pending.len() >= MAX_PENDING {
+                        drop(sock); // too many open at once: this one is refused
+                        continue;
                     }
-                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
+                    pending.spawn(serve_connection(sock, self.port));
+                }
+                Some(done) = pending.join_next(), if !pending.is_empty() => {
+                    if let Ok(Some(target)) = done {
+                        let base = self
+                            .redirect_uri
+                            .find("://")
+                            .and_then(|i| self.redirect_uri[i + 3..].find('/').map(|j| i + 3 + j))
+                            .map_or(self.redirect_uri.as_str(), |end| &self.redirect_uri[..end]);
+                        return Ok(format!("{base}{target}"));
                     }
                 }
-            };
-            if tokio::time::timeout(HEAD_TIMEOUT, read_head).await.is_err() {
-                continue; // a silent connection: dropped, the wait goes on
-            }
-            let head = String::from_utf8_lossy(&buf[..len]).into_owned();
-            if !host_is_loopback(&head, self.port) {
-                let body = "Host does not name this listener\n";
-                let reply = format!(
-                    "HTTP/1.1 421 Misdirected Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(reply.as_bytes()).await;
-                let _ = sock.shutdown().await;
-                continue;
-            }
-            let target = head
-                .lines()
-                .next()
-                .and_then(|l| l.split_whitespace().nth(1))
-                .unwrap_or("/")
-                .to_string();
-            let is_answer = target.contains("code=") || target.contains("error=");
-            let (status, body) = if is_answer {
-                ("200 OK", DONE_PAGE)
-            } else {
-                ("404 Not Found", "not the OAuth redirect\n")
-            };
-            let reply = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = sock.write_all(reply.as_bytes()).await;
-            let _ = sock.shutdown().await;
-            if is_answer {
-                let base = self
-                    .redirect_uri
-                    .find("://")
-                    .and_then(|i| self.redirect_uri[i + 3..].find('/').map(|j| i + 3 + j))
-                    .map_or(self.redirect_uri.as_str(), |end| &self.redirect_uri[..end]);
-                return Ok(format!("{base}{target}"));
             }
         }
     }
+}
+
+/// Connections handled at once by [`LoopbackApprover`]; more are closed on arrival.
+pub const MAX_PENDING: usize = 64;
+
+/// Reads one request head (within [`HEAD_TIMEOUT`]), answers it, and returns its target
+/// when it is the authorization answer (its query carries `code` or `error`).
+async fn serve_connection(mut sock: tokio::net::TcpStream, port: u16) -> Option<String> {
+    let mut buf = vec![0u8; 8192];
+    let mut len = 0;
+    let read_head = async {
+        while len < buf.len() {
+            match sock.read(&mut buf[len..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => len += n,
+            }
+            if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    if tokio::time::timeout(HEAD_TIMEOUT, read_head).await.is_err() {
+        return None; // a silent connection: dropped
+    }
+    let head = String::from_utf8_lossy(&buf[..len]).into_owned();
+    if !host_is_loopback(&head, port) {
+        let body = "Host does not name this listener\n";
+        let reply = format!(
+            "HTTP/1.1 421 Misdirected Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = sock.write_all(reply.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        return None;
+    }
+    let target = head
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("/")
+        .to_string();
+    let is_answer = target.contains("code=") || target.contains("error=");
+    let (status, body) = if is_answer {
+        ("200 OK", DONE_PAGE)
+    } else {
+        ("404 Not Found", "not the OAuth redirect\n")
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = sock.write_all(reply.as_bytes()).await;
+    let _ = sock.shutdown().await;
+    is_answer.then_some(target)
 }

@@ -174,3 +174,47 @@ async fn loopback_approver_refuses_a_non_loopback_redirect_uri() {
         .to_string();
     assert!(err.contains("https://example.com/cb"), "{err}");
 }
+
+/// Issue 18 §3: five silent sockets (each would hold a one-at-a-time listener for its whole
+/// head timeout) do not delay the real redirect, and `Host: [::1]:<port>` names the listener.
+#[tokio::test]
+async fn silent_sockets_do_not_stall_the_login() {
+    let approver = LoopbackApprover::bind(None, Arc::new(|_: &str| {}))
+        .await
+        .unwrap();
+    let redirect = approver.redirect_uri();
+    let addr = redirect
+        .trim_start_matches("http://")
+        .trim_end_matches("/callback")
+        .to_string();
+    let port = addr.rsplit_once(':').unwrap().1.to_string();
+    let task = tokio::spawn(async move { approver.approve("https://auth.example.com/a").await });
+    let mut silent = Vec::new();
+    for _ in 0..5 {
+        silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    let started = std::time::Instant::now();
+    let page = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        s.write_all(
+            format!("GET /callback?code=v6&state=s HTTP/1.1\r\nhost: [::1]:{port}\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    })
+    .await
+    .expect("the redirect waited behind the silent sockets");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let callback = tokio::time::timeout(std::time::Duration::from_secs(5), task)
+        .await
+        .expect("the login did not end")
+        .unwrap()
+        .unwrap();
+    assert_eq!(callback, format!("{redirect}?code=v6&state=s"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    drop(silent);
+}

@@ -34,6 +34,44 @@ impl HermesHome {
     pub fn root(&self) -> &Path {
         &self.root
     }
+
+    /// Every home whose secrets a session in this one must guard, this one first: this
+    /// home; the base home when this is a profile (`<base>/profiles/<name>`); the default
+    /// `<user_home>/.hermes` when that is another one; and every profile
+    /// (`<home>/profiles/*`, as on disk now) of each of those. Without duplicates.
+    pub fn related_homes(&self, user_home: Option<&Path>) -> Vec<PathBuf> {
+        let mut bases = vec![self.root.clone()];
+        if let Some(parent) = self.root.parent()
+            && parent.file_name().is_some_and(|n| n == "profiles")
+            && let Some(base) = parent.parent()
+        {
+            bases.push(base.to_path_buf());
+        }
+        if let Some(default) = user_home.map(|h| h.join(".hermes")) {
+            bases.push(default);
+        }
+        let mut out: Vec<PathBuf> = Vec::new();
+        for base in bases {
+            if !out.contains(&base) {
+                out.push(base.clone());
+            }
+            let Ok(entries) = std::fs::read_dir(base.join("profiles")) else {
+                continue;
+            };
+            let mut profiles: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            profiles.sort();
+            for p in profiles {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
     /// `config.yaml`.
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.yaml")

@@ -90,6 +90,15 @@ impl World {
             &format!("{{\"t\":\"{SECRET}\"}}"),
         );
         write(&w.hh.join("config.yaml"), "model: m\n");
+        // Another profile of this home: its secrets are as unreadable as the session's own.
+        write(
+            &w.hh.join("profiles/w/.env"),
+            &format!("ANTHROPIC_API_KEY={SECRET}\n"),
+        );
+        write(
+            &w.hh.join("profiles/w/auth.json"),
+            &format!("{{\"token\":\"{SECRET}\"}}"),
+        );
         write(&w.hh.join("hooks/keep/HOOK.yaml"), "name: keep\n");
         write(&w.hh.join("cron/jobs.json"), "{\"jobs\":[]}\n");
         write(&w.hh.join("state.db"), "not really sqlite\n");
@@ -244,6 +253,7 @@ fn corpus(w: &World) -> Vec<(&'static str, String)> {
         ("cat secrets", "cat \"$H\"/.env \"$H\"/auth.json \"$H\"/mcp-tokens/srv.json".into()),
         ("copy secrets", "cp \"$H\"/.env leak1; ln \"$H\"/auth.json leak2; cat \"$H\"/mcp-tokens/* > leak3; tar cf leak4.tar -C \"$H\" . ; grep -r sk- \"$H\" > leak5".into()),
         ("secret via symlink and proc", "ln -s \"$H\"/.env e; cat e; cat /proc/self/root\"$H\"/.env; python3 -c \"print(open('$H/auth.json').read())\"".into()),
+        ("other profile's secrets", "cat \"$H\"/profiles/w/.env; cat \"$H\"/profiles/w/auth.json; cp \"$H\"/profiles/w/.env leak6".into()),
         ("secret dir listing", "ls \"$H\"/mcp-tokens; cat \"$H\"/mcp-tokens/srv.json".into()),
         // Forms that name `/`: destructive binaries are loggers here.
         ("slash forms", format!("export PATH='{}':$PATH; $(echo rm) -rf /; R=rm; $R -rf /; D=/; rm -rf $D; echo / | xargs rm -rf; find / -maxdepth 0 -delete; cd / && rm -rf *; rm -rf /tmp/..", w.bin.display())),
@@ -464,6 +474,15 @@ fn network(failures: &mut Vec<String>) {
         &out.content,
         failures,
     );
+    let off_mode = w.ctx(w.settings(SandboxMode::Off, false), &w.ws, &w.hh);
+    let out = run(&off_mode, &probe);
+    check(
+        "network: false holds in mode off too",
+        out.content.contains("AF_INET SOCK_STREAM blocked")
+            && out.content.contains("AF_UNIX SOCK_STREAM open"),
+        &out.content,
+        failures,
+    );
     let on = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
     let out = run(&on, &probe);
     check(
@@ -527,6 +546,23 @@ fn unsupported_child(failures: &mut Vec<String>) {
         &out.content,
         failures,
     );
+    // `network: false` still holds under the fallback (seccomp needs no Landlock).
+    let mut warn_offline = w.settings(SandboxMode::WorkspaceWrite, false);
+    warn_offline.unsupported = UnsupportedPolicy::Warn;
+    let warn_offline = w.ctx(warn_offline, &w.ws, &w.hh);
+    let out = run(
+        &warn_offline,
+        &format!(
+            "python3 -c \"import socket\ntry:\n  socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n  print('inet open')\nexcept OSError:\n  print('inet blocked')\"; echo y > '{}'",
+            w.ws.join("ran2.txt").display()
+        ),
+    );
+    check(
+        "unsupported + warn + network: false: the command runs, sockets are blocked",
+        out.content.contains("inet blocked") && w.ws.join("ran2.txt").exists(),
+        &out.content,
+        failures,
+    );
     // The file tools keep the protected locations whatever the kernel.
     let policy = warn.policy();
     check(
@@ -557,7 +593,15 @@ fn main() {
     match kernel_support() {
         KernelSupport::Available { abi } => println!("Landlock ABI {abi}+"),
         KernelSupport::Unsupported { reason } => {
-            // CI's kernel has Landlock; a machine without it cannot run this test at all.
+            // CI's kernel has Landlock; a machine without it cannot run this test at all,
+            // which CI (or anyone who sets HERMES_REQUIRE_SANDBOX) must not mistake for a pass.
+            let required = ["CI", "HERMES_REQUIRE_SANDBOX"]
+                .into_iter()
+                .find(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+            if let Some(var) = required {
+                println!("FAIL: the sandbox cannot be enforced here ({reason}) and {var} is set");
+                std::process::exit(1);
+            }
             println!("SKIP: the sandbox cannot be enforced here: {reason}");
             return;
         }

@@ -315,3 +315,45 @@ async fn dropping_the_registry_kills_background_processes() {
     }
     assert!(!common::alive(pid));
 }
+
+/// The value of the secret-named variable the child test run gets in its environment.
+const EXPORTED_KEY: &str = "sk-exported-in-shell-4d1e";
+
+/// A key exported in the user's shell (not in `.env`) is not handed to commands. Variables
+/// cannot be set in this process (no unsafe code), so the test runs itself again as a child
+/// with `FOO_API_KEY` in its environment; the output goes through `rev` so that output
+/// redaction could not hide a leak.
+#[tokio::test]
+async fn shell_exported_secret_variables_are_not_passed_to_commands() {
+    const NAME: &str = "shell_exported_secret_variables_are_not_passed_to_commands";
+    if std::env::var("FOO_API_KEY").as_deref() == Ok(EXPORTED_KEY) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = common::ctx(dir.path(), Approval::Deny);
+        let t = tools();
+        let out = call(
+            &t.terminal,
+            json!({"command": "printenv FOO_API_KEY | rev; printenv HERMES_PLAIN_VAR"}),
+            &ctx,
+        )
+        .await;
+        let reversed: String = EXPORTED_KEY.chars().rev().collect();
+        assert!(!out.content.contains(&reversed), "{}", out.content);
+        assert!(!out.content.contains(EXPORTED_KEY), "{}", out.content);
+        // Other variables still pass.
+        assert!(out.content.contains("plain-value"), "{}", out.content);
+        println!("CHILD-CHECKED");
+        return;
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env("FOO_API_KEY", EXPORTED_KEY)
+        .env("HERMES_PLAIN_VAR", "plain-value")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && stdout.contains("CHILD-CHECKED"),
+        "child run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+}

@@ -131,8 +131,33 @@ pub fn workspace_warning(settings: &SandboxSettings, workspace: &Path) -> Option
     let (ws, home) = (canonical(workspace), canonical(home));
     home.starts_with(&ws).then(|| {
         format!(
-            "the workspace {} holds your home folder: commands may write everything in it but              the protected files (editor and tool settings included); start hermes in a project              folder or set terminal.cwd",
+            "the workspace {} holds your home folder: commands may write everything in it but \
+             the protected files (editor and tool settings included); start hermes in a \
+             project folder or set terminal.cwd",
             ws.display()
         )
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_home_workspace_warning_reads_as_one_sentence() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = SandboxSettings {
+            user_home: Some(home.path().to_path_buf()),
+            ..SandboxSettings::default()
+        };
+        let text = workspace_warning(&settings, home.path()).unwrap();
+        assert!(!text.contains("  "), "{text}");
+        assert!(
+            text.contains("but the protected files") && text.contains("in a project folder"),
+            "{text}"
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(workspace_warning(&settings, elsewhere.path()), None);
+    }
 }

@@ -383,12 +383,16 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
                 let _ = std::fs::remove_file(PathBuf::from(p));
             }
         }
-        let written = if is_secret(&rel) || rel.extension().is_some_and(|e| e == "db") {
-            hermes_protocol::private_fs::write(&target, &data)
-        } else {
-            std::fs::write(&target, &data)
-        };
-        written.with_context(|| format!("writing {}", target.display()))?;
+        // Every restored file is private (0600; 0700 for an executable, such as a skill's
+        // script), like every file hermes creates under the home.
+        hermes_protocol::private_fs::write(&target, &data)
+            .with_context(|| format!("writing {}", target.display()))?;
+        #[cfg(unix)]
+        if entry.unix_mode().is_some_and(|m| m & 0o100 != 0) {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("making {} executable", target.display()))?;
+        }
         restored += 1;
     }
     outln!("restored {restored} files into {}", root.display());

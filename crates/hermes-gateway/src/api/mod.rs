@@ -97,6 +97,30 @@ pub fn guarded_router(state: ApiState, bound: SocketAddr) -> Router {
             std::sync::Arc::new(guard),
             crate::serve::guard::guard,
         ))
+        .layer(axum::middleware::from_fn(echo_session_on_errors))
+}
+
+/// The outermost layer: an error response raised before a route ran (a guard refusal, the
+/// key check's 401, 404, 405) carries the request's valid `X-Hermes-Session-Id` as route
+/// errors do, so a client can tie every failure to its session.
+async fn echo_session_on_errors(request: Request, next: Next) -> Response {
+    let known = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|id| turn::check_session_id(id).is_ok())
+        .and_then(|id| axum::http::HeaderValue::from_str(id).ok());
+    let mut response = next.run(request).await;
+    if let Some(v) = known
+        && (response.status().is_client_error() || response.status().is_server_error())
+        && !response.headers().contains_key(SESSION_HEADER)
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::HeaderName::from_static(SESSION_HEADER), v);
+    }
+    response
 }
 
 /// Binds `addr` and serves [`api_router`] until `cancel` fires; see [`serve_on`].

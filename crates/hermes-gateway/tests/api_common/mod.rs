@@ -58,6 +58,8 @@ pub struct MockFactory {
     pub specs: Mutex<Vec<SpecSeen>>,
     /// `api_max_retries` of the agents built from now on (0 unless a test raises it).
     pub max_retries: std::sync::atomic::AtomicU32,
+    /// Agents built from now on also get the `terminal` tool (sandbox off).
+    pub terminal: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
@@ -73,7 +75,13 @@ impl AgentFactory for MockFactory {
         let prompt = |_m: &str, _p: &str, _t: &[String]| SYSTEM_PROMPT.to_string();
         let deps = AgentDeps {
             client: Arc::new(client),
-            tools: vec![Arc::new(ClockTool)],
+            tools: {
+                let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ClockTool)];
+                if self.terminal.load(std::sync::atomic::Ordering::SeqCst) {
+                    tools.extend(hermes_tools::terminal::tools().into_iter().take(1));
+                }
+                tools
+            },
             store: self.store.clone(),
             approver: spec.approver,
             prompt: Arc::new(prompt),
@@ -136,6 +144,7 @@ impl Server {
             cwd: cwd.path().to_path_buf(),
             specs: Mutex::new(Vec::new()),
             max_retries: std::sync::atomic::AtomicU32::new(0),
+            terminal: std::sync::atomic::AtomicBool::new(false),
         });
         let mut settings = ApiSettings {
             key: key.map(str::to_string),
@@ -162,6 +171,16 @@ impl Server {
             _home: home,
             _cwd: cwd,
         }
+    }
+
+    /// The server's HERMES_HOME.
+    pub fn home(&self) -> &hermes_protocol::HermesHome {
+        self._home.home()
+    }
+
+    /// The agents' working directory.
+    pub fn cwd(&self) -> &std::path::Path {
+        self._cwd.path()
     }
 
     /// The state.db file the server's store uses (open a second handle = another process).

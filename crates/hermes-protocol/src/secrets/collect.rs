@@ -205,7 +205,8 @@ impl SecretRedactor {
 }
 
 /// The `(label, value)` pairs of every secret hermes knows in `home`:
-/// - `.env` entries with secret names ([`is_secret_name`]), labelled by the name;
+/// - `.env` entries with secret names ([`is_secret_name`]), and entries whose value is a URL
+///   with credentials (`scheme://user:pass@host`, whatever the name), labelled by the name;
 /// - process environment variables with secret names (provider keys exported in the
 ///   shell), labelled by the name;
 /// - `config.yaml`: every string under a secret-named field anywhere (`model.api_key`,
@@ -215,17 +216,16 @@ impl SecretRedactor {
 /// - `auth.json`: every string under a secret-named field (keys, access and refresh
 ///   tokens), labelled `auth.json.<path>`;
 /// - `mcp-tokens/*.json` (MCP OAuth tokens and client secrets), labelled
-///   `mcp-tokens/<file>.<path>`.
+///   `mcp-tokens/<file>.<path>`;
+/// - the `.env`, `auth.json` and `mcp-tokens/` secrets of every other home the session can
+///   see ([`HermesHome::related_homes`]: sibling profiles, the base home of a profile, the
+///   default `~/.hermes`), labelled `profiles/<name>/…` or `<folder>/…`.
 pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let env_vars = std::fs::read_to_string(home.env_file())
         .map(|t| parse_env_file(&t))
         .unwrap_or_default();
-    for (k, v) in &env_vars {
-        if is_secret_name(k) {
-            out.push((k.clone(), v.clone()));
-        }
-    }
+    collect_env(&env_vars, "", &mut out);
     for (k, v) in std::env::vars_os() {
         if let (Some(k), Some(v)) = (k.to_str(), v.to_str())
             && is_secret_name(k)
@@ -241,20 +241,87 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
         out.extend(found.into_iter().map(|(l, v)| (l, expand(&v, &env_vars))));
     }
     collect_json(&home.auth_file(), "auth.json", &mut out);
-    if let Ok(entries) = std::fs::read_dir(home.root().join("mcp-tokens")) {
-        let mut files: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-        files.sort();
-        for path in files {
-            if path.extension().is_some_and(|e| e == "json") {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                collect_json(&path, &format!("mcp-tokens/{name}"), &mut out);
-            }
-        }
+    collect_token_dir(&home.root().join("mcp-tokens"), "mcp-tokens", &mut out);
+    let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    for other in home.related_homes(user_home.as_deref()).iter().skip(1) {
+        collect_other_home(other, &mut out);
     }
     out
+}
+
+/// The secret entries of a parsed `.env`: secret-named variables, and any value carrying
+/// URL credentials (`scheme://user:pass@host`) whatever its name, labelled `<prefix><name>`.
+fn collect_env(vars: &BTreeMap<String, String>, prefix: &str, out: &mut Vec<(String, String)>) {
+    for (k, v) in vars {
+        if is_secret_name(k) {
+            out.push((format!("{prefix}{k}"), v.clone()));
+        } else if let Some(password) = url_password(v) {
+            out.push((format!("{prefix}{k}"), v.clone()));
+            out.push((format!("{prefix}{k}.password"), password.to_string()));
+        }
+    }
+}
+
+/// The password of a URL with credentials (`scheme://user:pass@host/…`), if `value` is one.
+fn url_password(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (userinfo, host) = authority.rsplit_once('@')?;
+    let (_, password) = userinfo.split_once(':')?;
+    (!password.is_empty() && !host.is_empty()).then_some(password)
+}
+
+/// The `.env`, `auth.json` and `mcp-tokens/` secrets of another home the session can see
+/// (a sibling profile, the base or default home; [`HermesHome::related_homes`]), labelled
+/// `profiles/<name>/…` or `<folder name>/…`.
+fn collect_other_home(root: &Path, out: &mut Vec<(String, String)>) {
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let in_profiles = root
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "profiles");
+    let prefix = if in_profiles {
+        format!("profiles/{name}/")
+    } else {
+        format!("{name}/")
+    };
+    let other = HermesHome::new(root);
+    if let Ok(text) = std::fs::read_to_string(other.env_file()) {
+        collect_env(&parse_env_file(&text), &prefix, out);
+    }
+    collect_json(&other.auth_file(), &format!("{prefix}auth.json"), out);
+    collect_token_dir(
+        &root.join("mcp-tokens"),
+        &format!("{prefix}mcp-tokens"),
+        out,
+    );
+}
+
+fn collect_token_dir(dir: &Path, label: &str, out: &mut Vec<(String, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    files.sort();
+    for path in files {
+        if path.extension().is_some_and(|e| e == "json") {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            collect_json(&path, &format!("{label}/{name}"), out);
+        }
+    }
 }
 
 fn collect_json(path: &Path, label: &str, out: &mut Vec<(String, String)>) {
@@ -418,6 +485,54 @@ mod tests {
             r.redact(text),
             "[REDACTED:OPENROUTER_API_KEY] [REDACTED:mcp_servers.gh.headers.Authorization] \
              [REDACTED:mcp-tokens/gh.json.access_token] some/model-name"
+        );
+    }
+
+    #[test]
+    fn other_profiles_and_url_credentials_are_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        let home = HermesHome::new(base.join("profiles/a"));
+        std::fs::create_dir_all(home.root()).unwrap();
+        std::fs::write(
+            home.env_file(),
+            "DATABASE=postgres://app:pg-pass-secret-1@db.local/app\nSITE=https://example.org/x\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(base.join("profiles/w/mcp-tokens")).unwrap();
+        std::fs::write(
+            base.join("profiles/w/.env"),
+            "OPENAI_API_KEY=sk-sibling-secret-2\n",
+        )
+        .unwrap();
+        std::fs::write(
+            base.join("profiles/w/auth.json"),
+            r#"{"providers":{"nous":{"access_token":"sibling-access-secret-3"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            base.join("profiles/w/mcp-tokens/gh.json"),
+            r#"{"access_token":"sibling-oauth-secret-4"}"#,
+        )
+        .unwrap();
+        std::fs::write(base.join(".env"), "ANTHROPIC_API_KEY=sk-base-secret-5\n").unwrap();
+        let found = collect_secrets(&home);
+        let values: Vec<&str> = found.iter().map(|(_, v)| v.as_str()).collect();
+        for secret in [
+            "postgres://app:pg-pass-secret-1@db.local/app",
+            "pg-pass-secret-1",
+            "sk-sibling-secret-2",
+            "sibling-access-secret-3",
+            "sibling-oauth-secret-4",
+            "sk-base-secret-5",
+        ] {
+            assert!(values.contains(&secret), "{secret} missing from {found:?}");
+        }
+        assert!(!values.contains(&"https://example.org/x"), "{found:?}");
+        let r = SecretRedactor::new(found);
+        assert_eq!(
+            r.redact("sk-sibling-secret-2"),
+            "[REDACTED:profiles/w/OPENAI_API_KEY]"
         );
     }
 

@@ -15,7 +15,8 @@
 //! `off` only the file tools enforce this).
 //!
 //! When the kernel cannot enforce the sandbox ([`kernel_support`]), commands are refused or
-//! run unsandboxed with a warning, per `terminal.sandbox.unsupported`. `terminal.backend`
+//! run unsandboxed with a warning, per `terminal.sandbox.unsupported`. `network: false`
+//! holds in every mode, `off` and that fallback included (the launcher's seccomp filter). `terminal.backend`
 //! `docker` and `ssh` run commands elsewhere ([`backend`]); other values refuse.
 
 pub mod backend;
@@ -169,12 +170,15 @@ impl SandboxSettings {
     }
 
     /// The program and arguments that run `argv` (program first) for a session in
-    /// `workspace`: through the launcher when sandboxed, directly when the mode is `off` or
-    /// `unsupported: warn` applies, or the docker / ssh client for those backends
-    /// (`remote_workdir`: the directory the model asked for, on the backend's side).
+    /// `workspace`: through the launcher when sandboxed; when the mode is `off` or
+    /// `unsupported: warn` applies, directly, or through the launcher without file rules
+    /// when `network` is false (its seccomp filter still blocks sockets); or the docker /
+    /// ssh client for those backends (`remote_workdir`: the directory the model asked for,
+    /// on the backend's side).
     ///
     /// # Errors
-    /// The refusal text for the model (unsupported kernel under `refuse`, unknown backend).
+    /// The refusal text for the model (unsupported kernel under `refuse`, unknown backend,
+    /// `network: false` without a launcher).
     pub fn wrap(
         &self,
         argv: &[OsString],
@@ -189,14 +193,25 @@ impl SandboxSettings {
             Backend::Local => {}
             other => return other.wrap(argv, workspace, remote_workdir),
         }
+        let mut policy = self.policy(workspace, home);
         if self.local_readiness()?.is_some() || self.mode == SandboxMode::Off {
-            return Ok(argv.to_vec());
+            if self.network {
+                return Ok(argv.to_vec());
+            }
+            // Unsandboxed files, but `network: false` still holds: the launcher with the
+            // mode `off` applies only its seccomp filter (no Landlock, which may be missing).
+            policy.mode = SandboxMode::Off;
+            policy.writable.clear();
         }
-        let launcher = self
-            .launcher
-            .as_ref()
-            .ok_or_else(|| "no sandbox launcher is configured".to_string())?;
-        let policy = self.policy(workspace, home);
+        let launcher = self.launcher.as_ref().ok_or_else(|| {
+            if policy.mode == SandboxMode::Off {
+                "Refused: terminal.sandbox.network is false, but no sandbox launcher is \
+                 configured to block the network"
+                    .to_string()
+            } else {
+                "no sandbox launcher is configured".to_string()
+            }
+        })?;
         let mut out = vec![launcher.clone().into_os_string()];
         out.extend(
             launcher::launcher_args(&policy, program, args)
@@ -206,16 +221,27 @@ impl SandboxSettings {
     }
 }
 
-/// Names of the variables of `HERMES_HOME/.env`: removed from every command's environment,
-/// so the keys hermes loaded at start are not handed to the programs the agent runs.
+/// Names removed from every command's environment, so the keys hermes knows are not handed
+/// to the programs the agent runs: every variable of `HERMES_HOME/.env` (hermes loaded them
+/// at start), and every variable of hermes' own environment with a secret name
+/// ([`hermes_protocol::secrets::is_secret_name`]: `OPENAI_API_KEY` exported in the shell).
 pub fn secret_env_names(home: &HermesHome) -> Vec<String> {
-    std::fs::read_to_string(home.env_file())
+    let mut names: Vec<String> = std::fs::read_to_string(home.env_file())
         .map(|t| {
             hermes_protocol::config::parse_env_file(&t)
                 .into_keys()
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    for (name, _) in std::env::vars_os() {
+        if let Some(name) = name.to_str()
+            && hermes_protocol::secrets::is_secret_name(name)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_string());
+        }
+    }
+    names
 }
 
 fn expand_tilde(p: &Path, home: Option<&Path>) -> PathBuf {

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::tree::is_within;
 use crate::safety::canonicalize_lenient;
 
-/// Files and folders of HERMES_HOME that nothing the agent runs may read: the secrets.
+/// Files and folders of HERMES_HOME that nothing the agent runs may read: the secrets (of
+/// the session's home, the base home of a profile, the default `~/.hermes` and every
+/// `profiles/*` of those; see [`HermesHome::related_homes`]).
 pub const HERMES_SECRET_PATHS: &[&str] = &[".env", "auth.json", "mcp-tokens"];
 
 /// Files and folders of HERMES_HOME that nothing the agent runs may write: its control files
@@ -157,7 +159,9 @@ impl SandboxPolicy {
             homes.push(default);
         }
         let mut deny_read = Vec::new();
-        for home in &homes {
+        // The secrets of every home known from here: these, the base home of a profile,
+        // and every profile of each (`<home>/profiles/*`).
+        for home in &inputs.hermes_home.related_homes(inputs.user_home) {
             for name in HERMES_SECRET_PATHS {
                 push_forms(&mut deny_read, &home.join(name));
             }
@@ -379,6 +383,43 @@ mod tests {
         assert!(inside.check_write(&hh.join("work/a.txt")).is_ok());
         assert!(inside.check_write(&hh.join("scripts/x.sh")).is_err());
         assert!(inside.check_write(&hh.join("config.yaml")).is_err());
+    }
+
+    #[test]
+    fn other_profiles_secrets_are_unreadable() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        // The session runs in profile `a` of a custom home; `b` is a sibling profile, and
+        // the default `~/.hermes` has a profile `w` of its own.
+        for s in [
+            "base/profiles/a",
+            "base/profiles/b/mcp-tokens",
+            "uh/.hermes/profiles/w",
+            "ws",
+        ] {
+            std::fs::create_dir_all(r.join(s)).unwrap();
+        }
+        let p = policy(
+            SandboxMode::WorkspaceWrite,
+            &r.join("ws"),
+            &r.join("ws"),
+            &r.join("base/profiles/a"),
+            &r.join("uh"),
+        );
+        for denied in [
+            "base/.env",
+            "base/auth.json",
+            "base/profiles/b/.env",
+            "base/profiles/b/auth.json",
+            "base/profiles/b/mcp-tokens/gh.json",
+            "uh/.hermes/.env",
+            "uh/.hermes/profiles/w/.env",
+            "uh/.hermes/profiles/w/auth.json",
+            "uh/.hermes/profiles/w/mcp-tokens",
+        ] {
+            assert!(p.check_read(&r.join(denied)).is_err(), "{denied}");
+        }
+        assert!(p.check_read(&r.join("base/profiles/b/config.yaml")).is_ok());
     }
 
     #[test]
