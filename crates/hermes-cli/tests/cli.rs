@@ -7,6 +7,7 @@ mod common;
 use common::{Env, hermes, stderr, stdout};
 use hermes_testkit::{MockProvider, MockResponse, TempHome};
 use serde_json::Value;
+use std::time::Duration;
 
 #[tokio::test]
 async fn one_shot_answer_on_stdout_progress_on_stderr() {
@@ -249,4 +250,46 @@ async fn mcp_tool_descriptions_flagged_by_the_injection_scan_are_withheld() {
         .find(|t| t["function"]["name"] == "mcp__demo__echo")
         .unwrap();
     assert_eq!(echo["function"]["description"], "scripted echo");
+}
+
+/// One turn per session across front ends and processes (issue 18 item 4): while another
+/// process holds the session's lease, `chat -q --resume` says so once and waits; it runs
+/// when the lease ends (here it expires: the holder "died"), and the rows stay in order.
+#[tokio::test]
+async fn a_turn_waits_while_another_process_runs_the_session() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("First answer."));
+    let out = env.run_ok(&["chat", "-q", "first question"]).await;
+    assert!(stdout(&out).contains("First answer."), "{}", stderr(&out));
+    let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
+    let session = store.latest_session(None).unwrap().expect("a stored session");
+    let held = store
+        .acquire_lease(&session.id, "gateway:4242:0", Duration::from_secs(3))
+        .unwrap();
+    assert!(matches!(held, hermes_store::LeaseAttempt::Acquired(_)));
+
+    env.mock.push(MockResponse::text("Second answer."));
+    let started = std::time::Instant::now();
+    let out = env
+        .run_ok(&["chat", "-q", "second question", "--resume", &session.id])
+        .await;
+    let waited = started.elapsed();
+    assert!(stdout(&out).contains("Second answer."), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("running a turn elsewhere (gateway:4242:0)").count(),
+        1,
+        "{err}"
+    );
+    assert!(waited >= Duration::from_secs(2), "ran after {waited:?}");
+    let texts: Vec<String> = store
+        .load_messages(&session.id)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message.text())
+        .collect();
+    assert_eq!(
+        texts,
+        ["first question", "First answer.", "second question", "Second answer."]
+    );
 }
