@@ -433,6 +433,7 @@ pub(crate) async fn serve(
     let cron = GatewayCron::prepare(app, args, outbox)?;
     let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
     let cron_task = if scheduler_on {
+        eprintln!("cron scheduler: on (`hermes cron list` shows the jobs)");
         Some(cron.spawn(cancel.clone()))
     } else {
         eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
