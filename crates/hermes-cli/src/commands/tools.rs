@@ -67,7 +67,10 @@ pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) ->
         Some(ToolsCmd::List { platform }) => list(&app, args, platform.as_deref()),
         Some(ToolsCmd::Enable { names, platform }) => change(&app, names, platform, true),
         Some(ToolsCmd::Disable { names, platform }) => change(&app, names, platform, false),
-        Some(ToolsCmd::Other(words)) => Ok(crate::commands::redirect::answer(&["tools"], words)),
+        Some(ToolsCmd::Other(words)) => Ok(crate::commands::redirect::answer::<ToolsCmd>(
+            &["tools"],
+            words,
+        )),
     }
 }
 

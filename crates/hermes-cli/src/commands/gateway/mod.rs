@@ -339,7 +339,10 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
         GatewayCmd::Stop => return service::control(profile, &home, "stop"),
         GatewayCmd::Restart => return service::control(profile, &home, "restart"),
         GatewayCmd::Other(words) => {
-            return Ok(crate::commands::redirect::answer(&["gateway"], words));
+            return Ok(crate::commands::redirect::answer::<GatewayCmd>(
+                &["gateway"],
+                words,
+            ));
         }
         GatewayCmd::Status | GatewayCmd::Run => {}
     }
