@@ -327,3 +327,52 @@ async fn the_context_share_counts_cached_tokens_once() {
     .await
     .unwrap();
 }
+
+/// Issue 20 (Python Hermes' slash commands): `/insights` reports the session just used,
+/// `/platforms` lists the gateway's platforms and their setup, `/personality` lists the
+/// presets, writes one to SOUL.md and refuses an unknown name with the known ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn insights_platforms_and_personality_answer_in_the_repl() {
+    let env = Env::with_config(NO_REVIEW).await;
+    env.mock.push(MockResponse::text("hi there"));
+    let soul = env.home.home().soul_file();
+    let (home, cwd) = (env.home.path().to_path_buf(), env.cwd.path().to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn_sized(&home, &cwd, &[], &[], true, 120, 60);
+        t.wait_for_prompt_number(1);
+        t.send("hello\r");
+        t.wait_for("hi there");
+        t.wait_for_prompt_number(2);
+
+        t.send("/insights 7\r");
+        t.wait_for("Insights for the last 7 days");
+        t.wait_for("Sessions");
+        t.wait_for("mock-model");
+        t.wait_for_prompt_number(3);
+
+        t.send("/platforms\r");
+        t.wait_for("telegram");
+        t.wait_for("webhook");
+        t.wait_for_prompt_number(4);
+
+        t.send("/personality\r");
+        t.wait_for("Personalities (/personality <name>");
+        t.wait_for("concise");
+        t.wait_for_prompt_number(5);
+        t.send("/personality concise\r");
+        t.wait_for("Personality set to `concise` in SOUL.md");
+        t.wait_for_prompt_number(6);
+        t.send("/personality grumpy\r");
+        t.wait_for("no personality `grumpy`; known: none, helpful");
+        t.wait_for_prompt_number(7);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(soul).unwrap();
+    assert!(
+        text.contains("You are a concise assistant. Keep responses brief and to the point."),
+        "{text}"
+    );
+}
