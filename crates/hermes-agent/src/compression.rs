@@ -179,20 +179,10 @@ impl Agent {
         };
         let tokens_before = self.compressor.estimate(&current);
         let tokens_after = self.compressor.estimate(&new_history);
-        if tokens_after >= tokens_before && !summarized {
-            // The fallback found no old tool output to shorten: nothing changes, and the
-            // warning above already said why (case C17: every message is kept).
-            let n = self.history.len();
-            return Some(CompressionReport {
-                messages_before: n,
-                messages_after: n,
-                tokens_before,
-                tokens_after: tokens_before,
-                summarized,
-            });
-        }
-        if tokens_after >= tokens_before {
-            // A summary longer than what it replaces is not kept (issue 20 item 10).
+        if summarized && tokens_after >= tokens_before {
+            // A summary longer than what it replaces is not kept (issue 20 item 10). The
+            // fallback without a summary only shortens tool outputs and keeps every message,
+            // so it is reported as it is (case C17).
             status(format!(
                 "context compression skipped: the result (~{tokens_after} tokens) would not be \
                  smaller than the conversation now (~{tokens_before} tokens); nothing changed"

@@ -289,3 +289,85 @@ async fn the_configured_threshold_ratio_moves_the_threshold() {
     h.opts.compression.threshold_ratio = 0.7;
     assert_eq!(h.agent().await.compression_threshold(), 140_000);
 }
+
+/// Runs `/compress` through the handle and returns the status lines and the agent after it.
+async fn compress_now(agent: Agent) -> (Vec<String>, Agent) {
+    let mut handle = hermes_agent::AgentHandle::spawn(agent);
+    handle.submit(hermes_protocol::Op::Compress { focus: None });
+    let mut st = Vec::new();
+    while let Some(e) = handle.next_event().await {
+        match e {
+            AgentEvent::Status { message } => st.push(message),
+            AgentEvent::TurnFinished { .. } => break,
+            _ => {}
+        }
+    }
+    (st, handle.shutdown().await.unwrap())
+}
+
+/// Issue 20 item 10: `/compress` on a short conversation says why there is nothing to
+/// compress (everything is in the parts always kept), and sends no summary request.
+#[tokio::test]
+async fn compress_with_nothing_to_compress_says_why() {
+    let mut h = Harness::new().await;
+    h.opts.context_window = Some(1_000_000);
+    let mut agent = h.agent().await;
+    h.mock.push(MockResponse::text("noted 0"));
+    h.turn(&mut agent, &fact(0)).await;
+    let requests = h.mock.requests().len();
+    let before = agent.history().len();
+    let (st, agent) = compress_now(agent).await;
+    let line = st
+        .iter()
+        .find(|s| s.starts_with("context compression: nothing to compress yet"))
+        .unwrap_or_else(|| panic!("no reason given: {st:?}"));
+    assert!(line.contains("always kept"), "{line}");
+    assert!(line.contains("message(s) so far"), "{line}");
+    assert_eq!(
+        h.mock.requests().len(),
+        requests,
+        "no summary was asked for"
+    );
+    assert_eq!(agent.history().len(), before);
+}
+
+/// Issue 20 item 10: a summary longer than the messages it would replace is not kept: the
+/// history is unchanged and the status line says why.
+#[tokio::test]
+async fn a_summary_longer_than_the_conversation_is_not_kept() {
+    let mut h = Harness::new().await;
+    h.opts.context_window = Some(1_000_000);
+    h.opts.compression.protect_last_n = 2;
+    let mut agent = h.agent().await;
+    for i in 0..5 {
+        h.mock.push(MockResponse::text(&format!("noted {i}")));
+        h.turn(&mut agent, &format!("short {i}")).await;
+    }
+    let before: Vec<String> = agent
+        .history()
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    let bloated = format!("## Goal\n{}", "a very long summary line. ".repeat(400));
+    h.mock.push(MockResponse::text(&bloated));
+    let (st, agent) = compress_now(agent).await;
+    assert!(
+        is_summary_request(h.mock.requests().last().unwrap()),
+        "a summary was asked for"
+    );
+    let line = st
+        .iter()
+        .find(|s| s.starts_with("context compression skipped"))
+        .unwrap_or_else(|| panic!("no reason given: {st:?}"));
+    assert!(line.contains("would not be smaller"), "{line}");
+    assert!(
+        !st.iter().any(|s| s.starts_with("context compressed")),
+        "{st:?}"
+    );
+    let after: Vec<String> = agent
+        .history()
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    assert_eq!(after, before, "the history is unchanged");
+}

@@ -102,18 +102,23 @@ fn init_logging(cli: &Cli) {
         let errors = open(logfile::ERRORS_LOG);
         Some((agent.ok()?, errors.ok()?))
     });
-    let file_layers = files.map(|(agent, errors)| {
-        let agent = tracing_subscriber::fmt::layer()
+    // Each filtered layer is added to the registry on its own: two per-layer-filtered layers
+    // joined with `and_then` lose the records only the less strict filter lets through
+    // (tracing-subscriber 0.3: agent.log got no INFO line).
+    let (agent_file, errors_file) = files.unzip();
+    let agent_layer = agent_file.map(|agent| {
+        tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(agent)
             .log_internal_errors(false)
-            .with_filter(env("info"));
-        let errors = tracing_subscriber::fmt::layer()
+            .with_filter(env("info"))
+    });
+    let errors_layer = errors_file.map(|errors| {
+        tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(errors)
             .log_internal_errors(false)
-            .with_filter(LevelFilter::WARN);
-        agent.and_then(errors)
+            .with_filter(LevelFilter::WARN)
     });
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
@@ -128,7 +133,8 @@ fn init_logging(cli: &Cli) {
             .with_filter(env(if verbose { "info" } else { "warn" }))
     });
     let _ = tracing_subscriber::registry()
-        .with(file_layers)
+        .with(agent_layer)
+        .with(errors_layer)
         .with(stderr_layer)
         .try_init();
 }

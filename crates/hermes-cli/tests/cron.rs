@@ -197,6 +197,14 @@ async fn manual_run_keeps_next_run_at_c41_and_management_commands_work() {
 
     let run = env.run_ok(&["cron", "run", &id]).await;
     assert!(stdout(&run).contains(": ok"), "{}", stdout(&run));
+    // Issue 20 item 10: the run prints the job's answer, not only its status.
+    assert!(
+        stdout(&run)
+            .lines()
+            .any(|l| l.trim() == "Digest: nothing new."),
+        "{}",
+        stdout(&run)
+    );
     let job = &env.jobs()[0];
     assert_eq!(
         job["next_run_at"], before,

@@ -118,3 +118,45 @@ async fn chunk_that_is_not_json_is_reported_and_the_rest_answered() {
     assert_eq!(stdout(&out).trim(), "abcdef");
     assert!(stderr(&out).contains("not JSON"), "{}", stderr(&out));
 }
+
+/// Issue 20 item 10: "Connection refused" is not a timeout. Against a base_url nothing listens
+/// on, `chat -q` answers at once with one friendly line naming the address (no retry lines,
+/// no raw socket error) and exits 1; the default retry budget (3) is not spent.
+#[tokio::test]
+async fn chat_q_against_a_dead_base_url_prints_one_friendly_line_and_exits_1() {
+    let env = Env::new().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let config = format!("model:\n  provider: custom\n  base_url: {base}\n  default: mock-model\n");
+    std::fs::write(env.home.home().config_file(), config).unwrap();
+    let started = std::time::Instant::now();
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    let took = started.elapsed();
+    assert_no_panic(&out);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "a refused connection is not retried with backoff: took {took:?}\n{err}"
+    );
+    // The session summary (id, tokens) is the other line; everything else is the problem.
+    let problem: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("session "))
+        .collect();
+    assert_eq!(
+        problem.len(),
+        1,
+        "exactly one line about the failure:\n{err}"
+    );
+    let line = problem[0];
+    assert!(line.starts_with("error: "), "{line}");
+    assert!(line.contains("connection refused"), "{line}");
+    assert!(line.contains(&base), "names the address: {line}");
+    assert!(!line.contains("os error"), "no raw socket error: {line}");
+    assert_eq!(stdout(&out), "", "no answer on stdout");
+}

@@ -194,7 +194,7 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         assert_eq!(line.split_whitespace().nth(1), Some("no"), "{line}");
     }
     assert!(
-        stdout(&out).contains("\ncron scheduler: on\n"),
+        stdout(&out).lines().any(|l| l == "cron scheduler: on"),
         "{}",
         stdout(&out)
     );
@@ -207,7 +207,9 @@ async fn gateway_status_reports_cron_enabled() {
     let env = Env::with_config("cron:\n  enabled: false\n").await;
     let out = env.run_ok(&["gateway", "status"]).await;
     assert!(
-        stdout(&out).contains("\ncron scheduler: off (cron.enabled: false)\n"),
+        stdout(&out)
+            .lines()
+            .any(|l| l == "cron scheduler: off (cron.enabled: false)"),
         "{}",
         stdout(&out)
     );
@@ -378,4 +380,209 @@ async fn gateway_run_checks_the_api_key_before_listening() {
         !err.contains('\u{1b}'),
         "ANSI codes in redirected output: {err:?}"
     );
+}
+
+/// A loopback receiver for the webhook's reply callbacks: answers 200 to every request and
+/// hands each raw request on to the returned channel.
+fn callback_receiver() -> (u16, std::sync::mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Read the head, then the body its Content-Length announces.
+            loop {
+                let n = stream.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_string();
+                if let Some(head_end) = text.find("\r\n\r\n") {
+                    let len = text[..head_end]
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    if seen.len() >= head_end + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+            );
+            if tx.send(String::from_utf8_lossy(&seen).to_string()).is_err() {
+                break;
+            }
+        }
+    });
+    (port, rx)
+}
+
+/// Issue 20 item 8: each inbound message and each reply is one info line in the gateway's
+/// log (platform, chat, user, size), and the message's text is never written there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_logs_one_line_per_inbound_message_and_reply_without_the_text() {
+    use hermes_gateway::platforms::webhook::{SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER};
+    let env = Env::new().await;
+    env.mock.push(hermes_testkit::MockResponse::text(
+        "the answer is forty-two",
+    ));
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (callback_port, callbacks) = callback_receiver();
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("WEBHOOK_SECRET", "fake-secret")
+        .env("WEBHOOK_PORT", port.to_string())
+        .env("WEBHOOK_PATH", "/hooks/in")
+        .env(
+            "WEBHOOK_CALLBACK_URL",
+            format!("http://127.0.0.1:{callback_port}/replies"),
+        )
+        .env("GATEWAY_ALLOW_ALL_USERS", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let secret_words = "tell me the secret plan";
+    let body = format!(r#"{{"chat_id":"room-7","user_id":"u-42","text":"{secret_words}"}}"#);
+    let ts = chrono::Utc::now().timestamp();
+    let signature = Signer::new(b"fake-secret")
+        .unwrap()
+        .sign_timestamped(ts, body.as_bytes());
+    let request = format!(
+        "POST /hooks/in HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n{SIGNATURE_HEADER}: {signature}\r\n{TIMESTAMP_HEADER}: {ts}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let started = Instant::now();
+    let answer = loop {
+        if let Some(r) = http(port, &request) {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the webhook adapter never answered on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    let delivered = callbacks
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the reply never reached the callback");
+    assert!(delivered.contains("the answer is forty-two"), "{delivered}");
+
+    let log_path = env.home.path().join("logs").join("agent.log");
+    let wanted = |log: &str| log.contains("reply sent") && log.contains("message received");
+    let waiting = Instant::now();
+    while !wanted(&std::fs::read_to_string(&log_path).unwrap_or_default())
+        && waiting.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(wanted(&log), "log:\n{log}\nstderr:\n{}", stderr(&out));
+
+    let received: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("message received"))
+        .collect();
+    assert_eq!(received.len(), 1, "one line per inbound message:\n{log}");
+    let line = received[0];
+    assert!(line.contains("INFO"), "{line}");
+    for field in [
+        "platform=webhook",
+        "chat=room-7",
+        "user=u-42",
+        &format!("chars={}", secret_words.chars().count()),
+    ] {
+        assert!(line.contains(field), "{field} missing: {line}");
+    }
+    let replies: Vec<&str> = log.lines().filter(|l| l.contains("reply sent")).collect();
+    assert_eq!(replies.len(), 1, "one line per reply:\n{log}");
+    let line = replies[0];
+    assert!(line.contains("platform=webhook"), "{line}");
+    assert!(line.contains("chat=room-7"), "{line}");
+    assert!(
+        line.contains(&format!("chars={}", "the answer is forty-two".len())),
+        "{line}"
+    );
+    assert!(
+        !log.contains(secret_words),
+        "the message text is logged:\n{log}"
+    );
+    assert!(
+        !log.contains("forty-two"),
+        "the reply text is logged:\n{log}"
+    );
+}
+
+/// Issue 20 item 8: `gateway run` with the API server, the webhook and the cron scheduler
+/// prints one line per thing it serves, then the shutdown lines (ports masked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_run_start_up_lines_snapshot() {
+    let env = Env::new().await;
+    let free_port = || {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (api_port, hook_port) = (free_port(), free_port());
+    let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
+    cmd.env("API_SERVER_ENABLED", "true")
+        .env("API_SERVER_PORT", api_port.to_string())
+        .env("WEBHOOK_SECRET", "fake-secret")
+        .env("WEBHOOK_PORT", hook_port.to_string())
+        .env("WEBHOOK_PATH", "/hooks/in")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    // The webhook is probed by connecting only: a request would add its own log line.
+    while health(api_port).is_none() || TcpStream::connect(("127.0.0.1", hook_port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the API server or the webhook never answered"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = wait_bounded(child, Duration::from_secs(60), "gateway run after SIGTERM");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = stderr(&out)
+        .replace(&format!(":{api_port}"), ":<api-port>")
+        .replace(&format!(":{hook_port}"), ":<webhook-port>");
+    assert!(
+        lines
+            .lines()
+            .any(|l| l == "API server listening on http://127.0.0.1:<api-port>"),
+        "{lines}"
+    );
+    insta::assert_snapshot!("gateway_run_start_up_lines", lines);
 }

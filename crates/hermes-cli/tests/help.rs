@@ -33,6 +33,9 @@ const PATHS: &[&[&str]] = &[
     &["import"],
     &["prompt-size"],
     &["completion"],
+    &["sessiondb"],
+    &["man"],
+    &["version"],
 ];
 
 const CHAT_ONLY: &[&str] = &[

@@ -86,12 +86,10 @@ async fn chat_q_with_dead_mcp_and_provider_prints_no_log_line_and_logs_to_file()
     assert!(!shown.contains(" INFO "), "{shown}");
 }
 
-#[test]
-fn repl_with_dead_mcp_and_provider_draws_no_log_line() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let env = rt.block_on(Env::with_config(""));
-    std::fs::write(env.home.home().config_file(), dead_config()).unwrap();
-    let (mut child, mut master) = common::spawn_on_pty(&env, &[]);
+/// Runs the REPL on a pty in `env`: sends `hello`, waits for an error on the screen, lets the
+/// session run `linger` more (background reconnects), quits, and returns all it drew.
+fn repl_screen(env: &Env, linger: Duration) -> String {
+    let (mut child, mut master) = common::spawn_on_pty(env, &[]);
     let mut reader = master.try_clone().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
     std::thread::spawn(move || {
@@ -121,8 +119,12 @@ fn repl_with_dead_mcp_and_provider_draws_no_log_line() {
     wait_for("❯", &mut screen);
     master.write_all(b"hello\r").unwrap();
     wait_for("error", &mut screen);
-    // Let the MCP reconnect loop run a while: its records must not reach the screen.
-    std::thread::sleep(Duration::from_secs(3));
+    let until = Instant::now() + linger;
+    while Instant::now() < until {
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+            screen.extend(chunk);
+        }
+    }
     master.write_all(b"/quit\r").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
@@ -131,8 +133,59 @@ fn repl_with_dead_mcp_and_provider_draws_no_log_line() {
         }
     }
     let _ = child.kill();
-    let text = String::from_utf8_lossy(&screen);
+    String::from_utf8_lossy(&screen).to_string()
+}
+
+#[test]
+fn repl_with_dead_mcp_and_provider_draws_no_log_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let env = rt.block_on(Env::with_config(""));
+    std::fs::write(env.home.home().config_file(), dead_config()).unwrap();
+    // Let the MCP reconnect loop run a while: its records must not reach the screen.
+    let text = repl_screen(&env, Duration::from_secs(3));
     assert_no_log_line(&text);
     let log = agent_log(&env);
     assert!(log.contains("WARN") || log.contains("ERROR"), "{log}");
+}
+
+/// Issue 20 item 1: a dead MCP server is told once, however many reconnect attempts fail
+/// while the session runs (they are in the log, not on the screen).
+#[test]
+fn repl_tells_a_dead_mcp_server_once_across_its_retries() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let env = rt.block_on(Env::with_config(""));
+    std::fs::write(env.home.home().config_file(), dead_config()).unwrap();
+    let text = repl_screen(&env, Duration::from_secs(6));
+    for server in ["gone", "down"] {
+        let told = text
+            .matches(&format!("MCP server `{server}` did not start"))
+            .count();
+        assert_eq!(told, 1, "`{server}` told {told} times:\n{text}");
+    }
+    assert!(!text.contains("lost ("), "{text}");
+    let log = agent_log(&env);
+    let attempts = log.lines().filter(|l| l.contains("gone")).count();
+    assert!(attempts >= 2, "the reconnects are in the log:\n{log}");
+}
+
+/// Issue 20 items 1 and 10: with `agent.api_max_retries: 2` and a provider that refuses the
+/// connection, the screen holds one line about it: no retry lines, no repeat.
+#[test]
+fn repl_with_a_refusing_provider_and_two_retries_shows_one_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let env = rt.block_on(Env::with_config(""));
+    std::fs::write(
+        env.home.home().config_file(),
+        "model:\n  provider: custom\n  base_url: http://127.0.0.1:1/v1\n  default: mock-model\n\
+         agent:\n  api_max_retries: 2\n",
+    )
+    .unwrap();
+    let text = repl_screen(&env, Duration::from_secs(2));
+    assert_eq!(
+        text.matches("connection refused").count(),
+        1,
+        "one line for the refused connection:\n{text}"
+    );
+    assert!(!text.contains("retrying"), "{text}");
+    assert_no_log_line(&text);
 }

@@ -146,3 +146,86 @@ async fn ignored_python_settings_are_summed_up_and_listed_by_name() {
         );
     }
 }
+
+/// Issue 20: `tools disable NAME --platform P` on Python's commented config adds only the
+/// `platform_toolsets.<platform>` entry (every other byte stays), and `tools list` shows the
+/// platform's list, `--platform P` what that platform's chats get.
+#[tokio::test]
+async fn tools_platform_toolsets_change_only_their_entry_and_show_in_the_list() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let original = python_config();
+    std::fs::write(home.home().config_file(), &original).unwrap();
+    std::fs::write(home.home().env_file(), "WORK_PROXY_KEY=sk-proxy\n").unwrap();
+    let run = |args: &'static [&'static str]| hermes(home.path(), cwd.path(), args);
+    let out = run(&["tools", "disable", "memory", "--platform", "telegram"]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    // The file is the original plus one `platform_toolsets:` block, nothing else moved.
+    let mut kept = Vec::new();
+    let mut block = Vec::new();
+    let mut in_block = false;
+    for line in text.lines() {
+        if line.starts_with("platform_toolsets:") {
+            in_block = true;
+        } else if in_block && !line.starts_with(' ') && !line.starts_with('-') {
+            in_block = false;
+        }
+        if in_block {
+            block.push(line);
+        } else {
+            kept.push(line);
+        }
+    }
+    assert_eq!(
+        kept.join("\n").trim_end(),
+        original.trim_end(),
+        "only the new entry differs:\n{text}"
+    );
+    assert!(block.len() >= 2, "{block:?}");
+    let after = yaml(&text);
+    let telegram: Vec<String> =
+        serde_json::from_value(after["platform_toolsets"]["telegram"].clone()).unwrap();
+    assert!(!telegram.contains(&"memory".to_string()), "{telegram:?}");
+
+    let all = run(&["tools", "list"]).await;
+    assert!(all.status.success(), "{}", stderr(&all));
+    let all = stdout(&all);
+    let row = all
+        .lines()
+        .find(|l| l.trim_start().starts_with("telegram "))
+        .unwrap_or_else(|| panic!("no telegram row:\n{all}"));
+    assert!(row.contains(&telegram.join(", ")), "{row}");
+
+    let one = run(&["tools", "list", "--platform", "telegram"]).await;
+    assert!(one.status.success(), "{}", stderr(&one));
+    let one = stdout(&one);
+    assert!(
+        one.starts_with("Enabled toolsets (platform_toolsets.telegram): "),
+        "{one}"
+    );
+    let memory_line = one
+        .lines()
+        .find(|l| l.contains(" memory "))
+        .unwrap_or_else(|| panic!("no memory tool:\n{one}"));
+    assert!(
+        memory_line.contains("off: toolset not enabled"),
+        "{memory_line}"
+    );
+    // The terminal is unchanged.
+    let cli = stdout(&run(&["tools", "list", "--platform", "cli"]).await);
+    assert!(!cli.contains("platform_toolsets.telegram"), "{cli}");
+
+    let bad = run(&["tools", "list", "--platform", "myspace"]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("unknown platform `myspace`"),
+        "{}",
+        stderr(&bad)
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.home().config_file()).unwrap(),
+        text,
+        "listing changes nothing"
+    );
+}

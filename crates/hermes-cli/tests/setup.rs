@@ -209,6 +209,21 @@ async fn the_wizard_offers_the_servers_model_list_and_writes_the_answers() {
         "{shown}"
     );
     assert!(shown.contains("1) qwen3-8b"), "{shown}");
+    // Issue 20 item 10: `session_search` is among the toolsets offered, and the wizard run
+    // on its own says how to start (it does not start the chat itself).
+    // (Prompts end without a newline on a pipe, so the list starts mid-line.)
+    let offered = shown
+        .split_once("Toolsets: ")
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_else(|| panic!("no toolset list: {shown}"));
+    assert!(
+        offered.split(", ").any(|t| t == "session_search"),
+        "{offered}"
+    );
+    assert!(
+        shown.contains("Done. Run `hermes` to start chatting"),
+        "{shown}"
+    );
     assert!(shown.contains("2) llama-3.1-8b"), "{shown}");
     assert!(
         mock.captured().iter().any(|r| r.path == "/v1/models"),
@@ -254,4 +269,65 @@ async fn nothing_configured_points_at_setup() {
     let err = stderr(&out);
     assert!(err.contains("needs a terminal"), "{err}");
     assert!(err.contains("hermes setup --non-interactive"), "{err}");
+}
+
+/// Issue 20 item 10: the first run on a terminal with nothing configured offers the wizard;
+/// "n" prints the skip notice as its own sentence on its own line, then the ways to
+/// configure a provider, and exits without starting a chat.
+#[test]
+fn first_run_declined_says_so_on_its_own_line() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let env = rt.block_on(common::Env::new());
+    std::fs::remove_file(env.home.home().config_file()).unwrap();
+    let (mut child, mut master) = common::spawn_on_pty(&env, &[]);
+    let mut reader = master.try_clone().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut screen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(&screen).contains("Run the setup wizard now?") {
+        assert!(
+            Instant::now() < deadline,
+            "no offer: {}",
+            String::from_utf8_lossy(&screen)
+        );
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+            screen.extend(chunk);
+        }
+    }
+    master.write_all(b"n\r").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "hermes did not exit after \"n\"");
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(100)) {
+            screen.extend(chunk);
+        }
+    }
+    while let Ok(chunk) = rx.recv_timeout(Duration::from_millis(300)) {
+        screen.extend(chunk);
+    }
+    let text = String::from_utf8_lossy(&screen).replace('\r', "");
+    let line = text
+        .lines()
+        .find(|l| l.contains("Setup skipped."))
+        .unwrap_or_else(|| panic!("no skip notice: {text}"));
+    assert_eq!(
+        line.trim(),
+        "Setup skipped. Run `hermes setup` when you are ready, or configure a provider yourself:",
+        "{text}"
+    );
+    assert!(!text.contains("❯"), "no chat was started: {text}");
 }

@@ -270,3 +270,109 @@ async fn tab_with_nothing_to_complete_draws_nothing_and_start_is_not_offered() {
     .await
     .unwrap();
 }
+
+/// One streamed answer whose usage says 9,833 prompt tokens of which 4,911 were cache reads.
+fn cached_answer() -> MockResponse {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+            "model": "mock-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let usage = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0,
+        "model": "mock-model", "choices": [],
+        "usage": {"prompt_tokens": 9833, "completion_tokens": 5, "total_tokens": 9838,
+            "prompt_tokens_details": {"cached_tokens": 4911}}});
+    let mut body = String::new();
+    for v in [
+        chunk(
+            serde_json::json!({"role": "assistant", "content": "cached reply"}),
+            None,
+        ),
+        chunk(serde_json::json!({}), Some("stop")),
+        usage,
+    ] {
+        body.push_str(&format!("data: {v}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    MockResponse::sse(body)
+}
+
+/// Issue 20 item 5: the status line's context share counts cached prompt tokens once
+/// (`ctx 9.8k/20.0k (49%)`, not the 14.7k / 74% of counting the 4,911 cache reads twice).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_context_share_counts_cached_tokens_once() {
+    let env = Env::new().await;
+    std::fs::write(
+        env.home.home().config_file(),
+        format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n  context_length: 20000\n{NO_REVIEW}",
+            env.mock.base_url()
+        ),
+    )
+    .unwrap();
+    env.mock.push(cached_answer());
+    let (home, cwd) = (env.home.path().to_path_buf(), env.cwd.path().to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn_sized(&home, &cwd, &[], &[], true, 120, 40);
+        t.wait_for_prompt_number(1);
+        t.send("hello\r");
+        t.wait_for("cached reply");
+        t.wait_for("ctx ");
+        t.wait_for_prompt_number(2);
+        assert!(t.seen.contains("ctx 9.8k/20.0k (49%)"), "{}", t.seen);
+        assert!(!t.seen.contains("14.7k"), "{}", t.seen);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+}
+
+/// Issue 20 (Python Hermes' slash commands): `/insights` reports the session just used,
+/// `/platforms` lists the gateway's platforms and their setup, `/personality` lists the
+/// presets, writes one to SOUL.md and refuses an unknown name with the known ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn insights_platforms_and_personality_answer_in_the_repl() {
+    let env = Env::with_config(NO_REVIEW).await;
+    env.mock.push(MockResponse::text("hi there"));
+    let soul = env.home.home().soul_file();
+    let (home, cwd) = (env.home.path().to_path_buf(), env.cwd.path().to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn_sized(&home, &cwd, &[], &[], true, 120, 60);
+        t.wait_for_prompt_number(1);
+        t.send("hello\r");
+        t.wait_for("hi there");
+        t.wait_for_prompt_number(2);
+
+        t.send("/insights 7\r");
+        t.wait_for("Insights for the last 7 days");
+        t.wait_for("Sessions");
+        t.wait_for("mock-model");
+        t.wait_for_prompt_number(3);
+
+        t.send("/platforms\r");
+        t.wait_for("telegram");
+        t.wait_for("webhook");
+        t.wait_for_prompt_number(4);
+
+        t.send("/personality\r");
+        t.wait_for("Personalities (/personality <name>");
+        t.wait_for("concise");
+        t.wait_for_prompt_number(5);
+        t.send("/personality concise\r");
+        t.wait_for("Personality set to `concise` in SOUL.md");
+        t.wait_for_prompt_number(6);
+        t.send("/personality grumpy\r");
+        t.wait_for("no personality `grumpy`; known: none, helpful");
+        t.wait_for_prompt_number(7);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(soul).unwrap();
+    assert!(
+        text.contains("You are a concise assistant. Keep responses brief and to the point."),
+        "{text}"
+    );
+}

@@ -35,6 +35,10 @@ pub enum ErrorClass {
     ServerError,
     /// Connection dropped, reset or timed out.
     Timeout,
+    /// The endpoint could not be reached at all: connection refused, host name not found, no
+    /// route. Retrying the same address cannot help, so the call is not retried; the fallback
+    /// chain is tried at once (fast failover), else the turn stops with one clear line.
+    ConnectionFailed,
     /// The prompt does not fit the context window.
     ContextOverflow,
     /// 413.
@@ -64,6 +68,7 @@ impl ErrorClass {
             ErrorClass::Overloaded => "overloaded",
             ErrorClass::ServerError => "server_error",
             ErrorClass::Timeout => "timeout",
+            ErrorClass::ConnectionFailed => "connection_failed",
             ErrorClass::ContextOverflow => "context_overflow",
             ErrorClass::PayloadTooLarge => "payload_too_large",
             ErrorClass::ModelNotFound => "model_not_found",
@@ -112,11 +117,12 @@ impl ErrorClass {
     }
 
     /// True when the fallback provider chain should be tried: auth, billing, rate_limit,
-    /// model_not_found, format_error, content_policy (FEATURES §2).
+    /// connection_failed, model_not_found, format_error, content_policy (FEATURES §2).
     pub fn fallback(self) -> bool {
         matches!(
             self,
             ErrorClass::Auth
+                | ErrorClass::ConnectionFailed
                 | ErrorClass::Billing
                 | ErrorClass::RateLimit
                 | ErrorClass::ModelNotFound
@@ -225,9 +231,11 @@ impl LlmError {
         ))
     }
 
-    /// Maps a transport failure from reqwest: certificate problems → ssl_cert_verification,
-    /// everything else (connect, reset, timeout, body read) → timeout (FEATURES §2: rebuild the
-    /// connection and retry).
+    /// Maps a transport failure from reqwest: certificate problems → ssl_cert_verification;
+    /// an endpoint that cannot be reached (connection refused, host name not found, no route;
+    /// a connect that merely timed out is excluded) → connection_failed, with a message that
+    /// names the address; everything else (reset, timeout, body read) → timeout (FEATURES §2:
+    /// rebuild the connection and retry).
     pub fn from_transport(err: &reqwest::Error) -> LlmError {
         let mut text = err.to_string();
         let mut source = std::error::Error::source(err);
@@ -236,12 +244,34 @@ impl LlmError {
             text.push_str(&s.to_string());
             source = s.source();
         }
-        let class = if looks_like_cert_error(&text.to_lowercase()) {
-            ErrorClass::SslCertVerification
-        } else {
-            ErrorClass::Timeout
-        };
-        LlmError::new(class, None, format!("network error: {text}"))
+        let lower = text.to_lowercase();
+        if looks_like_cert_error(&lower) {
+            return LlmError::new(
+                ErrorClass::SslCertVerification,
+                None,
+                format!("network error: {text}"),
+            );
+        }
+        if (err.is_connect() && !err.is_timeout()) || looks_like_connect_failure(&lower) {
+            let reason = connect_failure_reason(&lower);
+            let at = err
+                .url()
+                .map(|u| {
+                    let mut base = u.clone();
+                    base.set_query(None);
+                    format!(" at {base}")
+                })
+                .unwrap_or_default();
+            return LlmError::new(
+                ErrorClass::ConnectionFailed,
+                None,
+                format!(
+                    "cannot connect to the model provider{at} ({reason}); check that the server \
+                     is running and that model.base_url is right"
+                ),
+            );
+        }
+        LlmError::new(ErrorClass::Timeout, None, format!("network error: {text}"))
     }
 
     /// [`ErrorClass::retryable`] of this error's class.
@@ -277,7 +307,8 @@ impl LlmError {
 /// a deactivated account → auth_permanent), 402 billing (unless the text says it resets / try
 /// again later → rate_limit), 404 model_not_found, 413 payload_too_large, 429 rate_limit,
 /// 503/529 overloaded, other 5xx server_error, other 4xx format_error. Without a status, TLS
-/// certificate text → ssl_cert_verification, connection/timeout text → timeout, else unknown.
+/// certificate text → ssl_cert_verification, connection refused / unknown host text →
+/// connection_failed, other connection/timeout text → timeout, else unknown.
 pub fn classify(status: Option<u16>, body_or_message: &str) -> ErrorClass {
     let m = body_or_message.to_lowercase();
     let Some(status) = status else {
@@ -286,6 +317,9 @@ pub fn classify(status: Option<u16>, body_or_message: &str) -> ErrorClass {
         }
         if looks_like_context_overflow(&m) {
             return ErrorClass::ContextOverflow;
+        }
+        if looks_like_connect_failure(&m) {
+            return ErrorClass::ConnectionFailed;
         }
         if looks_like_network_error(&m) {
             return ErrorClass::Timeout;
@@ -384,6 +418,33 @@ fn looks_like_permanent_auth(m: &str) -> bool {
 
 fn looks_like_cert_error(m: &str) -> bool {
     m.contains("certificate") || m.contains("cert verify") || m.contains("unknownissuer")
+}
+
+/// Text of a failure to reach the endpoint at all (nothing listens, no such host, no route).
+fn looks_like_connect_failure(m: &str) -> bool {
+    CONNECT_FAILURES.iter().any(|(p, _)| m.contains(p))
+}
+
+/// Connect-failure patterns and the few words shown for each.
+const CONNECT_FAILURES: &[(&str, &str)] = &[
+    ("connection refused", "connection refused"),
+    ("dns error", "host name not found"),
+    ("failed to lookup address", "host name not found"),
+    ("name or service not known", "host name not found"),
+    ("no such host", "host name not found"),
+    ("nodename nor servname", "host name not found"),
+    ("no route to host", "no route to host"),
+    ("network is unreachable", "network unreachable"),
+    ("host is unreachable", "host unreachable"),
+];
+
+/// The few words that say why a connect failed ("connection refused", "host name not found").
+fn connect_failure_reason(m: &str) -> &'static str {
+    CONNECT_FAILURES
+        .iter()
+        .find(|(p, _)| m.contains(p))
+        .map(|(_, r)| *r)
+        .unwrap_or("could not connect")
 }
 
 fn looks_like_network_error(m: &str) -> bool {

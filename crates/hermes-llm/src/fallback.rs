@@ -110,8 +110,9 @@ impl RecoveryPolicy {
     /// a spare key exists; compress / strip thinking where the class says so; retry retryable
     /// classes up to `max_retries` (Retry-After wins, else jittered backoff 2 s/60 s); then the
     /// next fallback where the class allows (exhausted retries of rate_limit/overloaded/
-    /// server_error also fall back); else stop. `auth_permanent` and `ssl_cert_verification`
-    /// always stop.
+    /// server_error also fall back); else stop. `connection_failed` is never retried (the
+    /// address will not answer after a backoff): it falls back at once, else stops.
+    /// `auth_permanent` and `ssl_cert_verification` always stop.
     pub fn decide(&mut self, err: &LlmError) -> RecoveryAction {
         let class = err.class;
         if matches!(

@@ -142,7 +142,17 @@ fn ident_at(text: &str) -> Option<&str> {
 /// (each item of a `crate::{a::X, b}` group), and after a `super::` chain that climbs to the
 /// crate root. `$crate::` (macro bodies) is not a reference to another module.
 fn root_refs(text: &str, module: &[String]) -> BTreeSet<String> {
+    refs_under(text, module, &[])
+}
+
+/// The names directly under module `base` (`[]`: the crate root; `["commands"]`) that a file
+/// at `module` (inside `base`) refers to: the first segment after `crate::<base>::` (each
+/// item of a group), and after a `super::` chain that climbs to `base`.
+fn refs_under(text: &str, module: &[String], base: &[&str]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
+    let prefix: String = std::iter::once("crate::".to_string())
+        .chain(base.iter().map(|b| format!("{b}::")))
+        .collect();
     let bytes = text.as_bytes();
     let preceded_by_ident = |at: usize| {
         at > 0 && {
@@ -150,11 +160,11 @@ fn root_refs(text: &str, module: &[String]) -> BTreeSet<String> {
             c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b':'
         }
     };
-    for (at, _) in text.match_indices("crate::") {
+    for (at, _) in text.match_indices(prefix.as_str()) {
         if preceded_by_ident(at) {
             continue;
         }
-        let rest = &text[at + "crate::".len()..];
+        let rest = &text[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // Items at brace depth 0 of the group, each up to its first `::`.
             let mut depth = 0usize;
@@ -189,7 +199,7 @@ fn root_refs(text: &str, module: &[String]) -> BTreeSet<String> {
             climbs += 1;
             rest = r;
         }
-        if climbs == module.len()
+        if climbs + base.len() == module.len()
             && let Some(name) = ident_at(rest)
         {
             out.insert(name.to_string());
@@ -211,21 +221,34 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The import graph between the top-level modules of the crate whose sources are in `src`.
 fn module_graph(src: &Path) -> ModuleGraph {
+    module_graph_under(src, &[])
+}
+
+/// The import graph between the modules directly under `base` (`[]`: the crate's top-level
+/// modules; `["commands"]`: the files and folders of `src/commands/`). A folder is one node
+/// with all its files; `base`'s own `mod.rs` declares and dispatches them and is left out.
+fn module_graph_under(src: &Path, base: &[&str]) -> ModuleGraph {
     let mut files = Vec::new();
     rust_files(src, &mut files);
+    let inside = |module: &[String]| {
+        module.len() > base.len() && module.iter().zip(base).all(|(m, b)| m == b)
+    };
     let tops: BTreeSet<String> = files
         .iter()
-        .filter_map(|f| module_path(f.strip_prefix(src).unwrap()).first().cloned())
+        .map(|f| module_path(f.strip_prefix(src).unwrap()))
+        .filter(|m| inside(m))
+        .map(|m| m[base.len()].clone())
         .collect();
     let mut graph = ModuleGraph::new();
     for file in &files {
         let rel = file.strip_prefix(src).unwrap();
         let module = module_path(rel);
-        let Some(from) = module.first() else {
-            continue; // the crate root declares the modules; it is above all of them
-        };
+        if !inside(&module) {
+            continue; // outside `base`, or `base`'s own mod.rs (above all of its modules)
+        }
+        let from = &module[base.len()];
         let text = std::fs::read_to_string(file).unwrap();
-        for to in root_refs(&text, &module) {
+        for to in refs_under(&text, &module, base) {
             if &to != from && tops.contains(&to) {
                 graph
                     .entry(from.clone())
@@ -315,6 +338,41 @@ fn cli_top_level_modules_import_each_other_in_no_cycle() {
     }
 }
 
+/// The files and folders inside `commands/` import each other in no cycle either (issue
+/// 20): the parser (`args`) names every subcommand's type, so no subcommand may reach back
+/// to the parser (the Python-command answers in `redirect` get the names as data).
+#[test]
+fn cli_command_modules_import_each_other_in_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hermes-cli/src");
+    let graph = module_graph_under(&src, &["commands"]);
+    let simple = edges(&graph);
+    // The scan must see the known edges, or it would pass by seeing nothing.
+    for (from, to) in [
+        ("args", "gateway"),
+        ("args", "tools"),
+        ("gateway", "redirect"),
+    ] {
+        assert!(
+            simple.get(from).is_some_and(|t| t.contains(to)),
+            "expected an import {from} → {to}; graph seen: {simple:?}"
+        );
+    }
+    if let Some(cycle) = find_cycle(&simple) {
+        let detail: Vec<String> = cycle
+            .windows(2)
+            .map(|w| {
+                let files: Vec<&str> = graph[&w[0]][&w[1]].iter().map(String::as_str).collect();
+                format!("{} → {} (in {})", w[0], w[1], files.join(", "))
+            })
+            .collect();
+        panic!(
+            "import cycle between the modules of commands/: {}\n{}",
+            cycle.join(" → "),
+            detail.join("\n")
+        );
+    }
+}
+
 #[test]
 fn the_agent_assembly_imports_no_front_end() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hermes-cli/src");
@@ -365,6 +423,35 @@ fn cycle_finder_finds_a_ring_and_passes_a_layered_graph() {
     ]);
     assert_eq!(find_cycle(&layered), None);
     assert_eq!(find_cycle(&BTreeMap::new()), None);
+}
+
+#[test]
+fn import_scan_under_a_module_reads_its_paths_and_super_chains() {
+    let text = "use crate::commands::{args::Cli, redirect};\n\
+                let x = crate::commands::gateway::run();\n\
+                let y = crate::repl::z();\n\
+                use super::tools::ToolsCmd;\n\
+                use super::super::assembly::App;";
+    let module = ["commands".to_string(), "chat".to_string()];
+    assert_eq!(
+        refs_under(text, &module, &["commands"]),
+        BTreeSet::from([
+            "args".to_string(),
+            "gateway".to_string(),
+            "redirect".to_string(),
+            "tools".to_string(),
+        ])
+    );
+    // From a file one folder deeper, `super::super::` reaches `commands`.
+    let deeper = [
+        "commands".to_string(),
+        "gateway".to_string(),
+        "cron".to_string(),
+    ];
+    assert_eq!(
+        refs_under("use super::super::args::Cli;", &deeper, &["commands"]),
+        BTreeSet::from(["args".to_string()])
+    );
 }
 
 #[test]

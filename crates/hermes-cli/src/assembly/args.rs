@@ -38,7 +38,9 @@ pub struct ChatArgs {
     /// Write AgentEvents as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Verbose logs on stderr.
+    /// Show the model's reasoning (as `display.show_reasoning: true`); commands that are not
+    /// a conversation (gateway, cron, mcp test) also log INFO records on stderr. Logs never
+    /// reach the REPL's or `chat`'s screen: they are in HERMES_HOME/logs/ (`hermes logs`).
     #[arg(short = 'v', long)]
     pub verbose: bool,
     /// Less output: no tool lines or status lines.

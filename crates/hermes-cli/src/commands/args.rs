@@ -160,3 +160,39 @@ pub enum Command {
     #[command(external_subcommand)]
     Other(Vec<String>),
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn redirected_commands_are_not_real_ones() {
+        // A redirect that shadows a real subcommand would never be reached: each path's
+        // last word must be unknown to the parser at that level.
+        let root = Cli::command();
+        for path in crate::commands::redirect::redirected_paths() {
+            let mut cmd = &root;
+            for w in &path[..path.len() - 1] {
+                cmd = cmd.find_subcommand(w).unwrap_or_else(|| panic!("{path:?}"));
+            }
+            assert!(
+                cmd.find_subcommand(path[path.len() - 1]).is_none(),
+                "{path:?} is a real command"
+            );
+        }
+    }
+
+    #[test]
+    fn the_near_misses_offered_are_the_parsers_commands() {
+        let names = crate::commands::redirect::command_names::<super::Command>();
+        let root = Cli::command();
+        let visible: Vec<String> = root
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+            .map(|c| c.get_name().to_string())
+            .collect();
+        assert_eq!(names, visible);
+    }
+}

@@ -63,7 +63,10 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
     let app = App::load(profile)?;
     let path = app.home.auth_file();
     match cmd {
-        AuthCmd::Other(words) => Ok(crate::commands::redirect::answer(&["auth"], words)),
+        AuthCmd::Other(words) => Ok(crate::commands::redirect::answer::<AuthCmd>(
+            &["auth"],
+            words,
+        )),
         AuthCmd::Add {
             provider,
             label,

@@ -62,7 +62,10 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
             outln!("{}", home.env_file().display());
             Ok(0)
         }
-        ConfigCmd::Other(words) => Ok(crate::commands::redirect::answer(&["config"], words)),
+        ConfigCmd::Other(words) => Ok(crate::commands::redirect::answer::<ConfigCmd>(
+            &["config"],
+            words,
+        )),
         ConfigCmd::Path => {
             let app = App::load(profile)?;
             outln!("{}", app.home.config_file().display());

@@ -347,10 +347,11 @@ async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
         Some(rec) => {
             print_run(&rec);
             // The answer itself, as `chat -q` prints it (issue 20 item 10).
+            // The recorded path is relative to HERMES_HOME, not to the working directory.
             if let Some(answer) = rec
                 .output_path
                 .as_deref()
-                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|p| std::fs::read_to_string(app.home.root().join(p)).ok())
                 .and_then(|text| {
                     text.split_once("\n## Response\n\n")
                         .map(|(_, answer)| answer.trim_end().to_string())

@@ -33,7 +33,10 @@ pub enum MemoryCmd {
 pub fn run(profile: Option<&str>, action: &MemoryCmd) -> Result<i32> {
     let app = App::load(profile)?;
     match action {
-        MemoryCmd::Other(words) => Ok(crate::commands::redirect::answer(&["memory"], words)),
+        MemoryCmd::Other(words) => Ok(crate::commands::redirect::answer::<MemoryCmd>(
+            &["memory"],
+            words,
+        )),
         MemoryCmd::Show => {
             print!("{}", memory_report(&app.home, &app.config.memory));
             Ok(0)

@@ -61,7 +61,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Completion { shell }) => shell::completion(*shell),
         Some(Command::Man) => shell::man(),
         Some(Command::Version) => Ok(0),
-        Some(Command::Other(words)) => Ok(redirect::answer(&[], words)),
+        Some(Command::Other(words)) => Ok(redirect::answer::<Command>(&[], words)),
         Some(Command::Chat { query: Some(q), .. }) => chat::one_shot(profile, &chat, q).await,
         Some(Command::Chat { query: None, .. }) | None => chat::interactive(profile, &chat).await,
     }

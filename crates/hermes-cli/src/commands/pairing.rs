@@ -82,7 +82,10 @@ pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
     store.migrate()?;
     let now = now_unix();
     match action {
-        PairingCmd::Other(words) => Ok(crate::commands::redirect::answer(&["pairing"], words)),
+        PairingCmd::Other(words) => Ok(crate::commands::redirect::answer::<PairingCmd>(
+            &["pairing"],
+            words,
+        )),
         PairingCmd::List => {
             let overview = store.overview(now)?;
             if overview.pending.is_empty() && overview.approved.is_empty() {

@@ -253,7 +253,10 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             outln!("schema version:  {}", stats.schema_version);
             Ok(0)
         }
-        SessionsCmd::Other(words) => Ok(crate::commands::redirect::answer(&["sessions"], words)),
+        SessionsCmd::Other(words) => Ok(crate::commands::redirect::answer::<SessionsCmd>(
+            &["sessions"],
+            words,
+        )),
         SessionsCmd::Show { session } => {
             let Some(record) = store.find_session(session)? else {
                 eprintln!("error: no session matches `{session}`");

@@ -17,8 +17,14 @@ use crate::assembly::tools::{build_registry, enabled_toolsets};
 /// `hermes tools …`
 #[derive(Debug, Subcommand)]
 pub enum ToolsCmd {
-    /// Toolsets and tools, with availability and the reason a tool is left out.
-    List,
+    /// Toolsets and tools, with availability and the reason a tool is left out; the
+    /// `platform_toolsets` of the gateway's platforms.
+    List {
+        /// Show what one place gets: `cli` (the terminal, default) or a gateway platform
+        /// (telegram, discord, …), whose `platform_toolsets.<platform>` list applies.
+        #[arg(long)]
+        platform: Option<String>,
+    },
     /// Turn toolsets on (`hermes tools enable web memory`).
     Enable {
         /// Toolset names (`hermes tools list` shows them).
@@ -56,17 +62,69 @@ const PLATFORMS: &[&str] = &[
 pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) -> Result<i32> {
     let app = App::load(profile)?;
     app.warn_config();
-    match action.unwrap_or(&ToolsCmd::List) {
-        ToolsCmd::List => {
-            let store = app.open_store()?;
-            let registry = build_registry(&app, args, Some(store))?;
-            print!("{}", list_text(&app, args, &registry)?);
-            Ok(0)
-        }
-        ToolsCmd::Enable { names, platform } => change(&app, names, platform, true),
-        ToolsCmd::Disable { names, platform } => change(&app, names, platform, false),
-        ToolsCmd::Other(words) => Ok(crate::commands::redirect::answer(&["tools"], words)),
+    match action {
+        None => list(&app, args, None),
+        Some(ToolsCmd::List { platform }) => list(&app, args, platform.as_deref()),
+        Some(ToolsCmd::Enable { names, platform }) => change(&app, names, platform, true),
+        Some(ToolsCmd::Disable { names, platform }) => change(&app, names, platform, false),
+        Some(ToolsCmd::Other(words)) => Ok(crate::commands::redirect::answer::<ToolsCmd>(
+            &["tools"],
+            words,
+        )),
     }
+}
+
+/// `hermes tools list [--platform P]`.
+fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
+    if let Some(p) = platform
+        && !PLATFORMS.contains(&p)
+    {
+        eprintln!(
+            "error: unknown platform `{p}`; one of: {}",
+            PLATFORMS.join(", ")
+        );
+        return Ok(2);
+    }
+    let store = app.open_store()?;
+    let registry = build_registry(app, args, Some(store))?;
+    print!("{}", list_text(app, args, &registry, platform)?);
+    Ok(0)
+}
+
+/// The `platform_toolsets.<platform>` list of config.yaml, when it has one.
+fn platform_list(app: &App, platform: &str) -> Option<Vec<String>> {
+    app.config
+        .platform_toolsets
+        .as_ref()
+        .and_then(|v| v.get(platform))
+        .and_then(|v| v.as_sequence())
+        .map(|s| {
+            s.iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
+}
+
+/// Every `platform_toolsets` entry of config.yaml: platform and its toolsets, in file order.
+fn platform_lists(app: &App) -> Vec<(String, Vec<String>)> {
+    let Some(map) = app
+        .config
+        .platform_toolsets
+        .as_ref()
+        .and_then(|v| v.as_mapping())
+    else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| {
+            let names = v
+                .as_sequence()?
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect();
+            Some((k.as_str()?.to_string(), names))
+        })
+        .collect()
 }
 
 /// The toolset lists of a `config.yaml` after enabling or disabling `name`.
@@ -236,18 +294,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
         text = set(&text, &["toolsets"], &lists.enabled)?;
         text = set(&text, &["agent", "disabled_toolsets"], &lists.disabled)?;
     } else {
-        let current = app
-            .config
-            .platform_toolsets
-            .as_ref()
-            .and_then(|v| v.get(platform))
-            .and_then(|v| v.as_sequence())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|i| i.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_else(cli_default);
+        let current = platform_list(app, platform).unwrap_or_else(cli_default);
         let mut lists = Lists {
             enabled: current,
             disabled: Vec::new(),
@@ -330,8 +377,23 @@ fn status(
     "off: toolset not enabled".to_string()
 }
 
-fn list_text(app: &App, args: &ChatArgs, registry: &Registry) -> Result<String> {
-    let (enabled, source) = enabled_toolsets(app, args);
+fn list_text(
+    app: &App,
+    args: &ChatArgs,
+    registry: &Registry,
+    platform: Option<&str>,
+) -> Result<String> {
+    let (mut enabled, source) = enabled_toolsets(app, args);
+    let mut source = source.to_string();
+    if let Some(p) = platform.filter(|p| *p != "cli") {
+        match platform_list(app, p) {
+            Some(list) => {
+                enabled = list;
+                source = format!("platform_toolsets.{p}");
+            }
+            None => source = format!("{source}; no platform_toolsets.{p} entry"),
+        }
+    }
     let disabled = app.config.agent.disabled_toolsets.clone();
     let sel = registry
         .select(&ToolsetSelection::new(enabled.clone(), disabled.clone()))
@@ -353,6 +415,15 @@ fn list_text(app: &App, args: &ChatArgs, registry: &Registry) -> Result<String> 
             "Disabled toolsets (agent.disabled_toolsets): {}\n",
             disabled.join(", ")
         ));
+    }
+    if platform.is_none() {
+        let lists = platform_lists(app);
+        if !lists.is_empty() {
+            out.push_str("Platform toolsets (platform_toolsets; `--platform P` shows one):\n");
+            for (p, names) in lists {
+                out.push_str(&format!("  {p:<12} {}\n", names.join(", ")));
+            }
+        }
     }
     out.push_str("\nComposite toolsets:\n");
     for def in TOOLSET_DEFS {

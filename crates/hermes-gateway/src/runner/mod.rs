@@ -424,6 +424,14 @@ impl Gateway {
             return false;
         }
         inner.activity.touch();
+        // One line per inbound message in the log: who and where, never the text (issue 20).
+        tracing::info!(
+            platform = %msg.source.platform,
+            chat = %msg.source.chat_id.as_deref().unwrap_or("-"),
+            user = %msg.source.user_id.as_deref().unwrap_or("-"),
+            chars = msg.text.chars().count(),
+            "message received"
+        );
         let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
             tracing::warn!(platform = %msg.source.platform, "message from a platform without adapter");
             return false;
@@ -728,9 +736,15 @@ impl Gateway {
 
 /// Sends a short plain-text reply; failures are logged.
 pub(crate) async fn reply(adapter: &dyn PlatformAdapter, target: &ChatTarget, text: &str) {
-    if let Err(e) = deliver::deliver(adapter, target, text).await {
-        tracing::warn!(platform = adapter.name(), error = %e, "could not send a reply");
+    match deliver::deliver(adapter, target, text).await {
+        Ok(()) => log_reply(adapter.name(), target, text.chars().count()),
+        Err(e) => tracing::warn!(platform = adapter.name(), error = %e, "could not send a reply"),
     }
+}
+
+/// The one log line of a reply sent: platform, chat and size, never the text (issue 20).
+pub(crate) fn log_reply(platform: &str, target: &ChatTarget, chars: usize) {
+    tracing::info!(platform = %platform, chat = %target.chat_id, chars, "reply sent");
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -491,7 +491,8 @@ async fn turn_leased(
     };
     // Final text of an interrupted turn is not delivered (the next turn answers).
     let (fwd_tx, fwd_rx) = unbounded_channel();
-    let forward = async move {
+    let mut reply_chars = None;
+    let forward = async {
         while let Some(event) = rx.recv().await {
             let event = match event {
                 AgentEvent::TurnFinished {
@@ -500,6 +501,9 @@ async fn turn_leased(
                 } => break,
                 e => e,
             };
+            if let AgentEvent::TurnFinished { final_text, .. } = &event {
+                reply_chars = Some(final_text.chars().count());
+            }
             if fwd_tx.send(event).is_err() {
                 break;
             }
@@ -511,6 +515,11 @@ async fn turn_leased(
     let (outcome, (), report) = tokio::join!(run, forward, reply.run(fwd_rx));
     for e in &report.errors {
         tracing::warn!(platform = adapter.name(), error = %e, "reply delivery problem");
+    }
+    if let Some(chars) = reply_chars
+        && report.sent > 0
+    {
+        super::log_reply(adapter.name(), target, chars);
     }
     outcome
 }

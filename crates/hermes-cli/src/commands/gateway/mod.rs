@@ -339,7 +339,10 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
         GatewayCmd::Stop => return service::control(profile, &home, "stop"),
         GatewayCmd::Restart => return service::control(profile, &home, "restart"),
         GatewayCmd::Other(words) => {
-            return Ok(crate::commands::redirect::answer(&["gateway"], words));
+            return Ok(crate::commands::redirect::answer::<GatewayCmd>(
+                &["gateway"],
+                words,
+            ));
         }
         GatewayCmd::Status | GatewayCmd::Run => {}
     }
@@ -433,6 +436,7 @@ pub(crate) async fn serve(
     let cron = GatewayCron::prepare(app, args, outbox)?;
     let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
     let cron_task = if scheduler_on {
+        eprintln!("cron scheduler: on (`hermes cron list` shows the jobs)");
         Some(cron.spawn(cancel.clone()))
     } else {
         eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");

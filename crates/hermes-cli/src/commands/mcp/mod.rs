@@ -77,7 +77,7 @@ pub enum McpCmd {
 pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
     let app = App::load(profile)?;
     match action {
-        McpCmd::Other(words) => Ok(crate::commands::redirect::answer(&["mcp"], words)),
+        McpCmd::Other(words) => Ok(crate::commands::redirect::answer::<McpCmd>(&["mcp"], words)),
         McpCmd::List => {
             let specs = configured(&app);
             if specs.is_empty() {

@@ -61,7 +61,10 @@ pub fn run(profile: Option<&str>, action: &SkillsCmd) -> Result<i32> {
     let app = App::load(profile)?;
     let root = app.home.skills_dir();
     match action {
-        SkillsCmd::Other(words) => Ok(crate::commands::redirect::answer(&["skills"], words)),
+        SkillsCmd::Other(words) => Ok(crate::commands::redirect::answer::<SkillsCmd>(
+            &["skills"],
+            words,
+        )),
         SkillsCmd::List => {
             print!("{}", list_text(&root));
             Ok(0)
