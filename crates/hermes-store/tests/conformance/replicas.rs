@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_protocol::Message;
-use hermes_store::{Lease, LeaseAttempt, NewSession, StoreError};
+use hermes_store::{Lease, LeaseAttempt, NewSession, SessionStore, StoreError};
 
 use super::Db;
 
@@ -17,29 +17,33 @@ fn acquired(a: LeaseAttempt) -> Lease {
     }
 }
 
-/// A message delivered to two replicas at once is claimed by exactly one of them; a claim
-/// is found again after a reopen (a restart), done or not.
-pub fn an_inbound_message_is_claimed_once_across_handles(db: &Db) {
-    let stores: Vec<_> = (0..6).map(|_| db.open()).collect();
-    let barrier = Arc::new(std::sync::Barrier::new(stores.len()));
-    let handles: Vec<_> = stores
-        .into_iter()
-        .enumerate()
-        .map(|(i, store)| {
-            let barrier = barrier.clone();
+/// Runs `attempt` on `n` handles (as `n` processes) released at once; how many returned true.
+fn race(db: &Db, n: usize, attempt: fn(usize, SessionStore) -> bool) -> usize {
+    let barrier = Arc::new(std::sync::Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let (barrier, store) = (barrier.clone(), db.open());
             std::thread::spawn(move || {
                 barrier.wait();
-                store
-                    .claim("inbound", "telegram:42:1001", &format!("r{i}"), Some("{}"))
-                    .unwrap()
+                attempt(i, store)
             })
         })
         .collect();
-    let won = handles
+    handles
         .into_iter()
         .map(|h| h.join().unwrap())
         .filter(|won| *won)
-        .count();
+        .count()
+}
+
+/// A message delivered to two replicas at once is claimed by exactly one of them; a claim
+/// is found again after a reopen (a restart), done or not.
+pub fn an_inbound_message_is_claimed_once_across_handles(db: &Db) {
+    let won = race(db, 6, |i, store| {
+        store
+            .claim("inbound", "telegram:42:1001", &format!("r{i}"), Some("{}"))
+            .unwrap()
+    });
     assert_eq!(won, 1, "exactly one replica takes the message");
 
     let again = db.open();
@@ -112,26 +116,11 @@ pub fn claims_are_finished_listed_and_withdrawn(db: &Db) {
 pub fn an_orphaned_claim_is_adopted_once_and_old_done_claims_are_pruned(db: &Db) {
     let s = db.open();
     assert!(s.claim("inbound", "orphan", "dead", Some("msg")).unwrap());
-    let stores: Vec<_> = (0..4).map(|_| db.open()).collect();
-    let barrier = Arc::new(std::sync::Barrier::new(stores.len()));
-    let handles: Vec<_> = stores
-        .into_iter()
-        .enumerate()
-        .map(|(i, store)| {
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                store
-                    .adopt_claim("inbound", "orphan", "dead", &format!("live{i}"))
-                    .unwrap()
-            })
-        })
-        .collect();
-    let won = handles
-        .into_iter()
-        .map(|h| h.join().unwrap())
-        .filter(|w| *w)
-        .count();
+    let won = race(db, 4, |i, store| {
+        store
+            .adopt_claim("inbound", "orphan", "dead", &format!("live{i}"))
+            .unwrap()
+    });
     assert_eq!(won, 1);
     let adopted = s.get_claim("inbound", "orphan").unwrap().unwrap();
     assert!(adopted.holder.starts_with("live"));
