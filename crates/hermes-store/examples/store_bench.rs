@@ -17,7 +17,9 @@
 //! sessions `P_0000000`, … and their titles `P session N`, so runs of this program and of
 //! `bench/py_store_bench.py` can take turns inserting into one file (`bench/run`'s
 //! `samefile` section). `insert_p50_us` / `insert_p99_us` are the per-message insert times.
-//! The corpus generator is shared with
+//! `--postgres DSN` (instead of `--db`) runs the same on the PostgreSQL store, in a schema
+//! `store_bench_<messages>` of that database (drop it before a new insert run); `db_bytes`
+//! is then 0. The corpus generator is shared with
 //! `bench/py_store_bench.py` (same words in the same order), so both stores hold the same
 //! text: see `Corpus`.
 
@@ -80,6 +82,7 @@ impl Corpus {
 }
 
 struct Args {
+    postgres: Option<String>,
     db: PathBuf,
     messages: u64,
     queries: PathBuf,
@@ -95,6 +98,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     let mut search_only = false;
     let mut insert_only = false;
     let mut prefix = "bench".to_string();
+    let mut postgres = None;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--search-only" {
@@ -111,13 +115,18 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
             "--messages" => messages = value.parse()?,
             "--queries" => queries = Some(PathBuf::from(value)),
             "--prefix" => prefix = value,
+            "--postgres" => postgres = Some(value),
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
     if insert_only && queries.is_none() {
         queries = Some(PathBuf::new());
     }
+    if postgres.is_some() && db.is_none() {
+        db = Some(PathBuf::new());
+    }
     Ok(Args {
+        postgres,
         db: db.ok_or("--db is required")?,
         messages,
         queries: queries.ok_or("--queries is required")?,
@@ -154,7 +163,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         .map(String::from)
         .collect();
 
-    let store = SessionStore::open(&args.db)?;
+    let store = match &args.postgres {
+        // A schema of its own per run, so runs do not mix (`--search-only` needs the same
+        // `--messages` and reuses the schema of that size).
+        Some(dsn) => SessionStore::from_backend(hermes_store::PgStore::open(
+            &hermes_store::PgOptions::new(dsn.clone())
+                .with_schema(format!("store_bench_{}", args.messages)),
+        )?),
+        None => SessionStore::open(&args.db)?,
+    };
     let mut corpus = Corpus::new();
     let mut session = String::new();
     let mut sessions = 0u64;
