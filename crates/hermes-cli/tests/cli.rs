@@ -262,7 +262,10 @@ async fn a_turn_waits_while_another_process_runs_the_session() {
     let out = env.run_ok(&["chat", "-q", "first question"]).await;
     assert!(stdout(&out).contains("First answer."), "{}", stderr(&out));
     let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
-    let session = store.latest_session(None).unwrap().expect("a stored session");
+    let session = store
+        .latest_session(None)
+        .unwrap()
+        .expect("a stored session");
     let held = store
         .acquire_lease(&session.id, "gateway:4242:0", Duration::from_secs(3))
         .unwrap();
@@ -277,7 +280,8 @@ async fn a_turn_waits_while_another_process_runs_the_session() {
     assert!(stdout(&out).contains("Second answer."), "{}", stderr(&out));
     let err = stderr(&out);
     assert_eq!(
-        err.matches("running a turn elsewhere (gateway:4242:0)").count(),
+        err.matches("running a turn elsewhere (gateway:4242:0)")
+            .count(),
         1,
         "{err}"
     );
@@ -290,6 +294,11 @@ async fn a_turn_waits_while_another_process_runs_the_session() {
         .collect();
     assert_eq!(
         texts,
-        ["first question", "First answer.", "second question", "Second answer."]
+        [
+            "first question",
+            "First answer.",
+            "second question",
+            "Second answer."
+        ]
     );
 }
