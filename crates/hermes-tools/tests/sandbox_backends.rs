@@ -1,6 +1,8 @@
 //! `terminal.backend: docker | ssh | <other>` (issue 18 item 1): commands are built for the
-//! docker and ssh clients with Python Hermes' settings. No docker daemon or ssh server here:
-//! fake `docker` / `ssh` executables record their argv and run the command locally.
+//! docker and ssh clients with Python Hermes' settings. The ssh backend runs against a real
+//! OpenSSH server on loopback; there is no docker daemon on the test machine, so a fake
+//! `docker` (and, for the argument checks, a fake `ssh`) records its argv and runs the
+//! command locally.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -237,4 +239,133 @@ async fn an_unknown_backend_refuses_naming_the_value() {
     assert!(!marker.exists());
     let out = run(&c, json!({"command": "sleep 1", "background": true})).await;
     assert!(out.is_error && out.content.contains("`modal`"), "{out:?}");
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn keygen(path: &Path) {
+    let ok = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "ssh-keygen failed");
+}
+
+/// The `ssh` backend against a real OpenSSH server on loopback (`.ci/run` installs
+/// `openssh-server`): a throwaway `sshd` with its own host key, accepting one generated key
+/// for the current user, and the real `ssh` client (wrapped only to keep its known-hosts file
+/// in the test folder instead of `~/.ssh`). The command runs on the server side in the
+/// workdir, quoting survives, the exit code comes back, and the ControlMaster socket is reused.
+#[tokio::test]
+async fn ssh_backend_runs_commands_on_a_real_sshd() {
+    let sshd = Path::new("/usr/sbin/sshd");
+    // sshd run by root needs its privilege-separation folder (`.ci/run` creates it).
+    if !sshd.exists()
+        || std::process::Command::new("ssh")
+            .arg("-V")
+            .output()
+            .is_err()
+        || !Path::new("/run/sshd").is_dir()
+    {
+        eprintln!(
+            "SKIP: no sshd, ssh client or /run/sshd on this machine (`.ci/run` installs \
+             openssh-server and creates /run/sshd)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(&d.join("host_key"));
+    keygen(&d.join("user_key"));
+    std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let user = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let config = format!(
+        "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nAuthorizedKeysFile {ak}\n\
+         PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+         StrictModes no\nPermitRootLogin prohibit-password\nUsePAM no\nPidFile {pid}\n",
+        hk = d.join("host_key").display(),
+        ak = d.join("authorized_keys").display(),
+        pid = d.join("sshd.pid").display(),
+    );
+    std::fs::write(d.join("sshd_config"), config).unwrap();
+    let _server = Server(
+        std::process::Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "sshd did not start: {}",
+            std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let client = d.join("ssh");
+    script(
+        &client,
+        &format!(
+            "#!/bin/sh\nexec ssh -o UserKnownHostsFile={} \"$@\"\n",
+            d.join("known_hosts").display()
+        ),
+    );
+    let terminal = TerminalConfig {
+        backend: "ssh".into(),
+        ssh_host: Some("127.0.0.1".into()),
+        ssh_user: Some(user),
+        ssh_port: Some(port),
+        ssh_key: Some(d.join("user_key")),
+        ..TerminalConfig::default()
+    };
+    let Backend::Ssh(mut ssh) = Backend::from_config(&terminal) else {
+        panic!("not ssh");
+    };
+    ssh.program = client;
+    ssh.control_dir = d.join("ctl");
+    let c = ctx(d, Backend::Ssh(ssh));
+    let remote_dir = d.join("remote dir");
+    std::fs::create_dir(&remote_dir).unwrap();
+    let out = run(
+        &c,
+        json!({
+            "command": "echo \"it's $((6*7))\" from $SSH_CONNECTION; pwd",
+            "workdir": remote_dir.display().to_string()
+        }),
+    )
+    .await;
+    let log = || std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
+    assert!(!out.is_error, "{out:?}\nsshd: {}", log());
+    assert!(out.content.contains("it's 42 from 127.0.0.1"), "{out:?}");
+    assert!(out.content.contains("remote dir"), "{out:?}");
+    let out = run(&c, json!({"command": "exit 3"})).await;
+    assert!(out.is_error && out.content.contains('3'), "{out:?}");
+    let sockets = std::fs::read_dir(d.join("ctl")).unwrap().count();
+    assert_eq!(sockets, 1, "one ControlMaster socket, reused");
 }
