@@ -292,4 +292,39 @@ mod tests {
         set_home_channel(&home, "telegram", &target).unwrap();
         assert_eq!(home_channels(&home)["telegram"].chat_id, "42");
     }
+
+    #[test]
+    fn replicas_and_leaders_are_listed_with_their_leases() {
+        let lease = |name: &str, holder: &str, expires_at: f64| Lease {
+            session_id: name.into(),
+            holder: holder.into(),
+            token: 1,
+            expires_at,
+        };
+        let mut status = GatewayStatus::collect(
+            &GatewayConfig::default(),
+            &BTreeMap::new(),
+            &PairingOverview::default(),
+            0,
+        );
+        assert!(
+            !status.to_string().contains("replica"),
+            "no replica lines without leases"
+        );
+        status.leases_read_at = 1000.0;
+        status.replicas = vec![
+            lease("replica:a:1:aa", "a:1:aa", 1012.0),
+            lease("replica:b:2:bb", "b:2:bb", 990.0),
+        ];
+        status.leaders = vec![lease("leader:telegram", "a:1:aa", 1010.0)];
+        let text = status.to_string();
+        for line in [
+            "\nreplicas: 1 running",
+            "\n  replica a:1:aa: lease for 12 s more",
+            "\n  replica b:2:bb: stopped (lease expired 10 s ago)",
+            "\nleader of telegram: a:1:aa",
+        ] {
+            assert!(text.contains(line), "{line:?} missing in:\n{text}");
+        }
+    }
 }
