@@ -428,3 +428,143 @@ async fn three_replicas_answer_each_message_once_and_survive_a_kill() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// A TCP forwarder to the test PostgreSQL that can be cut: [`Cut::cut`] closes every
+/// connection and refuses new ones (the database "goes away").
+struct Cut {
+    port: u16,
+    down: Arc<std::sync::atomic::AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Cut {
+    fn start(upstream: (String, u16)) -> Cut {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let down: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (d, o) = (down.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if d.load(std::sync::atomic::Ordering::SeqCst) {
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect((upstream.0.as_str(), upstream.1)) else {
+                    continue;
+                };
+                let mut list = o.lock().unwrap();
+                list.push(client.try_clone().unwrap());
+                list.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Cut { port, down, open }
+    }
+
+    fn cut(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// User, host, port and database of a `postgresql://user@host:port/db` DSN (the test
+/// server's form, `scripts/pg-test-server.sh`).
+fn dsn_parts(dsn: &str) -> (String, String, u16, String) {
+    let rest = dsn
+        .strip_prefix("postgresql://")
+        .expect("a postgresql:// DSN");
+    let (user, rest) = rest.split_once('@').expect("user@host");
+    let (hostport, db) = rest.split_once('/').expect("host/db");
+    let (host, port) = hostport.split_once(':').unwrap_or((hostport, "5432"));
+    let db = db.split('?').next().unwrap_or(db);
+    (user.into(), host.into(), port.parse().unwrap(), db.into())
+}
+
+fn get(port: u16, path: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+/// Issue 21 item 5: `/health/ready` answers 200 while the database answers and 503 with
+/// `Retry-After` once it does not (a load balancer stops sending turns there); `/health`
+/// (the process serves) stays 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_fails_when_the_database_is_unreachable() {
+    let Some(dsn) = std::env::var("HERMES_TEST_PG_DSN")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        eprintln!("skipped: HERMES_TEST_PG_DSN is not set");
+        return;
+    };
+    let (user, host, port, dbname) = dsn_parts(&dsn);
+    let cut = Cut::start((host, port));
+    let via = format!("postgresql://{user}@127.0.0.1:{}/{dbname}", cut.port);
+    let mock = MockProvider::start().await;
+    let config = format!(
+        "model:\n  provider: custom\n  base_url: {}\n  default: mock-model\n\
+         sessiondb:\n  provider: postgresql\n  postgresql:\n    dsn: {via}\n    schema: ready_{}\n",
+        mock.base_url(),
+        chrono::Utc::now()
+            .timestamp_nanos_opt()
+            .unwrap_or(0)
+            .unsigned_abs()
+    );
+    let mut replica = Replica::new(&config);
+    let api = free_port();
+    let bin = assert_cmd::cargo::cargo_bin("hermes");
+    replica.child = Some(
+        std::process::Command::new(bin)
+            .args(["gateway", "run"])
+            .env_clear()
+            .env("HERMES_HOME", replica.home.path())
+            .env("HOME", replica.home.path())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .env("API_SERVER_ENABLED", "true")
+            .env("API_SERVER_PORT", api.to_string())
+            .current_dir(replica.cwd.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let ready = wait_until("the API server", Duration::from_secs(90), || {
+        TcpStream::connect(("127.0.0.1", api))
+            .ok()
+            .map(|_| get(api, "/health/ready"))
+    });
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    assert!(ready.contains(r#""store":"postgresql""#), "{ready}");
+
+    cut.cut();
+    let down = get(api, "/health/ready");
+    assert!(down.starts_with("HTTP/1.1 503"), "{down}");
+    assert!(
+        down.to_ascii_lowercase().contains("retry-after: 5"),
+        "{down}"
+    );
+    assert!(down.contains("unreachable"), "{down}");
+    assert!(get(api, "/health").starts_with("HTTP/1.1 200"));
+    replica.kill9();
+}
