@@ -267,7 +267,7 @@ async fn session_lease(
         Err(e) => return Err(lease_failed(events, &e)),
     };
     // Tokens of one session only: after `/new` or `/resume` the agent has just loaded it.
-    let others_ran = last.0 == sid && last.1 != 0 && lease.token() != last.1 + 1;
+    let others_ran = last.0 == sid && lease.others_ran_since(last.1);
     if waited || others_ran {
         // A session not stored yet (no first message) has nothing to reload.
         if let Err(e) = agent.resume(&sid).await {

@@ -164,6 +164,14 @@ impl TurnLease {
         self.lease.as_ref().map_or(0, |l| l.token)
     }
 
+    /// Whether another holder ran a turn on the session since the caller's lease with token
+    /// `last` (0: none yet, nothing to compare): tokens grow by one per acquisition, so any
+    /// token but `last + 1` means someone else held the session in between and the caller's
+    /// copy of the history may be stale.
+    pub fn others_ran_since(&self, last: i64) -> bool {
+        last != 0 && self.token() != last + 1
+    }
+
     /// Gives the lease back and waits until the store recorded it.
     pub async fn release(mut self) {
         self.heartbeat.abort();

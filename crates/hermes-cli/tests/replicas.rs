@@ -114,14 +114,20 @@ fn post(port: u16, body: &str) -> Option<String> {
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
+    exchange(port, &request)?.lines().next().map(str::to_string)
+}
+
+/// Sends one HTTP/1.1 request to `127.0.0.1:port` and returns what came back before the
+/// server closed (or 20 s passed); `None` when nothing listens there.
+fn exchange(port: u16, request: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(20)))
         .ok()?;
     stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
-    response.lines().next().map(str::to_string)
+    Some(response)
 }
 
 /// A replica: its own home, the shared config, its webhook port.
@@ -209,18 +215,13 @@ impl Drop for Replica {
 }
 
 fn post_unsigned(port: u16) -> Option<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let body = "{}";
     let request = format!(
         "POST /webhook HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    Some(response)
+    exchange(port, &request)
 }
 
 /// The latest user text of a chat request body.
@@ -493,16 +494,9 @@ fn dsn_parts(dsn: &str) -> (String, String, u16, String) {
 }
 
 fn get(port: u16, path: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
     let request =
         format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response
+    exchange(port, &request).expect("the server listens")
 }
 
 /// Issue 21 item 5: `/health/ready` answers 200 while the database answers and 503 with

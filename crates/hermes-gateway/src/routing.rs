@@ -48,10 +48,9 @@ pub struct CachedAgent {
     /// The session whose row last got this chat's user and chat columns (Python's gateway
     /// peer, [`hermes_store::GatewayPeer`]); empty before the first record.
     pub peer_session: String,
-    /// Fencing token of the session lease of this agent's last turn (0: none yet). Tokens
-    /// grow by one per acquisition, so a next lease of exactly one more means nobody else —
-    /// no other front end, process or replica — ran a turn on the session in between;
-    /// anything else reloads the history first.
+    /// Fencing token of the session lease of this agent's last turn (0: none yet): when the
+    /// next lease shows another holder ran a turn in between
+    /// ([`hermes_agent::lease::TurnLease::others_ran_since`]), the history is reloaded first.
     pub lease_token: i64,
 }
 

@@ -18,7 +18,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
-use crate::leases::Lease;
+use crate::leases::{Lease, now};
 use crate::store::SqliteStore;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS hermes_claims (
@@ -81,13 +81,6 @@ pub(crate) fn like_escape(s: &str) -> String {
         out.push(c);
     }
     out
-}
-
-pub(crate) fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 impl SqliteStore {

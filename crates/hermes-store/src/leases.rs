@@ -55,7 +55,8 @@ pub enum LeaseAttempt {
     },
 }
 
-fn now() -> f64 {
+/// Unix seconds now (fractions kept), the clock of leases and claims.
+pub(crate) fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

@@ -441,7 +441,7 @@ async fn turn(
     let sid = cached.agent.session_id().to_string();
     let lease = match TurnLease::acquire_waiting(&inner.store, &sid, "gateway", &token).await {
         Ok((lease, waited)) => {
-            let others_ran = cached.lease_token != 0 && lease.token() != cached.lease_token + 1;
+            let others_ran = lease.others_ran_since(cached.lease_token);
             if (waited || others_ran)
                 && let Err(e) = cached.agent.resume(&sid).await
             {
