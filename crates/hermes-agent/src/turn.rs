@@ -533,9 +533,10 @@ impl Agent {
     /// tokens and cost from the price table.
     pub(crate) fn usage_row(&self, usage: &Usage) -> UsageRow {
         let model = self.active.model().to_string();
-        let cost_usd = hermes_llm::pricing::cost_usd(&model, usage);
+        let provider = self.active.provider().to_string();
+        let cost_usd = hermes_llm::pricing::provider_cost_usd(&provider, &model, usage);
         UsageRow {
-            provider: self.active.provider().to_string(),
+            provider,
             model,
             usage: *usage,
             cost_usd,

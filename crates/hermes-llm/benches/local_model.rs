@@ -59,6 +59,7 @@ fn main() {
         temperature: None,
         seed: 0,
         reuse_prefix: false,
+        stable_prefix: None,
     };
     let mut prefill = Vec::new();
     for _ in 0..3 {
@@ -77,6 +78,7 @@ fn main() {
         temperature: None,
         seed: 0,
         reuse_prefix: false,
+        stable_prefix: None,
     };
     let mut decode = Vec::new();
     let mut generated = 0;

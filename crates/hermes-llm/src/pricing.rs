@@ -78,6 +78,23 @@ pub fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
     )
 }
 
+/// [`cost_usd`] for a call to `provider`: the embedded model (`local`) costs nothing.
+pub fn provider_cost_usd(provider: &str, model: &str, usage: &Usage) -> Option<f64> {
+    if provider == "local" {
+        return Some(0.0);
+    }
+    cost_usd(model, usage)
+}
+
+/// A session's cost for display: `free (local)` for the embedded model, else
+/// [`format_cost`].
+pub fn format_provider_cost(provider: &str, cost: Option<f64>) -> String {
+    if provider == "local" {
+        return "free (local)".to_string();
+    }
+    format_cost(cost)
+}
+
 /// A cost for display: `$0.0123`, or `unknown`.
 pub fn format_cost(cost: Option<f64>) -> String {
     match cost {

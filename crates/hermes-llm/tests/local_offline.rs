@@ -189,8 +189,13 @@ fn history_renders_tool_calls_and_grouped_tool_responses() {
     let turns = build_turns("Be brief.", &messages, &[spec("read_file")]);
     let roles: Vec<&str> = turns.iter().map(|t| t.role.as_str()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool"]);
-    assert!(turns[0].content.starts_with("Be brief."));
-    assert!(turns[0].content.contains("<tools>"));
+    // Tools first (stable), then the system text (memory and the date vary between sessions).
+    assert!(
+        turns[0].content.starts_with("# Tools"),
+        "{}",
+        turns[0].content
+    );
+    assert!(turns[0].content.ends_with("Be brief."));
     assert_eq!(turns[2].content.matches("<tool_call>").count(), 2);
     assert!(
         turns[2]
@@ -214,6 +219,45 @@ fn empty_system_and_no_tools_leave_the_template_default() {
     assert_eq!(
         render_chatml(&turns, true),
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    );
+}
+
+#[test]
+fn tool_schemas_are_shortened_for_the_embedded_model() {
+    let tool = ToolSpec {
+        name: "read_file".into(),
+        description:
+            "Read a text file with line numbers. Use offset and limit for big files.\nMore.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "title": "ReadFile",
+            "properties": {
+                "path": {"type": "string", "description": "Path to read. Relative to the cwd.", "examples": ["a.txt"]},
+                "description": {"type": "string", "description": "A property named like an annotation."}
+            },
+            "required": ["path"]
+        }),
+    };
+    let block = tools_block(&[tool]);
+    assert!(
+        block.contains("\"description\": \"Read a text file with line numbers.\""),
+        "{block}"
+    );
+    assert!(
+        !block.contains("Use offset") && !block.contains("examples") && !block.contains("ReadFile")
+    );
+    assert!(block.contains("\"description\": \"Path to read.\""));
+    assert!(
+        block.contains(
+            "\"description\": {\"description\": \"A property named like an annotation.\""
+        )
+    );
+    assert!(block.contains("\"required\": [\"path\"]"));
+    assert_eq!(
+        hermes_llm::local::prompt::short_description(&"x".repeat(400))
+            .chars()
+            .count(),
+        160
     );
 }
 

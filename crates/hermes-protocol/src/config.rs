@@ -284,6 +284,11 @@ pub struct LocalModelConfig {
     pub threads: Option<u32>,
     /// Maximum tokens generated per call (default 512).
     pub max_tokens: Option<u32>,
+    /// Budget in MiB of the persistent prompt-prefix cache in `HERMES_HOME/cache/prompt/`
+    /// (default 256; `0` keeps prefixes in memory only).
+    pub prompt_cache_max_mb: Option<u64>,
+    /// KV cache element type: `f16` (default) or `q8_0`.
+    pub kv_cache_type: Option<String>,
 }
 
 /// Default char limit of `MEMORY.md` (FEATURES §6).

@@ -37,5 +37,8 @@ pub use tool::{
     Access, Approval, ApprovalRequest, Approver, FixedApprover, Parallelism, Tool, ToolContext,
     ToolOutput, ToolSource,
 };
-pub use toolsets::{DEFAULT_TOOLSET, TOOLSET_DEFS, ToolsetDef, ToolsetSelection, UnknownToolset};
+pub use toolsets::{
+    DEFAULT_TOOLSET, LOCAL_TOOLSET, SMALL_LOCAL_MODEL_BYTES, TOOLSET_DEFS, ToolsetDef,
+    ToolsetSelection, UnknownToolset,
+};
 pub use web::{WebExtractTool, WebSearchTool, WebSettings};

@@ -39,6 +39,12 @@ pub const TOOLSET_DEFS: &[ToolsetDef] = &[
         tools: &[],
     },
     ToolsetDef {
+        name: LOCAL_TOOLSET,
+        description: "Default for a capable local model: files, terminal, memory and todo, with short schemas.",
+        includes: &["file", "terminal", "memory", "todo"],
+        tools: &[],
+    },
+    ToolsetDef {
         name: "safe",
         description: "Read-only: reads files and the web; no terminal, no writes.",
         includes: &["web"],
@@ -48,6 +54,16 @@ pub const TOOLSET_DEFS: &[ToolsetDef] = &[
 
 /// The default toolset of the CLI (FEATURES §4).
 pub const DEFAULT_TOOLSET: &str = "hermes-cli";
+
+/// The default toolset of the embedded provider for a model file of at least
+/// [`SMALL_LOCAL_MODEL_BYTES`] (issue 19: tools sized to the model).
+pub const LOCAL_TOOLSET: &str = "hermes-local";
+
+/// Local model files below this size get no tools by default. Tried on the default model
+/// (SmolLM2-135M, 90 MB): asked to read a file, remember a fact or run `ls` with the
+/// matching tool offered, it called none of them and answered from its own text, so every
+/// schema only cost prompt tokens. `-t`/`toolsets:` still offer any toolset.
+pub const SMALL_LOCAL_MODEL_BYTES: u64 = 1 << 30;
 
 /// Which toolsets to enable and which to subtract afterwards.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -287,7 +287,7 @@ async fn add_usage_to_parent(parent: &ParentTurn, agent: &Agent, usage: &Usage) 
     let model = agent.client().model().to_string();
     let provider = agent.client().provider().to_string();
     let u = *usage;
-    let cost = hermes_llm::pricing::cost_usd(&model, &u);
+    let cost = hermes_llm::pricing::provider_cost_usd(&provider, &model, &u);
     match tokio::task::spawn_blocking(move || store.add_usage(&sid, &model, &provider, &u, cost))
         .await
     {

@@ -89,6 +89,18 @@ fn build_local_client(app: &App, rt: &Runtime) -> Result<Arc<dyn ModelClient>> {
     config.n_ctx = app.config.local.context_length;
     config.threads = app.config.local.threads.map(|t| t as usize);
     config.default_max_tokens = app.config.local.max_tokens;
+    if let Some(kind) = &app.config.local.kv_cache_type {
+        config.kv_cache_type = hermes_llm::local::KvCacheKind::parse(kind).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: local.kv_cache_type: {e}",
+                app.home.config_file().display()
+            )
+        })?;
+    }
+    config.prompt_cache = Some(hermes_llm::local::prefix_cache::PromptCacheConfig::under(
+        &app.home.cache_dir(),
+        app.config.local.prompt_cache_max_mb,
+    ));
     let client = tokio::task::block_in_place(|| hermes_llm::local::LocalClient::load(&config))
         .with_context(|| format!("loading local model {}", path.display()))?;
     Ok(Arc::new(client))

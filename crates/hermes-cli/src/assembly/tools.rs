@@ -60,21 +60,48 @@ pub fn build_registry(
 }
 
 /// The toolsets to enable and where the choice came from: `-t`, config `toolsets:`, or the
-/// default `hermes-cli`.
+/// default — `hermes-cli`, or for the embedded model the tools sized to it
+/// ([`local_default_toolsets`]).
 pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static str) {
     let (mut toolsets, source) = match &args.toolsets {
         Some(t) => (t.clone(), "-t/--toolsets"),
         None if !app.config.toolsets.is_empty() => {
             (app.config.toolsets.clone(), "config.yaml toolsets")
         }
-        None => (
-            vec![hermes_tools::DEFAULT_TOOLSET.to_string()],
-            "the default",
-        ),
+        None => match local_default_toolsets(app, args) {
+            Some(toolsets) => (toolsets, "the default for the local model"),
+            None => (
+                vec![hermes_tools::DEFAULT_TOOLSET.to_string()],
+                "the default",
+            ),
+        },
     };
     // Interactive sessions may schedule work; cron runs never get this tool.
     if toolsets.iter().any(|t| t == hermes_tools::DEFAULT_TOOLSET) {
         toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
     }
     (toolsets, source)
+}
+
+/// The default toolsets when the session runs on the embedded provider: none for a model
+/// file under [`hermes_tools::SMALL_LOCAL_MODEL_BYTES`] (the default model cannot use
+/// tools), else [`hermes_tools::LOCAL_TOOLSET`]. `None` for any other provider.
+pub fn local_default_toolsets(app: &App, args: &ChatArgs) -> Option<Vec<String>> {
+    let runtime = crate::assembly::runtime::resolve_runtime(app, args).ok()?;
+    if runtime.api_mode != hermes_llm::ApiMode::Local {
+        return None;
+    }
+    let path = if runtime.model.is_empty() {
+        crate::assembly::runtime::local_model_path(app)
+    } else {
+        Some(std::path::PathBuf::from(&runtime.model))
+    };
+    let size = path
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len());
+    Some(if size < hermes_tools::SMALL_LOCAL_MODEL_BYTES {
+        Vec::new()
+    } else {
+        vec![hermes_tools::LOCAL_TOOLSET.to_string()]
+    })
 }

@@ -212,7 +212,14 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
     row(
         &mut out,
         "toolsets",
-        format!("{} ({source})", toolsets.join(", ")),
+        format!(
+            "{} ({source})",
+            if toolsets.is_empty() {
+                "none".to_string()
+            } else {
+                toolsets.join(", ")
+            }
+        ),
     );
     if !app.config.agent.disabled_toolsets.is_empty() {
         row(

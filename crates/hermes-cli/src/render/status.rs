@@ -51,7 +51,11 @@ pub fn status_line(skin: &Skin, bar: &StatusBar, width_cols: usize) -> Line {
         (Some(t), _) => Some(format!("ctx {}", format_tokens(t))),
         _ => None,
     };
-    let cost = bar.cost_usd.map(|c| format!("${c:.4}"));
+    let cost = if bar.provider == "local" {
+        Some("free (local)".to_string())
+    } else {
+        bar.cost_usd.map(|c| format!("${c:.4}"))
+    };
     let elapsed = super::progress::format_duration(bar.elapsed_ms);
     // (text, priority: lower is dropped first)
     let parts: Vec<(String, u8)> = [

@@ -224,7 +224,7 @@ pub fn usage_text(store: &SessionStore, session_id: &str) -> String {
             s.cache_write_tokens,
             s.reasoning_tokens,
             s.message_count,
-            hermes_llm::pricing::format_cost(s.cost_usd)
+            hermes_llm::pricing::format_provider_cost(&s.provider, s.cost_usd)
         ),
         Ok(None) => format!("session {session_id}: nothing sent yet"),
         Err(e) => format!("could not read usage: {e}"),

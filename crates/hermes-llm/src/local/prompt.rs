@@ -31,7 +31,8 @@ impl ChatTurn {
 
 /// The `<tools>` instruction block for `tools` (empty string when there are none). Each
 /// tool is one line `{"type":"function","function":{"name","description","parameters"}}`
-/// in the given order, so the prompt stays byte-stable across calls.
+/// in the given order, so the prompt stays byte-stable across calls. Schemas are shortened
+/// for a small local model ([`short_description`], [`short_schema`]).
 pub fn tools_block(tools: &[ToolSpec]) -> String {
     if tools.is_empty() {
         return String::new();
@@ -42,14 +43,70 @@ pub fn tools_block(tools: &[ToolSpec]) -> String {
             format!(
                 "{{\"type\": \"function\", \"function\": {{\"name\": {}, \"description\": {}, \"parameters\": {}}}}}",
                 json_string(&t.name),
-                json_string(&t.description),
-                t.parameters
+                json_string(&short_description(&t.description)),
+                short_schema(&t.parameters)
             )
         })
         .collect();
     TOOLS_PROMPT
         .replace("{tools}", &lines.join("\n"))
         .replace("{example}", &example_call(&tools[0]))
+}
+
+/// Longest description kept for a tool or an argument, in chars.
+const SHORT_DESCRIPTION_CHARS: usize = 160;
+
+/// The first sentence of a description (up to the first `. ` or line break), capped at
+/// [`SHORT_DESCRIPTION_CHARS`] chars. Hosted models get the whole text; the embedded model
+/// pays for every token of it on a small CPU and rarely uses the rest.
+pub fn short_description(text: &str) -> String {
+    let text = text.trim();
+    let mut end = text.len();
+    if let Some(i) = text.find(['\n', '\r']) {
+        end = end.min(i);
+    }
+    if let Some(i) = text.find(". ") {
+        end = end.min(i + 1);
+    }
+    let first = text[..end].trim();
+    if first.chars().count() <= SHORT_DESCRIPTION_CHARS {
+        return first.to_string();
+    }
+    let mut cut: String = first.chars().take(SHORT_DESCRIPTION_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// A JSON Schema with every `description` shortened by [`short_description`] and the
+/// annotations a model does not need to call the tool (`examples`, `title`, `$schema`)
+/// removed; types, enums, required lists and defaults stay.
+pub fn short_schema(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "examples" | "title" | "$schema"))
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("description", Value::String(s)) => {
+                        (k.clone(), Value::String(short_description(s)))
+                    }
+                    // Property names are data, not annotations: keep every one.
+                    ("properties", Value::Object(props)) => (
+                        k.clone(),
+                        Value::Object(
+                            props
+                                .iter()
+                                .map(|(name, p)| (name.clone(), short_schema(p)))
+                                .collect(),
+                        ),
+                    ),
+                    _ => (k.clone(), short_schema(v)),
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(short_schema).collect()),
+        other => other.clone(),
+    }
 }
 
 /// An example call of `tool` for the instructions: its name and its required (else
@@ -87,11 +144,19 @@ fn example_call(tool: &ToolSpec) -> String {
     )
 }
 
-/// Builds the turn list: one system turn (the system text, any system messages found in
-/// history, then the tools block; omitted when all are empty so the template's default
-/// system line applies), then the history. Consecutive tool results share one `tool` turn.
+/// Builds the turn list: one system turn (the tools block, the system text, then any system
+/// messages found in history; omitted when all are empty so the template's default system
+/// line applies), then the history. Consecutive tool results share one `tool` turn.
+///
+/// The tools block goes first, as in the Hermes function-calling format: it is the largest
+/// part and the most stable one, and what varies between sessions (memory, the date at the
+/// end of the system text) must come after it for the persistent prefix cache to reuse it.
 pub fn build_turns(system: &str, messages: &[Message], tools: &[ToolSpec]) -> Vec<ChatTurn> {
     let mut system_parts: Vec<String> = Vec::new();
+    let block = tools_block(tools);
+    if !block.is_empty() {
+        system_parts.push(block.trim_end().to_string());
+    }
     if !system.trim().is_empty() {
         system_parts.push(system.trim_end().to_string());
     }
@@ -100,10 +165,6 @@ pub fn build_turns(system: &str, messages: &[Message], tools: &[ToolSpec]) -> Ve
         if !text.trim().is_empty() {
             system_parts.push(text.trim_end().to_string());
         }
-    }
-    let block = tools_block(tools);
-    if !block.is_empty() {
-        system_parts.push(block.trim_end().to_string());
     }
 
     let mut turns = Vec::new();

@@ -22,7 +22,14 @@ use llama_cpp_2::token::LlamaToken;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{GenerateOptions, Generation, StopReason, Utf8Stream, backend, local_error};
+use super::prefix_cache::{self, CacheKey, PromptCacheConfig};
 use crate::error::{ErrorClass, LlmError};
+
+/// A saved prefix is loaded only when it covers at least this many tokens more than the
+/// live context already holds (smaller gains cost more in file reading than they save).
+const MIN_LOAD_GAIN: usize = 32;
+/// A prefix is saved only when it spares at least this many tokens of prefill.
+const MIN_SAVE_TOKENS: usize = 256;
 
 /// Prompt tokens decoded per llama.cpp batch during prefill.
 pub(crate) const PREFILL_BATCH: usize = 512;
@@ -33,6 +40,17 @@ pub(crate) struct Shared {
     pub(crate) n_ctx: u32,
     pub(crate) threads: i32,
     pub(crate) template: Option<LlamaChatTemplate>,
+    /// KV cache element type of every context.
+    pub(crate) kv_type: llama_cpp_2::context::params::KvCacheType,
+    /// The persistent prefix cache, when enabled.
+    pub(crate) disk: Option<DiskCache>,
+}
+
+/// The persistent prefix cache as the worker uses it: the folder and budget, and the key of
+/// this model's states.
+pub(crate) struct DiskCache {
+    pub(crate) config: PromptCacheConfig,
+    pub(crate) key: CacheKey,
 }
 
 impl Shared {
@@ -102,7 +120,9 @@ fn new_context(shared: &Shared) -> Result<LlamaContext<'_>, LlmError> {
         .with_n_ctx(NonZeroU32::new(shared.n_ctx))
         .with_n_batch(PREFILL_BATCH as u32)
         .with_n_threads(shared.threads)
-        .with_n_threads_batch(shared.threads);
+        .with_n_threads_batch(shared.threads)
+        .with_type_k(shared.kv_type)
+        .with_type_v(shared.kv_type);
     shared
         .model
         .new_context(backend()?, params)
@@ -148,6 +168,86 @@ impl Cache<'_> {
         }
     }
 
+    /// Loads the saved prefix sharing the most leading tokens with `tokens` when it beats
+    /// the live context by [`MIN_LOAD_GAIN`]; returns how many cached positions are usable
+    /// afterwards (the live context's when nothing was loaded). A file that fails to load
+    /// leaves an empty context.
+    fn load_saved(&mut self, disk: &DiskCache, tokens: &[i32], live: usize) -> (usize, bool) {
+        let entries = prefix_cache::entries(&disk.config.dir, &disk.key);
+        let Some((entry, shared_len)) = prefix_cache::best_match(&entries, tokens) else {
+            return (live, false);
+        };
+        if shared_len < live + MIN_LOAD_GAIN
+            || entry.meta.tokens.len() >= self.ctx.n_ctx() as usize
+            || !prefix_cache::verify_for_load(&disk.config.dir, entry)
+        {
+            return (live, false);
+        }
+        self.reset();
+        let path = prefix_cache::entry_state_path(&disk.config.dir, entry);
+        match self
+            .ctx
+            .state_seq_load_file(&path, 0, entry.meta.tokens.len())
+        {
+            Ok((loaded, _))
+                if loaded
+                    .iter()
+                    .map(|t| t.0)
+                    .eq(entry.meta.tokens.iter().copied()) =>
+            {
+                self.tokens = loaded;
+                tracing::debug!(entry = %entry.id, tokens = shared_len, "prompt cache: prefix loaded");
+                (shared_len, true)
+            }
+            other => {
+                tracing::warn!(entry = %entry.id, ok = other.is_ok(), "prompt cache: state file not loadable");
+                self.reset();
+                (0, false)
+            }
+        }
+    }
+
+    /// Where to save a prefix during this prefill, if anywhere: at the end of the stable
+    /// part (`boundary`, the system turn) when no saved entry covers most of it, or at the
+    /// point where the best saved entry stops matching (the part stable across sessions)
+    /// when no entry ends exactly there.
+    fn save_point(disk: &DiskCache, tokens: &[i32], boundary: Option<usize>) -> Option<usize> {
+        let boundary = boundary?;
+        let entries = prefix_cache::entries(&disk.config.dir, &disk.key);
+        let best = prefix_cache::best_match(&entries, tokens);
+        let covered = best.map(|(_, n)| n).unwrap_or(0);
+        if boundary.saturating_sub(covered) >= MIN_SAVE_TOKENS {
+            return Some(boundary);
+        }
+        let (entry, n) = best?;
+        let diverges = entry.meta.tokens.len() > n && n < boundary && n >= MIN_SAVE_TOKENS;
+        let exact = entries
+            .iter()
+            .any(|e| e.meta.tokens.len() == n && e.meta.tokens[..] == tokens[..n]);
+        (diverges && !exact).then_some(n)
+    }
+
+    /// Saves the context's current positions (`tokens`) as a cache entry, then evicts down
+    /// to the budget. Failures are logged: the answer does not depend on the cache.
+    fn save_prefix(&self, disk: &DiskCache, tokens: &[LlamaToken]) {
+        let ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        let result = prefix_cache::save(&disk.config.dir, &disk.key, &ids, |path| {
+            self.ctx
+                .state_seq_save_file(path, 0, tokens)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        match result {
+            Ok(true) => {
+                let id = prefix_cache::entry_id(&disk.key, &ids);
+                let evicted = prefix_cache::evict(&disk.config.dir, disk.config.max_bytes, &id);
+                tracing::debug!(entry = %id, tokens = ids.len(), evicted = evicted.len(), "prompt cache: prefix saved");
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "prompt cache: prefix not saved"),
+        }
+    }
+
     fn generate(&mut self, shared: &Shared, job: &Job) -> Result<Generation, LlmError> {
         let tokens = shared.tokenize(&job.prompt);
         let n_ctx = shared.n_ctx as usize;
@@ -161,9 +261,19 @@ impl Cache<'_> {
             ));
         }
         let started = Instant::now();
+        let ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        // The stable part in tokens: the rendered system turn, when it tokenizes to a
+        // prefix of the whole prompt.
+        let boundary = job
+            .options
+            .stable_prefix
+            .and_then(|n| job.prompt.get(..n))
+            .map(|head| shared.tokenize(head))
+            .filter(|head| head.len() < tokens.len() && tokens.starts_with(head))
+            .map(|head| head.len());
         // Reuse the common prefix, but always decode at least the last prompt token: its
         // logits start the answer.
-        let common = if job.options.reuse_prefix {
+        let mut common = if job.options.reuse_prefix {
             self.tokens
                 .iter()
                 .zip(&tokens)
@@ -172,13 +282,22 @@ impl Cache<'_> {
         } else {
             0
         };
+        let disk = shared.disk.as_ref().filter(|_| job.options.reuse_prefix);
+        let mut loaded = false;
+        if let Some(disk) = disk {
+            (common, loaded) = self.load_saved(disk, &ids, common);
+        }
         let reused = self.truncate(common.min(tokens.len().saturating_sub(1)));
+        let mut save_at = disk
+            .and_then(|d| Self::save_point(d, &ids, boundary))
+            .filter(|p| *p >= reused);
         let stopped = |generated: u64, stop: StopReason, prefill_done: Option<Instant>| {
             let now = Instant::now();
             let prefill_done = prefill_done.unwrap_or(now);
             Generation {
                 prompt_tokens: tokens.len() as u64,
                 reused_tokens: reused as u64,
+                loaded_from_disk: loaded,
                 generated_tokens: generated,
                 stop,
                 prefill_time: prefill_done - started,
@@ -189,10 +308,21 @@ impl Cache<'_> {
         let mut batch = LlamaBatch::new(PREFILL_BATCH, 1);
         let last = tokens.len().saturating_sub(1);
         let mut pos = reused;
-        for chunk in tokens[reused..].chunks(PREFILL_BATCH) {
+        while pos < tokens.len() {
+            if let (Some(p), Some(disk)) = (save_at, disk)
+                && p == pos
+            {
+                self.save_prefix(disk, &tokens[..pos]);
+                save_at = None;
+            }
             if job.cancel.is_cancelled() {
                 return Ok(stopped(0, StopReason::Cancelled, None));
             }
+            let mut end = (pos + PREFILL_BATCH).min(tokens.len());
+            if let Some(p) = save_at.filter(|p| *p > pos) {
+                end = end.min(p);
+            }
+            let chunk = &tokens[pos..end];
             batch.clear();
             for (i, token) in chunk.iter().enumerate() {
                 let p = pos + i;
@@ -202,7 +332,7 @@ impl Cache<'_> {
             }
             self.ctx.decode(&mut batch).map_err(decode_err)?;
             self.tokens.extend_from_slice(chunk);
-            pos += chunk.len();
+            pos = end;
         }
         let prefill_done = Some(Instant::now());
 

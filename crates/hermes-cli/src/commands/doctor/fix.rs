@@ -6,7 +6,9 @@
 //! - `.env` and `auth.json` readable by other users get mode 0600 (they hold API keys), and
 //!   every other file under HERMES_HOME 0600 and folder 0700 (issue 18 item 2);
 //! - a missing `SOUL.md` is seeded with the default identity;
-//! - a word index of `state.db` that disagrees with the messages is rebuilt from them.
+//! - a word index of `state.db` that disagrees with the messages is rebuilt from them;
+//! - broken entries of the local model's prompt cache (`cache/prompt/`: a state file that
+//!   does not match its meta file, left-overs of a crashed writer) are removed.
 //!
 //! What is not safe to repair automatically (a config.yaml that does not parse, a damaged
 //! `state.db`) is only reported, with what to do.
@@ -28,6 +30,57 @@ fn folders(home: &HermesHome) -> Vec<(&'static str, PathBuf)> {
         ("models", home.models_dir()),
         ("cache", home.cache_dir()),
     ]
+}
+
+/// The local model's persistent prompt cache: its size against `local.prompt_cache_max_mb`,
+/// and broken entries (removed with `--fix`; they are never loaded either way).
+#[cfg(feature = "local")]
+pub(crate) fn check_prompt_cache(app: &crate::assembly::app::App, fix: bool, report: &mut Report) {
+    use hermes_llm::local::prefix_cache::{self, PromptCacheConfig};
+    let config =
+        PromptCacheConfig::under(&app.home.cache_dir(), app.config.local.prompt_cache_max_mb);
+    let scan = prefix_cache::scan(&config.dir);
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let budget = if config.max_bytes == 0 {
+        "off".to_string()
+    } else {
+        format!("limit {:.0} MiB", mib(config.max_bytes))
+    };
+    report.add(
+        Level::Ok,
+        format!(
+            "prompt cache: {} entr{}, {:.1} MiB ({budget}) in {}",
+            scan.entries,
+            if scan.entries == 1 { "y" } else { "ies" },
+            mib(scan.total_bytes),
+            config.dir.display()
+        ),
+    );
+    if scan.broken.is_empty() {
+        return;
+    }
+    if fix {
+        match prefix_cache::clear_broken(&config.dir) {
+            Ok(n) => report.add(
+                Level::Fixed,
+                format!("prompt cache: {n} broken file(s) removed"),
+            ),
+            Err(e) => report.add(
+                Level::Broken,
+                format!("prompt cache: cannot remove a broken file: {e}"),
+            ),
+        }
+    } else {
+        for (path, why) in &scan.broken {
+            report.add(
+                Level::Warn,
+                format!(
+                    "prompt cache: {} — {why} (never loaded; `hermes doctor --fix` removes it)",
+                    path.display()
+                ),
+            );
+        }
+    }
 }
 
 /// Folders, key-file permissions and `SOUL.md`.

@@ -147,6 +147,8 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
         ),
     }
 
+    #[cfg(feature = "local")]
+    fix::check_prompt_cache(&app, fix, &mut report);
     check_store(&app, fix, &mut report);
     check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
