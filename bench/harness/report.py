@@ -104,6 +104,24 @@ def rows(doc):
     if lm.get("rss_mb") is not None:
         out.append((f"local model RSS, context {lm.get('context_tokens') or '?'} tokens (peak)",
                     f"{lm['rss_mb']:.1f} MB ({lm['peak_rss_mb']:.1f} MB)", "—", ""))
+    chat = doc["results"].get("local_chat", {}).get("ours") or {}
+    for label, name in (("default", "default tools (none for this model)"),
+                        ("file_terminal", "-t file,terminal")):
+        r = chat.get(label)
+        if not r:
+            continue
+        out.append((f"local `chat -q` capital of France, {name}: first run after install",
+                    f"{r['first_run_ms'] / 1000:.2f} s", "—", ""))
+        out.append((f"local `chat -q`, {name}: warm prompt cache (median of {r['runs']})",
+                     f"{r['warm_ms'] / 1000:.2f} s", "—", ""))
+        if r.get("repl_first_answer_ms") is not None:
+            out.append((f"local REPL, {name}: Enter to the answer on screen (cache warm)",
+                        f"{r['repl_first_answer_ms'] / 1000:.2f} s", "—", ""))
+        if r.get("peak_rss_mb") is not None:
+            out.append((f"local `chat -q`, {name}: peak RSS", f"{r['peak_rss_mb']:.0f} MB", "—", ""))
+        if r.get("cache_entries"):
+            out.append((f"local prompt cache, {name}: one saved prefix",
+                        f"{r['cache_entry_mb']:.1f} MB", "—", ""))
     return out
 
 

@@ -1,6 +1,7 @@
 """The measurements of bench/run, one function per benchmark; each returns a JSON-able dict."""
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -226,3 +227,56 @@ def parse_inprocess(text):
     return {"per_turn_ms": float(m.group(1)) / 1000, "min_ms": float(m.group(2)) / 1000,
             "max_ms": float(m.group(3)) / 1000,
             "cpu_ms_per_turn": float(cpu.group(1)) / 1000 if cpu else None}
+
+
+def local_chat(hermes_bin, gguf, runs):
+    """`hermes chat -q "What is the capital of France?"` end to end on the embedded model
+    (issue 19): the first run after installing the model (empty prompt cache), then `runs`
+    warm runs (the saved prefix is reused), for the default tools and for `-t file,terminal`;
+    peak RSS of a warm run and the size of one saved prefix."""
+    import tempfile
+    from pathlib import Path
+    question = ["chat", "-q", "What is the capital of France?"]
+    out = {}
+    for label, extra in (("default", []), ("file_terminal", ["-t", "file,terminal"])):
+        with tempfile.TemporaryDirectory(prefix="hermes-bench-local-") as tmp:
+            home = Path(tmp) / "home"
+            (home / "models").mkdir(parents=True)
+            os.symlink(gguf, home / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+            env = {"HERMES_HOME": str(home), "PATH": os.environ.get("PATH", ""),
+                   "HOME": tmp}
+            argv = [str(hermes_bin), *question, *extra]
+            ok = lambda text: "Paris" in text  # noqa: E731
+            first, _ = procs.run_wall(argv, env, tmp, check=ok)
+            walls = [procs.run_wall(argv, env, tmp, check=ok)[0] for _ in range(runs)]
+            rss = procs.peak_rss_mb(argv, env, tmp)
+            states = list((home / "cache" / "prompt").glob("*.state"))
+            entry = max((s.stat().st_size for s in states), default=0)
+            repl_ms = local_repl_answer(hermes_bin, extra, env, tmp)
+            out[label] = {
+                "repl_first_answer_ms": repl_ms,
+                "first_run_ms": first,
+                "warm_ms": procs.median(walls),
+                "warm_ms_min": min(walls),
+                "warm_ms_max": max(walls),
+                "peak_rss_mb": rss,
+                "cache_entries": len(states),
+                "cache_entry_mb": entry / (1024 * 1024),
+                "runs": runs,
+            }
+    return out
+
+
+def local_repl_answer(hermes_bin, extra, env, cwd):
+    """REPL on the embedded model, cache warm: ms from Enter to the answer's "Paris" on
+    screen (the answer is 8 tokens, so this is the first token plus ~60 ms of decode)."""
+    repl = Repl([str(hermes_bin), *extra], env, cwd)
+    try:
+        repl.wait_for("❯ ", 0, 120)
+        repl.settle(quiet=0.5, limit=10)
+        start = len(repl.text)
+        sent = repl.send_line("What is the capital of France?")
+        seen, _ = repl.wait_for("Paris", start, 120)
+        return (seen - sent) * 1000
+    finally:
+        repl.close()

@@ -208,14 +208,30 @@ impl AgentRunner {
 
     /// The directory the run works in: the job's `workdir` when it is an existing directory,
     /// else the configured one (a missing workdir is logged, as Python does).
-    fn cwd_of(&self, job: &Job) -> PathBuf {
+    ///
+    /// Errors: the workdir now resolves to another folder (it, or a folder on its path, was
+    /// replaced by a symlink since it was checked). Workdirs are stored as real paths (the
+    /// `cronjob` tool and `hermes cron create|edit --workdir` resolve them), and the run's
+    /// sandbox is built on this folder, so following the symlink would let whoever swapped
+    /// it choose where the job may write (issue 18).
+    fn cwd_of(&self, job: &Job) -> Result<PathBuf, String> {
         match job.workdir.as_deref().map(PathBuf::from) {
-            Some(dir) if dir.is_dir() => dir,
+            Some(dir) if dir.is_dir() => match std::fs::canonicalize(&dir) {
+                Ok(real) if real == dir => Ok(dir),
+                Ok(real) => Err(format!(
+                    "workdir {} now leads to {} through a symlink; the job does not run there \
+                     (set the real folder with `hermes cron edit {} --workdir DIR`)",
+                    dir.display(),
+                    real.display(),
+                    job.id
+                )),
+                Err(e) => Err(format!("workdir {}: {e}", dir.display())),
+            },
             Some(dir) => {
                 tracing::warn!(job = %job.id, workdir = %dir.display(), "cron workdir missing; using the default directory");
-                self.opts.cwd.clone()
+                Ok(self.opts.cwd.clone())
             }
-            None => self.opts.cwd.clone(),
+            None => Ok(self.opts.cwd.clone()),
         }
     }
 
@@ -300,7 +316,10 @@ fn failed(status: RunStatus, error: String, session_id: Option<String>) -> RunOu
 #[async_trait::async_trait]
 impl JobRunner for AgentRunner {
     async fn run(&self, job: &Job, cancel: CancellationToken) -> RunOutput {
-        let cwd = self.cwd_of(job);
+        let cwd = match self.cwd_of(job) {
+            Ok(cwd) => cwd,
+            Err(e) => return failed(RunStatus::Failed, e, None),
+        };
         let script_out = match &job.script {
             Some(s) => match self.run_script(s, &cwd).await {
                 Ok(out) => Some(out),

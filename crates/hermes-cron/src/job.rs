@@ -301,7 +301,16 @@ impl Job {
     /// The schedule text for listings: what the user wrote to hermes, else Python's
     /// `schedule_display`, else the schedule's own `display`.
     pub fn schedule_label(&self) -> String {
-        if !self.schedule_text.is_empty() {
+        // hermes' own text, while it still says what the job does: Python keeps the key but
+        // does not update it when it edits the schedule (issue 17 switch pass of stop 31).
+        if !self.schedule_text.is_empty()
+            && crate::schedule::Schedule::parse(
+                &self.schedule_text,
+                chrono::Utc::now(),
+                chrono_tz::Tz::UTC,
+            )
+            .is_ok_and(|s| s == *self.schedule.schedule())
+        {
             return self.schedule_text.clone();
         }
         if let Some(d) = self

@@ -76,7 +76,7 @@ impl CronjobTool {
         json!({
             "id": job.id,
             "name": job.name,
-            "schedule": job.schedule_text,
+            "schedule": job.schedule_label(),
             "schedule_meaning": job.schedule.display(self.tz),
             "state": job.state(),
             "deliver": job.deliver,

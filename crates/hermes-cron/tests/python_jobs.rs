@@ -632,3 +632,40 @@ fn a_job_is_removed_when_its_repeat_limit_is_reached() {
         Err(JobStoreError::NotFound(_))
     ));
 }
+
+/// hermes keeps the text a user gave it (`schedule_text`); Python keeps that key but does
+/// not update it when it edits the schedule, so the listing must follow the schedule, not
+/// the stale text (issue 17 switch pass of stop 31).
+#[test]
+fn a_schedule_python_edited_after_hermes_is_listed_as_python_left_it() {
+    let (home, store) = home_with_fixture();
+    store
+        .edit(
+            "news",
+            JobPatch {
+                schedule: Some("every 45m".into()),
+                ..JobPatch::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    let listed = store.list().unwrap();
+    let news = listed.iter().find(|j| j.name == "news").unwrap();
+    assert_eq!(news.schedule_label(), "every 45m");
+    // What Python's `hermes cron edit ID --schedule "every 10m"` writes.
+    let path = home.path().join("cron/jobs.json");
+    let mut file = read_json(&path);
+    for job in file["jobs"].as_array_mut().unwrap() {
+        if job["name"] == "news" {
+            job["schedule"] =
+                serde_json::json!({"kind": "interval", "minutes": 10, "display": "every 10m"});
+            job["schedule_display"] = "every 10m".into();
+            assert_eq!(job["schedule_text"], "every 45m", "Python keeps the key");
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    let listed = store.list().unwrap();
+    let news = listed.iter().find(|j| j.name == "news").unwrap();
+    assert_eq!(news.schedule_label(), "every 10m");
+}

@@ -427,3 +427,41 @@ async fn a_job_workdir_is_the_working_directory_of_its_command() {
     let real = std::fs::canonicalize(workdir.path()).unwrap();
     assert!(md.contains(&real.display().to_string()), "{md}");
 }
+
+/// A workdir swapped for a symlink after it was checked (by the model through the terminal,
+/// between `cronjob create` and the run) does not move the run: the job fails, naming the
+/// folder, and nothing runs in the symlink's target (issue 18, attack pass of stop 31).
+#[tokio::test]
+async fn a_workdir_swapped_for_a_symlink_is_refused_at_run_time() {
+    let env = env(Duration::from_secs(600)).await;
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let workdir = root.join("sub");
+    let outside = root.join("outside");
+    std::fs::create_dir(&workdir).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
+    JobStore::new(env.home.home())
+        .create(
+            NewJob {
+                schedule: at,
+                script: Some("touch canary".into()),
+                no_agent: true,
+                workdir: Some(workdir.display().to_string()),
+                ..NewJob::default()
+            },
+            Utc::now(),
+            Tz::UTC,
+        )
+        .unwrap();
+    std::fs::remove_dir(&workdir).unwrap();
+    std::os::unix::fs::symlink(&outside, &workdir).unwrap();
+    let rec = env.tick_one().await;
+    assert_eq!(rec.status, "failed", "{rec:?}");
+    let error = rec.error.unwrap_or_default();
+    assert!(error.contains("through a symlink"), "{error}");
+    assert!(
+        !outside.join("canary").exists(),
+        "nothing ran in the target"
+    );
+}

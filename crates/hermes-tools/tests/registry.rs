@@ -232,12 +232,20 @@ fn unknown_toolset_lists_known_names() {
     assert_eq!(err.name, "webb");
     assert_eq!(
         err.known,
-        vec!["clarify", "file", "hermes-cli", "safe", "terminal", "todo"]
+        vec![
+            "clarify",
+            "file",
+            "hermes-cli",
+            "hermes-local",
+            "safe",
+            "terminal",
+            "todo"
+        ]
     );
     let msg = err.to_string();
     assert!(
         msg.contains("unknown toolset `webb`")
-            && msg.contains("clarify, file, hermes-cli, safe, terminal, todo"),
+            && msg.contains("clarify, file, hermes-cli, hermes-local, safe, terminal, todo"),
         "{msg}"
     );
     assert!(

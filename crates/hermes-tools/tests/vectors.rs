@@ -125,3 +125,25 @@ fn path_overlap_vectors() {
         );
     }
 }
+
+/// A program word that only the shell's expansion names cannot be analysed, so it asks
+/// (the sandbox bounds it either way; found by the attack pass of stop 31).
+#[test]
+fn a_program_chosen_by_expansion_needs_approval() {
+    for cmd in [
+        "$(which rm) -rf d5",
+        "x=rm; $x -rf d15",
+        "sh -c \"$(printf 'rm -rf d19')\"",
+        "`echo rm` -rf d",
+        "${RM} -rf d",
+    ] {
+        assert!(
+            matches!(classify_command(cmd), CommandSafety::Dangerous { .. }),
+            "{cmd}: {:?}",
+            classify_command(cmd)
+        );
+    }
+    for cmd in ["echo $HOME", "ls \"$PWD\"", "cat $(ls *.txt)", "X=1 make"] {
+        assert_eq!(classify_command(cmd), CommandSafety::Safe, "{cmd}");
+    }
+}

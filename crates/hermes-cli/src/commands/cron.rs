@@ -164,7 +164,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 no_agent: *no_agent,
                 provider: flags.provider.clone(),
                 base_url: flags.base_url.clone(),
-                workdir: workdir.clone(),
+                workdir: workdir.as_deref().map(real_workdir).transpose()?,
                 ..NewJob::default()
             };
             blocking(Box::new(move || {
@@ -204,9 +204,11 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 script: script.clone().map(Some),
                 provider: flags.provider.clone().map(Some),
                 base_url: flags.base_url.clone().map(Some),
-                workdir: workdir
-                    .clone()
-                    .map(|w| Some(w).filter(|w| !w.trim().is_empty())),
+                workdir: match workdir.as_deref().map(str::trim) {
+                    None => None,
+                    Some("") => Some(None),
+                    Some(w) => Some(Some(real_workdir(w)?)),
+                },
                 ..JobPatch::default()
             };
             let key = job.clone();
@@ -372,4 +374,24 @@ async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
             Ok(1)
         }
     }
+}
+
+/// A `--workdir` as stored: the folder's real path (symlinks resolved). A cron run refuses a
+/// workdir that no longer resolves to itself, so a folder swapped for a symlink cannot move a
+/// job's sandbox (issue 18).
+///
+/// A relative path is passed on as given, for the job store to refuse.
+///
+/// # Errors
+/// The folder does not exist or is not a folder.
+fn real_workdir(given: &str) -> Result<String> {
+    if !std::path::Path::new(given).is_absolute() {
+        return Ok(given.to_string());
+    }
+    let dir =
+        std::fs::canonicalize(given).map_err(|e| anyhow::anyhow!("--workdir {given}: {e}"))?;
+    if !dir.is_dir() {
+        anyhow::bail!("--workdir {given}: not a folder");
+    }
+    Ok(dir.display().to_string())
 }

@@ -12,11 +12,16 @@ use crate::config::parse_env_file;
 
 /// True when a variable or field named `name` holds a secret: its name contains `key`
 /// (as a word: `api_key`, `OPENAI_API_KEY`, `access_key`, `keys`), `token`, `secret`,
-/// `password`/`passwd`/`passphrase`, `credential`, `authorization` or `cookie`
+/// `password`/`passwd`/`passphrase`, `credential`, `authorization` or `cookie`, or the words
+/// `pass` or `pat` (`DB_PASS`, `GH_PAT`), or it is a webhook URL (`SLACK_WEBHOOK_URL`)
 /// (case-insensitive). Names that point at a secret instead of holding one (`…_env`,
 /// `…_file`, `…_path`, `…_url`, `…_strategy`, `max_tokens`…) are not secret.
 pub fn is_secret_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
+    // A webhook URL is itself the credential (Slack, Discord): whoever has it may post.
+    if lower.contains("webhook_url") || lower.ends_with("webhook") {
+        return true;
+    }
     for suffix in [
         "_env",
         "_file",
@@ -51,10 +56,11 @@ pub fn is_secret_name(name: &str) -> bool {
     if WORDS.iter().any(|w| lower.contains(w)) {
         return true;
     }
-    // `key` as a word of a snake/kebab/camel name: `api_key`, `KEY`, `keys`, `x-api-key`.
+    // `key` as a word of a snake/kebab/camel name: `api_key`, `KEY`, `keys`, `x-api-key`;
+    // `pass` and `pat` (a personal access token) as words: `DB_PASS`, `GH_PAT`.
     lower
         .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| w == "key" || w == "keys")
+        .any(|w| matches!(w, "key" | "keys" | "pass" | "pat"))
 }
 
 /// A config/JSON tree reduced to what the walk needs.
@@ -401,12 +407,20 @@ mod tests {
             "apiKey",
             "dsn",
             "HERMES_SESSIONDB_DSN",
+            // Names the attack pass of stop 31 found passed to commands unmasked.
+            "DB_PASS",
+            "GH_PAT",
+            "SLACK_WEBHOOK_URL",
+            "discord_webhook",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
         for name in [
             "max_tokens",
             "api_key_env",
+            "PATH",
+            "bypass",
+            "webhook_port",
             "provider",
             "base_url",
             "keyboard",

@@ -128,6 +128,16 @@ static REDIRECT_ETC: LazyLock<Option<Regex>> =
 static REDIRECT_DISK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#">>?\s*["']?/dev/(sd[a-z]|nvme\d|hd[a-z]|vd[a-z]|xvd[a-z]|mmcblk\d|disk\d)"#).ok()
 });
+/// A command word (at the start, or after `;`, `&`, `|`, `(`, a line break, `then`/`do`,
+/// past any `VAR=value`) that is a `$…` or `` `…` `` expansion: `$(which rm) -rf d`,
+/// `x=rm; $x -rf d`. Which program runs is known only when the shell expands it.
+static EXPANDED_PROGRAM: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?m)(^|[;&|(\n]|\b(?:then|do|else)\s)\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*["']?(?:\$|`)"#,
+    )
+    .ok()
+});
+const EXPANDED_PROGRAM_REASON: &str = "the program is chosen when the command runs ($…/`…`)";
 static PROCESS_SUBST_SHELL: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(sh|bash|zsh|dash|ksh)\s+<\(\s*(curl|wget|fetch)\b").ok());
 
@@ -147,6 +157,9 @@ fn fork_bomb(cmd: &str) -> bool {
 
 /// Checks on the whole text (patterns that span simple commands or live inside quotes).
 fn check_dangerous_text(cmd: &str) -> Option<String> {
+    if re_match(&EXPANDED_PROGRAM, cmd) {
+        return Some(EXPANDED_PROGRAM_REASON.into());
+    }
     if fork_bomb(cmd) {
         return Some("fork bomb".into());
     }
@@ -284,6 +297,11 @@ fn check_dangerous_segment(inv: &Invocation, pipeline: &[Invocation]) -> Option<
     let has = |flag: &str| args.iter().any(|a| a == flag);
     if inv.sudo_stdin {
         return Some("sudo -S (password from stdin)".into());
+    }
+    // `$(which rm) -rf d`, `x=rm; $x -rf d`, `` `echo rm` ``: the program is only known when
+    // the shell expands it, so nothing here can tell what runs (issue 18 attack pass).
+    if p.contains('$') || p.contains('`') {
+        return Some(EXPANDED_PROGRAM_REASON.into());
     }
     match p {
         "rm" if has_recursive_flag(args) => return Some("recursive delete".into()),
