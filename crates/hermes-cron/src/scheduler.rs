@@ -82,7 +82,7 @@ impl Default for SchedulerConfig {
             tz: Tz::UTC,
             max_parallel: 1,
             lease_for: chrono::Duration::hours(6),
-            owner: format!("pid{}:{}", std::process::id(), crate::new_id()),
+            owner: crate::claim::lease_owner(),
         }
     }
 }

@@ -669,3 +669,52 @@ fn a_schedule_python_edited_after_hermes_is_listed_as_python_left_it() {
     let news = listed.iter().find(|j| j.name == "news").unwrap();
     assert_eq!(news.schedule_label(), "every 10m");
 }
+
+/// A run whose process was killed (kill -9 mid-run) does not hold its job for the lease's
+/// hours: a lease of a process of this machine that no longer runs counts as lapsed; a live
+/// owner's lease still holds (issue 17 switch pass of stop 31).
+#[test]
+fn a_lease_of_a_killed_process_does_not_block_the_job() {
+    let (_home, store) = home_with_fixture();
+    let due = Utc::now();
+    store
+        .modify("news", |j| {
+            j.next_run_at = Some(due - chrono::Duration::minutes(1))
+        })
+        .unwrap();
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let lease = chrono::Duration::hours(6);
+    let live_owner = format!("{}:pid{}:x", host.trim(), std::process::id());
+    let claims = claim_due(&store, due, Tz::UTC, &live_owner, lease, 5).unwrap();
+    assert_eq!(claims.len(), 1);
+    store
+        .modify("news", |j| {
+            j.next_run_at = Some(due - chrono::Duration::seconds(1))
+        })
+        .unwrap();
+    assert!(
+        claim_due(&store, due, Tz::UTC, "other", lease, 5)
+            .unwrap()
+            .is_empty(),
+        "a live owner's lease holds"
+    );
+    store
+        .modify("news", |j| {
+            if let Some(l) = j.lease.as_mut() {
+                l.owner = format!("{}:pid{dead}:x", host.trim());
+            }
+        })
+        .unwrap();
+    let claims = claim_due(&store, due, Tz::UTC, "other", lease, 5).unwrap();
+    assert_eq!(claims.len(), 1, "the dead owner's lease was released");
+    let news = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .find(|j| j.name == "news")
+        .unwrap();
+    assert_eq!(news.last_status.as_deref(), Some("interrupted"));
+}
