@@ -116,13 +116,44 @@ impl Span {
     }
 }
 
-/// Removes control characters (ESC, CR, BEL…) and turns tabs into four spaces.
+/// Removes control characters (ESC, CR, BEL…) and turns tabs into four spaces (for a command
+/// awaiting the user's judgement, [`visible_controls`] shows them instead).
 pub fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\t' => out.push_str("    "),
             c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Shows a text the user must judge (a command awaiting approval) exactly: line breaks are
+/// kept, each followed by `indent`; tabs become four spaces; every other control character
+/// is shown in caret notation (`^[` for ESC, `^M` for CR, `^?` for DEL) and bidirectional
+/// overrides as `<U+202E>`, so no escape sequence or carriage return can redraw what is on
+/// the screen (the attack pass of stop 31 hid an `rm -rf` behind `\r` and ANSI erases).
+pub fn visible_controls(text: &str, indent: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => {
+                out.push('\n');
+                out.push_str(indent);
+            }
+            '\t' => out.push_str("    "),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control()
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}') =>
+            {
+                out.push_str(&format!("<U+{:04X}>", c as u32));
+            }
             c => out.push(c),
         }
     }
@@ -309,6 +340,15 @@ pub fn wrap(spans: &[Span], width: usize, first: &[Span], rest: &[Span]) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_awaiting_approval_cannot_redraw_the_screen() {
+        let hostile = "rm -rf ~/work\r\x1b[2K\x1b[1Als -la\u{202e}x";
+        let shown = visible_controls(hostile, "    ");
+        assert_eq!(shown, "rm -rf ~/work^M^[[2K^[[1Als -la<U+202E>x");
+        assert!(!shown.chars().any(|c| c.is_control()));
+        assert_eq!(visible_controls("a\n\tb\x7f", "  "), "a\n      b^?");
+    }
 
     #[test]
     fn hex_colors_parse_and_bad_ones_do_not() {

@@ -462,7 +462,11 @@ impl Repl {
                 }
                 Some((request, answer)) = questions.approvals.recv() => {
                     renderer.pause_live();
-                    eprintln!("\n⚠ dangerous command ({}):\n    {}", request.reason, request.command);
+                    eprintln!(
+                        "\n⚠ dangerous command ({}):\n    {}",
+                        crate::render::style::visible_controls(&request.reason, "    "),
+                        crate::render::style::visible_controls(&request.command, "    ")
+                    );
                     let reply = tokio::task::block_in_place(|| {
                         eprint!("run it? [y]es once / [a]lways this session / [N]o: ");
                         let mut line = String::new();
