@@ -13,7 +13,7 @@
 
 use std::str::FromStr;
 
-use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use serde::{Deserialize, Serialize};
@@ -206,7 +206,9 @@ impl Schedule {
             }
             Schedule::Cron { expr } => {
                 let cron = parse_cron(expr).ok()?;
-                let mut from = after.with_timezone(&tz);
+                // Whole seconds: croner keeps the fraction of `from`, and a cron run is due
+                // on the minute (Python writes `…T18:00:00+00:00`).
+                let mut from = after.with_nanosecond(0).unwrap_or(after).with_timezone(&tz);
                 // Guard (C37, "never a next run in the past"): croner matches wall-clock time;
                 // inside a repeated autumn hour a match can map to its first instant, at or
                 // before `after`. Then take the later instant of that wall time, or search on.
@@ -235,7 +237,11 @@ impl Schedule {
         match self {
             Schedule::Interval { minutes } => format!("every {}", format_minutes(*minutes)),
             Schedule::Cron { expr } => match parse_cron(expr) {
-                Ok(c) => format!("{expr} ({}, {})", c.describe(), tz.name()),
+                Ok(c) => format!(
+                    "{expr} ({}, {})",
+                    c.describe().trim_end_matches('.'),
+                    tz.name()
+                ),
                 Err(_) => expr.clone(),
             },
             Schedule::Once { run_at } => format!(

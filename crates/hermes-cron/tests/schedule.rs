@@ -209,3 +209,20 @@ fn intervals_and_display() {
     assert_eq!(o.display(tz), "once at 2026-01-01 00:45 UTC");
     assert!(!o.is_recurring());
 }
+
+/// A cron job's next run is on the minute, whatever fraction of a second it was created at,
+/// as Python writes it; its description reads cleanly (stop 31's switch pass).
+#[test]
+fn cron_next_runs_are_whole_seconds_and_describe_cleanly() {
+    let tz: chrono_tz::Tz = chrono_tz::UTC;
+    let s = hermes_cron::Schedule::Cron {
+        expr: "0 */6 * * *".into(),
+    };
+    let after = chrono::DateTime::parse_from_rfc3339("2026-12-02T14:19:07.737739769Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let next = s.next_after(after, tz).unwrap();
+    assert_eq!(next.to_rfc3339(), "2026-12-02T18:00:00+00:00");
+    let shown = s.display(tz);
+    assert!(!shown.contains(".,"), "{shown}");
+}

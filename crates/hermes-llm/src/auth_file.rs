@@ -322,6 +322,11 @@ fn set_pools(root: &mut Map<String, Value>, pools: &[CredentialPool]) {
                     );
                     e.insert("auth_type".into(), json!("api_key"));
                     e.insert("source".into(), json!("manual"));
+                    // Python Hermes resolves most providers' URL from the entry itself
+                    // (stop 31's switch pass: a deepseek key added here had none).
+                    if let Some(url) = crate::runtime::hosted_base_url(&provider) {
+                        e.insert("base_url".into(), json!(url));
+                    }
                     for k in [
                         "last_status",
                         "last_status_at",

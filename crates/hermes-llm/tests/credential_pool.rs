@@ -95,3 +95,36 @@ fn bad_inputs_are_reported() {
     assert_eq!(opts.strategy, None);
     assert!(warnings[0].contains("model.credential_strategy `random`"));
 }
+
+/// A key added by hermes carries the provider's inference URL, as Python Hermes writes it:
+/// Python reads the URL of most providers from the pool entry, and without it could not use
+/// the key (stop 31's switch pass: deepseek). Custom servers get none.
+#[test]
+fn added_keys_carry_the_provider_base_url_as_python_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let auth = dir.path().join("auth.json");
+    hermes_llm::auth_file::update(&auth, |pools| {
+        let mut ds = CredentialPool::new("deepseek", PoolStrategy::FillFirst);
+        ds.add("rs-ds", "sk-deepseek-000000000000");
+        let mut custom = CredentialPool::new("custom", PoolStrategy::FillFirst);
+        custom.add("mine", "sk-custom-000000000000");
+        pools.push(ds);
+        pools.push(custom);
+    })
+    .unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&auth).unwrap()).unwrap();
+    assert_eq!(
+        doc["credential_pool"]["deepseek"][0]["base_url"],
+        "https://api.deepseek.com/v1"
+    );
+    assert!(
+        doc["credential_pool"]["custom"][0]
+            .get("base_url")
+            .is_none()
+    );
+    assert_eq!(
+        hermes_llm::runtime::hosted_base_url("openrouter"),
+        Some("https://openrouter.ai/api/v1")
+    );
+}

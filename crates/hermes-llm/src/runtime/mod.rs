@@ -320,6 +320,17 @@ pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
     }
 }
 
+/// The default inference URL of a hosted provider (`deepseek` →
+/// `https://api.deepseek.com/v1`), from hermes' table or Python Hermes' registry; `None` for
+/// custom servers, the embedded model and unknown names. Python Hermes writes it into every
+/// `auth.json` pool entry it adds, and reads it from there for most providers.
+pub fn hosted_base_url(name: &str) -> Option<&'static str> {
+    match canonical_provider(name)? {
+        CanonicalProvider::Hosted(id) => hosted(id).map(|h| h.base_url),
+        _ => None,
+    }
+}
+
 fn hosted(id: &str) -> Option<HostedSpec> {
     HOSTED
         .iter()
