@@ -246,13 +246,15 @@ fn tool_schemas_are_shortened_for_the_embedded_model() {
     assert!(
         !block.contains("Use offset") && !block.contains("examples") && !block.contains("ReadFile")
     );
-    assert!(block.contains("\"description\": \"Path to read.\""));
+    // The parameters are compact JSON.
     assert!(
-        block.contains(
-            "\"description\": {\"description\": \"A property named like an annotation.\""
-        )
+        block.contains("\"description\":\"Path to read.\""),
+        "{block}"
     );
-    assert!(block.contains("\"required\": [\"path\"]"));
+    assert!(
+        block.contains("\"description\":{\"description\":\"A property named like an annotation.\"")
+    );
+    assert!(block.contains("\"required\":[\"path\"]"));
     assert_eq!(
         hermes_llm::local::prompt::short_description(&"x".repeat(400))
             .chars()
