@@ -172,15 +172,24 @@ impl Cache<'_> {
     /// the live context by [`MIN_LOAD_GAIN`]; returns how many cached positions are usable
     /// afterwards (the live context's when nothing was loaded). A file that fails to load
     /// leaves an empty context.
-    fn load_saved(&mut self, disk: &DiskCache, tokens: &[i32], live: usize) -> (usize, bool) {
-        let entries = prefix_cache::entries(&disk.config.dir, &disk.key);
-        let Some((entry, shared_len)) = prefix_cache::best_match(&entries, tokens) else {
+    /// An entry that fails its check is dropped from `entries` (and from the folder).
+    fn load_saved(
+        &mut self,
+        disk: &DiskCache,
+        entries: &mut Vec<prefix_cache::Entry>,
+        tokens: &[i32],
+        live: usize,
+    ) -> (usize, bool) {
+        let Some((entry, shared_len)) = prefix_cache::best_match(entries, tokens) else {
             return (live, false);
         };
-        if shared_len < live + MIN_LOAD_GAIN
-            || entry.meta.tokens.len() >= self.ctx.n_ctx() as usize
-            || !prefix_cache::verify_for_load(&disk.config.dir, entry)
+        if shared_len < live + MIN_LOAD_GAIN || entry.meta.tokens.len() >= self.ctx.n_ctx() as usize
         {
+            return (live, false);
+        }
+        if !prefix_cache::verify_for_load(&disk.config.dir, entry) {
+            let id = entry.id.clone();
+            entries.retain(|e| e.id != id);
             return (live, false);
         }
         self.reset();
@@ -211,10 +220,13 @@ impl Cache<'_> {
     /// part (`boundary`, the system turn) when no saved entry covers most of it, or at the
     /// point where the best saved entry stops matching (the part stable across sessions)
     /// when no entry ends exactly there.
-    fn save_point(disk: &DiskCache, tokens: &[i32], boundary: Option<usize>) -> Option<usize> {
+    fn save_point(
+        entries: &[prefix_cache::Entry],
+        tokens: &[i32],
+        boundary: Option<usize>,
+    ) -> Option<usize> {
         let boundary = boundary?;
-        let entries = prefix_cache::entries(&disk.config.dir, &disk.key);
-        let best = prefix_cache::best_match(&entries, tokens);
+        let best = prefix_cache::best_match(entries, tokens);
         let covered = best.map(|(_, n)| n).unwrap_or(0);
         if boundary.saturating_sub(covered) >= MIN_SAVE_TOKENS {
             return Some(boundary);
@@ -261,12 +273,12 @@ impl Cache<'_> {
             ));
         }
         let started = Instant::now();
+        let disk = shared.disk.as_ref().filter(|_| job.options.reuse_prefix);
         let ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
         // The stable part in tokens: the rendered system turn, when it tokenizes to a
-        // prefix of the whole prompt.
-        let boundary = job
-            .options
-            .stable_prefix
+        // prefix of the whole prompt (needed only to save prefixes).
+        let boundary = disk
+            .and(job.options.stable_prefix)
             .and_then(|n| job.prompt.get(..n))
             .map(|head| shared.tokenize(head))
             .filter(|head| head.len() < tokens.len() && tokens.starts_with(head))
@@ -282,14 +294,17 @@ impl Cache<'_> {
         } else {
             0
         };
-        let disk = shared.disk.as_ref().filter(|_| job.options.reuse_prefix);
         let mut loaded = false;
+        // The folder is read once per generation: for the load and for the save decision.
+        let mut entries = disk
+            .map(|d| prefix_cache::entries(&d.config.dir, &d.key))
+            .unwrap_or_default();
         if let Some(disk) = disk {
-            (common, loaded) = self.load_saved(disk, &ids, common);
+            (common, loaded) = self.load_saved(disk, &mut entries, &ids, common);
         }
         let reused = self.truncate(common.min(tokens.len().saturating_sub(1)));
         let mut save_at = disk
-            .and_then(|d| Self::save_point(d, &ids, boundary))
+            .and_then(|_| Self::save_point(&entries, &ids, boundary))
             .filter(|p| *p >= reused);
         let stopped = |generated: u64, stop: StopReason, prefill_done: Option<Instant>| {
             let now = Instant::now();
