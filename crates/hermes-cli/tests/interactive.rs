@@ -141,9 +141,14 @@ async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
         env.mock.push(MockResponse::text(answer));
     }
     let editor = env.cwd.path().join("fake-editor.sh");
+    // The editor also notes which file it was given.
+    let edited = env.cwd.path().join("edited-path.txt");
     std::fs::write(
         &editor,
-        "#!/bin/sh\nprintf 'composed in the editor' > \"$1\"\n",
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}'\nprintf 'composed in the editor' > \"$1\"\n",
+            edited.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -197,4 +202,10 @@ async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
     assert_eq!(sent[1], format!("summarize {pasted}"));
     assert_eq!(sent[2], "second line");
     assert_eq!(sent[3], "composed in the editor");
+    // Issue 18: the file lives in HERMES_HOME (which sandboxed commands cannot write), not in
+    // the shared temp directory, and is removed once read.
+    let path = std::path::PathBuf::from(std::fs::read_to_string(&edited).unwrap());
+    let editor_dir = env.home.path().join("cache/editor");
+    assert!(path.starts_with(&editor_dir), "{}", path.display());
+    assert!(!path.exists(), "{} was left behind", path.display());
 }

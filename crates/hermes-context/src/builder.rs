@@ -191,7 +191,9 @@ impl<'a> PromptBuilder<'a> {
         }
 
         if inputs.load_context_files {
-            let files = ContextFiles::discover(inputs.cwd);
+            let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let secrets = hermes_tools::sandbox::secret_paths(inputs.home, user_home.as_deref());
+            let files = ContextFiles::discover(inputs.cwd, &secrets);
             notes.extend(files.notes.iter().cloned());
             let mut cap = context_file_cap_chars(inputs.context_window);
             if inputs.profile == PromptProfile::Compact {

@@ -5,8 +5,12 @@
 //! root; the working directory only outside a git repository), then `AGENTS.md`, `CLAUDE.md`, and `.cursorrules` plus `.cursor/rules/*.mdc` in the
 //! working directory. `@path` import lines are expanded one level. Links are followed only to regular files inside the project (the git
 //! root, or the working directory when there is none); loops, dangling links and links that
-//! leave the project are skipped with a note, and the search goes on. This module reads files
-//! with blocking I/O.
+//! leave the project are skipped with a note, and the search goes on. A file, import or
+//! pointer target that lands on a secret is skipped too: the sandbox's unreadable locations
+//! (`HERMES_HOME/.env`, `auth.json`, `mcp-tokens/`, passed in by the caller) and files named
+//! like key material (`.env`, `.env.*`, `.netrc`, `*.pem`, `*.key`, ssh private keys), so a
+//! hostile `AGENTS.md` cannot pull them into the prompt with `@../.hermes/.env`. This module
+//! reads files with blocking I/O.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -118,9 +122,10 @@ enum Resolved {
 }
 
 impl ContextFiles {
-    /// Finds the project context for `cwd` (see the module docs for the order). Never fails:
-    /// unreadable or unsafe candidates become notes.
-    pub fn discover(cwd: &Path) -> ContextFiles {
+    /// Finds the project context for `cwd` (see the module docs for the order), never
+    /// reading inside `secrets` (canonical paths, e.g. [`hermes_tools::sandbox::secret_paths`]).
+    /// Never fails: unreadable or unsafe candidates become notes.
+    pub fn discover(cwd: &Path, secrets: &[PathBuf]) -> ContextFiles {
         let mut found = ContextFiles::default();
         // Work on the real path: lexical ancestors of `a/../b` are not its real parents.
         let cwd_real = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
@@ -144,7 +149,7 @@ impl ContextFiles {
         for (dir, up) in &dirs {
             for file_name in [".hermes.md", "HERMES.md"] {
                 let name = format!("{}{file_name}", "../".repeat(*up));
-                if found.try_single(&dir.join(file_name), name, &root) {
+                if found.try_single(&dir.join(file_name), name, &root, secrets) {
                     return found;
                 }
             }
@@ -152,7 +157,7 @@ impl ContextFiles {
 
         // 2. AGENTS.md, CLAUDE.md in cwd (lower-case spellings accepted too).
         for file_name in ["AGENTS.md", "agents.md", "CLAUDE.md", "claude.md"] {
-            if found.try_single(&cwd.join(file_name), file_name.to_string(), &root) {
+            if found.try_single(&cwd.join(file_name), file_name.to_string(), &root, secrets) {
                 return found;
             }
         }
@@ -173,14 +178,14 @@ impl ContextFiles {
             }
         }
         for (path, name) in group {
-            found.try_single(&path, name, &root);
+            found.try_single(&path, name, &root, secrets);
         }
         found
     }
 
     /// Tries one candidate; returns true when it was a match (loaded or blocked).
-    fn try_single(&mut self, path: &Path, name: String, root: &Path) -> bool {
-        match resolve(path, &name, root) {
+    fn try_single(&mut self, path: &Path, name: String, root: &Path, secrets: &[PathBuf]) -> bool {
+        match resolve(path, &name, root, secrets) {
             Resolved::Missing => false,
             Resolved::Skipped(note) => {
                 tracing::debug!(file = %name, %note, "context file skipped");
@@ -188,7 +193,7 @@ impl ContextFiles {
                 false
             }
             Resolved::File { real, text } => {
-                let text = self.expand_imports(&text, &real, &name, root);
+                let text = self.expand_imports(&text, &real, &name, root, secrets);
                 let findings = scan_for_injection(&text, ScanScope::Context);
                 if findings.is_empty() {
                     self.loaded.push(LoadedContextFile {
@@ -218,7 +223,14 @@ impl ContextFiles {
     /// relative path, as Claude Code and Gemini CLI write them) with the imported file's text,
     /// one level deep. The import goes through the same link checks as the file itself; one
     /// that cannot be resolved safely stays as written and gets a note.
-    fn expand_imports(&mut self, text: &str, real: &Path, name: &str, root: &Path) -> String {
+    fn expand_imports(
+        &mut self,
+        text: &str,
+        real: &Path,
+        name: &str,
+        root: &Path,
+        secrets: &[PathBuf],
+    ) -> String {
         let base = real.parent().unwrap_or(root);
         let mut out = String::with_capacity(text.len());
         for line in text.split_inclusive('\n') {
@@ -232,7 +244,7 @@ impl ContextFiles {
                 continue;
             };
             let import_name = format!("{name} import @{target}");
-            match resolve(&base.join(target), &import_name, root) {
+            match resolve(&base.join(target), &import_name, root, secrets) {
                 Resolved::File {
                     real: imported,
                     text: imported_text,
@@ -331,9 +343,26 @@ fn pointer_target(text: &str) -> Option<&str> {
     looks_like_path.then_some(t)
 }
 
+/// Whether a file name is one that holds key material by convention: `.env` and `.env.*`,
+/// `.netrc`, `.git-credentials`, `*.pem`, `*.key`, and ssh private keys (`id_rsa`,
+/// `id_ed25519`, …, not their `.pub` halves).
+fn is_key_material_name(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let lower = name.to_ascii_lowercase();
+    lower == ".env"
+        || lower.starts_with(".env.")
+        || lower == ".netrc"
+        || lower == ".git-credentials"
+        || lower.ends_with(".pem")
+        || lower.ends_with(".key")
+        || (lower.starts_with("id_") && !lower.ends_with(".pub") && !lower.contains('.'))
+}
+
 /// Resolves `path` safely: follows links (real ones and checked-out pointer files) only to
-/// regular files inside `root`.
-fn resolve(path: &Path, name: &str, root: &Path) -> Resolved {
+/// regular files inside `root` that are neither inside `secrets` nor named like key material.
+fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolved {
     if fs::symlink_metadata(path).is_err() {
         return Resolved::Missing;
     }
@@ -350,6 +379,12 @@ fn resolve(path: &Path, name: &str, root: &Path) -> Resolved {
         if !real.starts_with(root) {
             return Resolved::Skipped(format!(
                 "{name} skipped: it links to {} outside the project",
+                real.display()
+            ));
+        }
+        if secrets.iter().any(|d| real.starts_with(d)) || is_key_material_name(&real) {
+            return Resolved::Skipped(format!(
+                "{name} skipped: {} holds secrets, which never go into the prompt",
                 real.display()
             ));
         }

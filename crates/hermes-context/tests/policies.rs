@@ -172,7 +172,7 @@ fn every_fixture_project_loads_without_blocking() {
         "nearai__ironclaw",
         "01-ai__langcrew",
     ] {
-        let found = ContextFiles::discover(&root.join(project));
+        let found = ContextFiles::discover(&root.join(project), &[]);
         assert!(found.blocked.is_empty(), "{project}: {:?}", found.notes);
         assert_eq!(found.loaded.len(), 1, "{project}: {:?}", found.notes);
     }

@@ -445,3 +445,40 @@ fn snapshot_cli_all_tools_with_memory_and_skills() {
     );
     assert_eq!(without, LearningLayers::default());
 }
+
+/// Issue 18: the prompt builder passes the home's secret locations to discovery, so a
+/// project whose root holds HERMES_HOME (hermes started in `~`) cannot import `.env` or
+/// `auth.json` into the prompt.
+#[test]
+fn context_imports_cannot_read_the_homes_secrets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let home = HermesHome::new(root.join("hh"));
+    ensure_soul(&home).unwrap();
+    fs::write(home.root().join(".env"), "OPENAI_API_KEY=sk-canary-1\n").unwrap();
+    fs::write(home.root().join("auth.json"), "{\"k\":\"sk-canary-2\"}\n").unwrap();
+    fs::write(
+        root.join("AGENTS.md"),
+        "project rule\n@hh/.env\n@hh/auth.json\n",
+    )
+    .unwrap();
+    let p = build(
+        &home,
+        &root,
+        &file_and_terminal(),
+        PromptProfile::Full,
+        None,
+        true,
+    );
+    assert!(p.text.contains("project rule"));
+    assert!(!p.text.contains("sk-canary"), "{}", p.text);
+    assert_eq!(
+        p.notes
+            .iter()
+            .filter(|n| n.contains("holds secrets"))
+            .count(),
+        2,
+        "{:?}",
+        p.notes
+    );
+}

@@ -123,6 +123,9 @@ impl Approver for LoopbackApprover {
 
     async fn approve(&self, auth_url: &str) -> Result<String, OAuthError> {
         (self.show)(auth_url);
+        // Only the redirect carrying the `state` of this request is the answer: any local
+        // process can reach the listener, and a forged redirect must not end the login.
+        let expected = query_param(auth_url, "state");
         let listener = self.listener.lock().await;
         // Each connection is served in its own task, so silent or slow sockets (each cut
         // after HEAD_TIMEOUT) never delay the real redirect; at most MAX_PENDING at once.
@@ -138,7 +141,7 @@ impl Approver for LoopbackApprover {
                         drop(sock); // too many open at once: this one is refused
                         continue;
                     }
-                    pending.spawn(serve_connection(sock, self.port));
+                    pending.spawn(serve_connection(sock, self.port, expected.clone()));
                 }
                 Some(done) = pending.join_next(), if !pending.is_empty() => {
                     if let Ok(Some(target)) = done {
@@ -158,9 +161,26 @@ impl Approver for LoopbackApprover {
 /// Connections handled at once by [`LoopbackApprover`]; more are closed on arrival.
 pub const MAX_PENDING: usize = 64;
 
+/// The value of query parameter `name` of `url` (absolute, or a request target `/p?q`).
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let parsed = url::Url::parse(url)
+        .or_else(|_| url::Url::parse("http://127.0.0.1").and_then(|b| b.join(url)))
+        .ok()?;
+    parsed
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
 /// Reads one request head (within [`HEAD_TIMEOUT`]), answers it, and returns its target
-/// when it is the authorization answer (its query carries `code` or `error`).
-async fn serve_connection(mut sock: tokio::net::TcpStream, port: u16) -> Option<String> {
+/// when it is the authorization answer: its query carries `code` or `error`, and the
+/// `state` of the request (`expected`, when the authorization URL had one). A redirect with
+/// another state gets 400 and the wait goes on.
+async fn serve_connection(
+    mut sock: tokio::net::TcpStream,
+    port: u16,
+    expected: Option<String>,
+) -> Option<String> {
     let mut buf = vec![0u8; 8192];
     let mut len = 0;
     let read_head = async {
@@ -194,9 +214,19 @@ async fn serve_connection(mut sock: tokio::net::TcpStream, port: u16) -> Option<
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap_or("/")
         .to_string();
-    let is_answer = target.contains("code=") || target.contains("error=");
+    let looks_like_answer =
+        query_param(&target, "code").is_some() || query_param(&target, "error").is_some();
+    let state_ok = expected
+        .as_deref()
+        .is_none_or(|want| query_param(&target, "state").as_deref() == Some(want));
+    let is_answer = looks_like_answer && state_ok;
     let (status, body) = if is_answer {
         ("200 OK", DONE_PAGE)
+    } else if looks_like_answer {
+        (
+            "400 Bad Request",
+            "this redirect does not belong to the pending authorization (state mismatch)\n",
+        )
     } else {
         ("404 Not Found", "not the OAuth redirect\n")
     };

@@ -133,7 +133,7 @@ async fn loopback_approver_shows_the_url_and_returns_the_redirect() {
         .to_string();
     let task = tokio::spawn(async move {
         approver
-            .approve("https://auth.example.com/authorize?x=1")
+            .approve("https://auth.example.com/authorize?x=1&state=xyz")
             .await
     });
     // A connection closed without a request is skipped.
@@ -149,6 +149,16 @@ async fn loopback_approver_shows_the_url_and_returns_the_redirect() {
     // A stray request (a browser's favicon) is answered 404 and does not end the wait.
     let stray = get(&addr, "/favicon.ico").await;
     assert!(stray.starts_with("HTTP/1.1 404"), "{stray}");
+    // A forged redirect from another local process (another state, or none) is refused
+    // with 400 and does not end the login (issue 18 H7).
+    for forged in [
+        "/callback?code=evil&state=guess",
+        "/callback?code=evil",
+        "/callback?error=access_denied",
+    ] {
+        let page = get(&addr, forged).await;
+        assert!(page.starts_with("HTTP/1.1 400"), "{forged}: {page}");
+    }
     let page = get(&addr, "/callback?code=abc&state=xyz").await;
     assert!(
         page.starts_with("HTTP/1.1 200") && page.contains("close this tab"),
@@ -162,7 +172,7 @@ async fn loopback_approver_shows_the_url_and_returns_the_redirect() {
     assert_eq!(callback, format!("{redirect}?code=abc&state=xyz"));
     assert_eq!(
         shown.lock().unwrap().as_slice(),
-        ["https://auth.example.com/authorize?x=1"]
+        ["https://auth.example.com/authorize?x=1&state=xyz"]
     );
 }
 

@@ -88,6 +88,50 @@ async fn read_file_errors_for_missing_files_and_directories() {
     assert!(out.is_error && out.content.contains("path"));
 }
 
+/// Issue 18 (H4): a FIFO (which would block the open for ever), a device and a socket are
+/// refused at once; a file whose rest is larger than the counting budget is paged without
+/// being read to its end.
+#[tokio::test]
+async fn read_file_refuses_pipes_and_devices_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _sock = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap();
+    let ctx = common::ctx(dir.path(), Approval::Deny);
+    for path in ["pipe", "sock", "/dev/zero", "/dev/null"] {
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            call("read_file", json!({"path": path}), &ctx),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("read_file blocked on {path}"));
+        assert!(
+            out.is_error && out.content.contains("not a regular file"),
+            "{path}: {}",
+            out.content
+        );
+    }
+
+    let line = format!("{}\n", "x".repeat(1023));
+    let mut f = std::fs::File::create(dir.path().join("huge.log")).unwrap();
+    use std::io::Write;
+    for _ in 0..(70 * 1024) {
+        f.write_all(line.as_bytes()).unwrap();
+    }
+    drop(f);
+    let out = call("read_file", json!({"path": "huge.log", "limit": 2}), &ctx).await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("[showing lines 1-2 of more than "),
+        "{}",
+        out.content
+    );
+}
+
 #[tokio::test]
 async fn write_file_creates_parents_and_keeps_permissions() {
     use std::os::unix::fs::PermissionsExt;

@@ -89,6 +89,10 @@ impl World {
             &w.hh.join("mcp-tokens/srv.json"),
             &format!("{{\"t\":\"{SECRET}\"}}"),
         );
+        // Copies of the secrets next to them (an editor's backup, a hand-made one).
+        for backup in [".env.bak", ".env~", "auth.json.old"] {
+            write(&w.hh.join(backup), &format!("OPENAI_API_KEY={SECRET}\n"));
+        }
         write(&w.hh.join("config.yaml"), "model: m\n");
         // Another profile of this home: its secrets are as unreadable as the session's own.
         write(
@@ -254,6 +258,7 @@ fn corpus(w: &World) -> Vec<(&'static str, String)> {
         ("copy secrets", "cp \"$H\"/.env leak1; ln \"$H\"/auth.json leak2; cat \"$H\"/mcp-tokens/* > leak3; tar cf leak4.tar -C \"$H\" . ; grep -r sk- \"$H\" > leak5".into()),
         ("secret via symlink and proc", "ln -s \"$H\"/.env e; cat e; cat /proc/self/root\"$H\"/.env; python3 -c \"print(open('$H/auth.json').read())\"".into()),
         ("other profile's secrets", "cat \"$H\"/profiles/w/.env; cat \"$H\"/profiles/w/auth.json; cp \"$H\"/profiles/w/.env leak6".into()),
+        ("secret backups", "cat \"$H\"/.env.bak \"$H\"/.env~ \"$H\"/auth.json.old; cp \"$H\"/.env.bak leak7".into()),
         ("secret dir listing", "ls \"$H\"/mcp-tokens; cat \"$H\"/mcp-tokens/srv.json".into()),
         // Forms that name `/`: destructive binaries are loggers here.
         ("slash forms", format!("export PATH='{}':$PATH; $(echo rm) -rf /; R=rm; $R -rf /; D=/; rm -rf $D; echo / | xargs rm -rf; find / -maxdepth 0 -delete; cd / && rm -rf *; rm -rf /tmp/..", w.bin.display())),
@@ -466,18 +471,18 @@ fn network(failures: &mut Vec<String>) {
     let off = w.ctx(w.settings(SandboxMode::WorkspaceWrite, false), &w.ws, &w.hh);
     let out = run(&off, &probe);
     check(
-        "network: false blocks TCP, UDP and IPv6 sockets, keeps AF_UNIX",
+        "network: false blocks TCP, UDP, IPv6 and (by default) Unix sockets",
         out.content.contains("AF_INET SOCK_STREAM blocked")
             && out.content.contains("AF_INET SOCK_DGRAM blocked")
             && out.content.contains("AF_INET6 SOCK_STREAM blocked")
-            && out.content.contains("AF_UNIX SOCK_STREAM open"),
+            && out.content.contains("AF_UNIX SOCK_STREAM blocked"),
         &out.content,
         failures,
     );
     let off_mode = w.ctx(w.settings(SandboxMode::Off, false), &w.ws, &w.hh);
     let out = run(&off_mode, &probe);
     check(
-        "network: false holds in mode off too",
+        "network: false holds in mode off too (Unix sockets are not sandboxed there)",
         out.content.contains("AF_INET SOCK_STREAM blocked")
             && out.content.contains("AF_UNIX SOCK_STREAM open"),
         &out.content,
@@ -488,6 +493,66 @@ fn network(failures: &mut Vec<String>) {
     check(
         "network: true leaves sockets usable",
         out.content.contains("AF_INET SOCK_STREAM open"),
+        &out.content,
+        failures,
+    );
+}
+
+/// Unix-domain sockets reached by path (tmux, D-Bus, ssh-agent, docker): Landlock's file rules
+/// do not cover `connect(2)` to one, so without `unix_sockets: true` a sandboxed command can
+/// create none; socket pairs keep working.
+fn unix_sockets(failures: &mut Vec<String>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    println!("unix sockets");
+    let w = World::new();
+    std::fs::create_dir_all(&w.out).unwrap();
+    let path = w.out.join("server.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    let probe = format!(
+        "python3 -c \"import socket\ntry:\n  s = socket.socket(socket.AF_UNIX)\n  s.connect('{}')\n  print('unix connected')\nexcept OSError as e:\n  print('unix blocked', e.errno)\na, b = socket.socketpair()\na.send(b'x')\nprint('pair', b.recv(1).decode())\"",
+        path.display()
+    );
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        for network in [true, false] {
+            let ctx = w.ctx(w.settings(mode, network), &w.ws, &w.hh);
+            let out = run(&ctx, &probe);
+            check(
+                &format!(
+                    "{}, network {network}: no Unix socket by path, socket pairs work",
+                    mode.as_str()
+                ),
+                out.content.contains("unix blocked")
+                    && out.content.contains("pair x")
+                    && accepted.load(Ordering::SeqCst) == 0,
+                &out.content,
+                failures,
+            );
+        }
+    }
+    let mut allowed = w.settings(SandboxMode::WorkspaceWrite, true);
+    allowed.unix_sockets = true;
+    let out = run(&w.ctx(allowed, &w.ws, &w.hh), &probe);
+    check(
+        "unix_sockets: true lets a command connect by path",
+        out.content.contains("unix connected") && accepted.load(Ordering::SeqCst) == 1,
+        &out.content,
+        failures,
+    );
+    let out = run(
+        &w.ctx(w.settings(SandboxMode::Off, true), &w.ws, &w.hh),
+        &probe,
+    );
+    check(
+        "mode off does not restrict Unix sockets",
+        out.content.contains("unix connected"),
         &out.content,
         failures,
     );
@@ -612,6 +677,7 @@ fn main() {
     allowed_work(&mut failures);
     protected_inside_workspace(&mut failures);
     network(&mut failures);
+    unix_sockets(&mut failures);
     background_process_tool(&mut failures);
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--unsupported-child")

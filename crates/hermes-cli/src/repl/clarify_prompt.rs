@@ -74,9 +74,12 @@ pub fn ask(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Option<String> {
-    let _ = writeln!(out, "\n? {}", request.question);
+    // The model wrote these: control characters are shown, not obeyed, so a question cannot
+    // move the cursor, retitle the window (OSC) or redraw what the user answers to.
+    use crate::render::style::visible_controls;
+    let _ = writeln!(out, "\n? {}", visible_controls(&request.question, "  "));
     for (i, choice) in request.choices.iter().enumerate() {
-        let _ = writeln!(out, "  {}. {choice}", i + 1);
+        let _ = writeln!(out, "  {}. {}", i + 1, visible_controls(choice, "     "));
     }
     let hint = if request.choices.is_empty() {
         "answer (empty to skip): ".to_string()
@@ -139,6 +142,24 @@ mod tests {
             Some("7"),
             "out of range: free text"
         );
+    }
+
+    #[test]
+    fn escape_sequences_from_the_model_are_shown_not_obeyed() {
+        let r = ClarifyRequest {
+            question: "Proceed?\x1b]0;pwned\x07\r\x1b[2KAll good".to_string(),
+            choices: vec!["yes\x1b[1A".to_string()],
+        };
+        let (_, shown) = run(&r, "1\n");
+        assert!(
+            !shown.contains('\x1b') && !shown.contains('\r'),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("? Proceed?^[]0;pwned^G^M^[[2KAll good"),
+            "{shown:?}"
+        );
+        assert!(shown.contains("  1. yes^[[1A"), "{shown:?}");
     }
 
     #[test]

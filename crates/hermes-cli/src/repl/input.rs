@@ -242,22 +242,33 @@ pub fn build_editor(history_file: &Path, sources: Sources, marker: &str) -> (Ree
     (editor, pastes)
 }
 
-/// `/prompt [text]`: opens `$VISUAL`/`$EDITOR` (else `vi`) on a temporary file holding
-/// `initial`, and returns what was saved, trimmed; `None` when it is empty (nothing is sent).
-pub fn compose_in_editor(initial: &str) -> Result<Option<String>> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default();
-    let path =
-        std::env::temp_dir().join(format!("hermes-prompt-{}-{nanos}.md", std::process::id()));
-    hermes_protocol::private_fs::write(&path, initial)
-        .with_context(|| format!("writing {}", path.display()))?;
-    let edited = crate::views::editor::open_editor(&path).and_then(|()| {
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
-    });
-    let _ = std::fs::remove_file(&path);
-    let text = edited?;
+/// `/prompt [text]`: opens `$VISUAL`/`$EDITOR` (else `vi`) on a new file holding `initial`,
+/// and returns what was saved, trimmed; `None` when it is empty (nothing is sent).
+///
+/// The file is created (0600, random name, `O_EXCL`) in `dir`, which the caller gives as a
+/// folder of HERMES_HOME: not the temp directory, which every sandboxed command may write,
+/// so a background command can neither plant a link at the name nor swap the text you
+/// wrote before it is sent as yours.
+///
+/// # Errors
+/// The folder or file cannot be created, the editor fails, or the file cannot be read back.
+pub fn compose_in_editor(dir: &std::path::Path, initial: &str) -> Result<Option<String>> {
+    hermes_protocol::private_fs::create_dir_all(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let mut file = tempfile::Builder::new()
+        .prefix("hermes-prompt-")
+        .suffix(".md")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    {
+        use std::io::Write;
+        file.write_all(initial.as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing {}", file.path().display()))?;
+    }
+    crate::views::editor::open_editor(file.path())?;
+    let text = std::fs::read_to_string(file.path())
+        .with_context(|| format!("reading {}", file.path().display()))?;
     let text = text.trim();
     Ok((!text.is_empty()).then(|| text.to_string()))
 }

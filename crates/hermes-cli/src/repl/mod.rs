@@ -170,7 +170,12 @@ pub async fn run(
         let sid = repl.handle.session_id();
         let mut action = crate::repl::slash::action(&input, &sid, &mut repl.info);
         if let Action::Compose(arg) = action {
-            match tokio::task::block_in_place(|| crate::repl::input::compose_in_editor(&arg)) {
+            match tokio::task::block_in_place(|| {
+                crate::repl::input::compose_in_editor(
+                    &repl.info.home.cache_dir().join("editor"),
+                    &arg,
+                )
+            }) {
                 Ok(Some(text)) => action = crate::repl::slash::action(&text, &sid, &mut repl.info),
                 Ok(None) => {
                     eprintln!("/prompt: the message was empty; nothing sent");

@@ -25,7 +25,7 @@ pub struct SessionInfo {
     pub history_file: PathBuf,
     /// The store (for `/usage`, `/sessions`).
     pub store: Arc<SessionStore>,
-    /// The hermes home (for `/cron`).
+    /// The hermes home (for `/cron`, and `/prompt`'s file under `cache/editor/`).
     pub home: hermes_protocol::HermesHome,
     /// `config.yaml` `timezone` (for `/cron`).
     pub timezone: Option<String>,

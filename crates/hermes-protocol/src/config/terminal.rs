@@ -146,6 +146,12 @@ pub struct SandboxConfig {
     pub writable_paths: Vec<PathBuf>,
     /// `network` (default true): false blocks network sockets for commands.
     pub network: bool,
+    /// `unix_sockets` (default false): whether sandboxed commands may open Unix-domain
+    /// sockets to connect to by path (ssh-agent, tmux, D-Bus, X11, the docker daemon…).
+    /// Such a socket is a door out of the sandbox — a tmux or D-Bus socket runs commands
+    /// unsandboxed — and Landlock does not cover it, so it is off unless the user opts in.
+    /// Socket pairs (`socketpair(2)`, pipes between processes) work either way.
+    pub unix_sockets: bool,
     /// `unsupported`; `None` takes the front end's default ([`UnsupportedPolicy`]).
     pub unsupported: Option<UnsupportedPolicy>,
 }
@@ -156,6 +162,7 @@ impl Default for SandboxConfig {
             mode: SandboxMode::WorkspaceWrite,
             writable_paths: Vec::new(),
             network: true,
+            unix_sockets: false,
             unsupported: None,
         }
     }
@@ -168,6 +175,7 @@ struct SandboxTable {
     mode: SandboxMode,
     writable_paths: Vec<PathBuf>,
     network: bool,
+    unix_sockets: bool,
     unsupported: Option<UnsupportedPolicy>,
 }
 
@@ -178,6 +186,7 @@ impl Default for SandboxTable {
             mode: d.mode,
             writable_paths: d.writable_paths,
             network: d.network,
+            unix_sockets: d.unix_sockets,
             unsupported: d.unsupported,
         }
     }
@@ -191,7 +200,7 @@ impl<'de> Deserialize<'de> for SandboxConfig {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str(
                     "a sandbox mode (`workspace-write`, `read-only`, `off`) or a table with \
-                     `mode`, `writable_paths`, `network`, `unsupported`",
+                     `mode`, `writable_paths`, `network`, `unix_sockets`, `unsupported`",
                 )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<SandboxConfig, E> {
@@ -221,6 +230,7 @@ impl<'de> Deserialize<'de> for SandboxConfig {
                     mode: t.mode,
                     writable_paths: t.writable_paths,
                     network: t.network,
+                    unix_sockets: t.unix_sockets,
                     unsupported: t.unsupported,
                 })
             }

@@ -17,6 +17,9 @@ pub const MAX_READ_LIMIT: u64 = 2_000;
 pub const SNIFF_BYTES: usize = 4_096;
 /// Characters of one line shown before it is cut with a marker.
 pub const MAX_LINE_CHARS: usize = 2_000;
+/// Bytes read past the requested page only to count the file's lines; a longer rest is
+/// reported as "more than N lines" rather than read to its end (a multi-gigabyte log).
+pub const MAX_COUNT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// `read_file`: returns lines `offset..offset+limit` (1-based) of a text file.
 ///
@@ -24,7 +27,9 @@ pub const MAX_LINE_CHARS: usize = 2_000;
 /// width of the largest number on the page (e.g. `  9|foo`, ` 10|bar`). When more lines
 /// follow, a final note says `[showing lines A-B of N; call read_file with offset=B+1 to
 /// read more]`. Lines longer than [`MAX_LINE_CHARS`] characters are cut with a marker.
-/// Errors (as results): missing file, a directory, a binary file, offset past the end.
+/// Errors (as results): missing file, a directory, anything but a regular file (a FIFO, a
+/// socket or a device: reading one may block for ever or never end), a binary file,
+/// offset past the end.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadFileTool;
 
@@ -119,7 +124,31 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
             "{shown} is a directory, not a file; use search_files with target=\"files\" to list it"
         ));
     }
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let not_regular = || {
+        format!(
+            "{shown} is not a regular file (a pipe, socket or device); read_file reads files \
+             only"
+        )
+    };
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    // Opened without blocking (a FIFO swapped in after the check above would block the
+    // open), then checked again on the open file itself.
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("cannot open {shown}: {e}"))?
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
     let mut sniff = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)
@@ -136,6 +165,8 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
     let mut lines: Vec<(u64, String)> = Vec::new();
     let mut total: u64 = 0;
     let mut buf = Vec::new();
+    let mut past_page: u64 = 0;
+    let mut counted_all = true;
     loop {
         buf.clear();
         let n = reader
@@ -143,6 +174,13 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
             .map_err(|e| format!("cannot read {shown}: {e}"))?;
         if n == 0 {
             break;
+        }
+        if total >= last {
+            past_page += n as u64;
+            if past_page > MAX_COUNT_BYTES {
+                counted_all = false;
+                break;
+            }
         }
         total += 1;
         if total >= offset && total <= last {
@@ -173,7 +211,12 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
         out.push_str(&format!("{n:>width$}|{text}\n"));
     }
     let end = lines.last().map_or(offset, |(n, _)| *n);
-    if end < total {
+    if !counted_all {
+        out.push_str(&format!(
+            "[showing lines {offset}-{end} of more than {total}; call read_file with offset={} to read more]\n",
+            end + 1
+        ));
+    } else if end < total {
         out.push_str(&format!(
             "[showing lines {offset}-{end} of {total}; call read_file with offset={} to read more]\n",
             end + 1

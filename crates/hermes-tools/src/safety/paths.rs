@@ -37,6 +37,7 @@ pub fn check_write_path_in(
         hermes_home: home,
         user_home,
         network: true,
+        unix_sockets: true,
         protected: &[],
     });
     policy.check_write(path)

@@ -14,12 +14,17 @@
 //! more rights at its new place than at its old one, so a hard link or `mv` cannot carry a
 //! read-only file into a writable tree.
 //!
-//! seccomp is used where Landlock has no rule: always, `ioctl(TIOCSTI)` / `ioctl(TIOCLINUX)`
-//! (typing into a terminal) fail with `EPERM`; with `network: false`, `socket(2)` and
-//! `socketpair(2)` of any family but `AF_UNIX` and `io_uring_setup(2)` (which can create
-//! sockets) fail with `EPERM`, and Landlock (ABI 4+) also denies TCP bind and connect.
-//! Unix-domain sockets stay usable (local IPC; note this includes sockets such as a docker
-//! daemon's, which the file rules do not cover before Landlock ABI 9).
+//! seccomp is used where Landlock has no rule, each case failing with `EPERM`:
+//! - always, `ioctl(TIOCSTI)` / `ioctl(TIOCLINUX)` (typing into a terminal);
+//! - with `network: false`, `socket(2)` and `socketpair(2)` of any family but `AF_UNIX`, and
+//!   `io_uring_setup(2)` (which can create sockets); Landlock (ABI 4+) also denies TCP bind
+//!   and connect;
+//! - unless `unix_sockets` is true or the mode is `off`, `socket(2)` of `AF_UNIX`. Landlock's
+//!   file rules do not cover connecting to a Unix socket by path, and such sockets are doors
+//!   out of the sandbox: a tmux server's or the D-Bus session bus's runs commands
+//!   unsandboxed, ssh-agent's signs logins, the docker daemon's is root. Abstract-namespace
+//!   sockets are scoped by Landlock as well. `socketpair(2)` stays allowed: a pair has no
+//!   address and joins only the process that made it with its own children.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -136,7 +141,8 @@ pub fn restrict_current_process(policy: &SandboxPolicy) -> Result<(), EnforceErr
     if policy.mode != SandboxMode::Off {
         apply_landlock(policy)?;
     }
-    apply_seccomp(policy.network)
+    let unix_sockets = policy.unix_sockets || policy.mode == SandboxMode::Off;
+    apply_seccomp(policy.network, unix_sockets)
 }
 
 /// Applies the Landlock part of `policy` (file system; TCP when the network is off) to the
@@ -241,7 +247,7 @@ fn add_rule(
 const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 
-fn apply_seccomp(network: bool) -> Result<(), EnforceError> {
+fn apply_seccomp(network: bool, unix_sockets: bool) -> Result<(), EnforceError> {
     fn err(e: impl std::fmt::Display) -> EnforceError {
         EnforceError::Seccomp(e.to_string())
     }
@@ -256,15 +262,26 @@ fn apply_seccomp(network: bool) -> Result<(), EnforceError> {
             SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?]).map_err(err)?,
         ],
     );
+    // A rule list denies the call when any rule matches; an empty list denies it always.
+    let family = |op: SeccompCmpOp| -> Result<Vec<SeccompRule>, EnforceError> {
+        Ok(vec![
+            SeccompRule::new(vec![cond(0, op, libc::AF_UNIX as u64)?]).map_err(err)?,
+        ])
+    };
+    match (network, unix_sockets) {
+        (true, true) => {}
+        (true, false) => {
+            rules.insert(libc::SYS_socket, family(SeccompCmpOp::Eq)?);
+        }
+        (false, true) => {
+            rules.insert(libc::SYS_socket, family(SeccompCmpOp::Ne)?);
+        }
+        (false, false) => {
+            rules.insert(libc::SYS_socket, Vec::new());
+        }
+    }
     if !network {
-        let not_unix = || -> Result<Vec<SeccompRule>, EnforceError> {
-            Ok(vec![
-                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])
-                    .map_err(err)?,
-            ])
-        };
-        rules.insert(libc::SYS_socket, not_unix()?);
-        rules.insert(libc::SYS_socketpair, not_unix()?);
+        rules.insert(libc::SYS_socketpair, family(SeccompCmpOp::Ne)?);
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     }
     let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(err)?;

@@ -37,7 +37,7 @@ pub use backend::Backend;
 pub use confine::confined;
 pub use enforce::{FORCE_UNSUPPORTED_ENV, KernelSupport, MIN_LANDLOCK_ABI, kernel_support};
 pub use launcher::{LAUNCHER_ARG, LAUNCHER_FAILED, LauncherError, launcher_main};
-pub use policy::{PolicyInputs, SandboxPolicy};
+pub use policy::{PolicyInputs, SandboxPolicy, secret_paths};
 
 /// The sandbox settings of one agent (from `terminal:` in `config.yaml` and the front end),
 /// carried in [`crate::ToolContext::sandbox`].
@@ -49,6 +49,8 @@ pub struct SandboxSettings {
     pub writable_paths: Vec<PathBuf>,
     /// `terminal.sandbox.network`.
     pub network: bool,
+    /// `terminal.sandbox.unix_sockets`.
+    pub unix_sockets: bool,
     /// `terminal.sandbox.unsupported`, or the front end's default.
     pub unsupported: UnsupportedPolicy,
     /// The launcher binary (the running hermes executable, as `/proc/self/exe` where there
@@ -75,6 +77,7 @@ impl Default for SandboxSettings {
             mode: SandboxMode::WorkspaceWrite,
             writable_paths: Vec::new(),
             network: true,
+            unix_sockets: false,
             unsupported: UnsupportedPolicy::Refuse,
             launcher: None,
             protected_paths: Vec::new(),
@@ -105,6 +108,7 @@ impl SandboxSettings {
                 .map(|p| expand_tilde(p, home.as_deref()))
                 .collect(),
             network: terminal.sandbox.network,
+            unix_sockets: terminal.sandbox.unix_sockets,
             unsupported: terminal.sandbox.unsupported.unwrap_or(default_unsupported),
             launcher,
             backend: Backend::from_config(terminal),
@@ -131,6 +135,7 @@ impl SandboxSettings {
             hermes_home: home,
             user_home: self.user_home.as_deref(),
             network: self.network,
+            unix_sockets: self.unix_sockets,
             protected: &self.protected_paths,
         })
     }

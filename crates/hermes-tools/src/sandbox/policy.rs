@@ -120,6 +120,10 @@ pub struct SandboxPolicy {
     pub deny_write: Vec<PathBuf>,
     /// False: commands get no network sockets (see [`super::enforce`]).
     pub network: bool,
+    /// False: commands cannot create Unix-domain sockets (only socket pairs), so they
+    /// cannot connect to one by path (see [`super::enforce`]). Ignored in mode `off`.
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 /// The inputs of [`SandboxPolicy::new`].
@@ -139,6 +143,8 @@ pub struct PolicyInputs<'a> {
     pub user_home: Option<&'a Path>,
     /// `terminal.sandbox.network`.
     pub network: bool,
+    /// `terminal.sandbox.unix_sockets`.
+    pub unix_sockets: bool,
     /// More paths nothing may write, whatever the mode (the hermes executable, which is
     /// also the launcher: replacing it would let the next command run unsandboxed).
     pub protected: &'a [PathBuf],
@@ -158,14 +164,7 @@ impl SandboxPolicy {
         {
             homes.push(default);
         }
-        let mut deny_read = Vec::new();
-        // The secrets of every home known from here: these, the base home of a profile,
-        // and every profile of each (`<home>/profiles/*`).
-        for home in &inputs.hermes_home.related_homes(inputs.user_home) {
-            for name in HERMES_SECRET_PATHS {
-                push_forms(&mut deny_read, &home.join(name));
-            }
-        }
+        let deny_read = secret_paths(inputs.hermes_home, inputs.user_home);
         let mut writable = Vec::new();
         if inputs.mode == SandboxMode::WorkspaceWrite {
             for p in [inputs.workspace, inputs.temp_dir, Path::new("/dev/shm")]
@@ -214,6 +213,7 @@ impl SandboxPolicy {
             deny_read,
             deny_write,
             network: inputs.network,
+            unix_sockets: inputs.unix_sockets,
         }
     }
 
@@ -280,6 +280,35 @@ impl SandboxPolicy {
     }
 }
 
+/// The locations nothing the agent sees may be read from ([`SandboxPolicy::deny_read`]):
+/// [`HERMES_SECRET_PATHS`] of `home`, of the base home of a profile, of every profile of
+/// each (`<home>/profiles/*`) and of the default `~/.hermes` under `user_home`, each as
+/// written and canonicalized. Anything else that reads files on the model's behalf (the
+/// project context files and their `@` imports) refuses these too.
+///
+/// Copies of a secret file next to it are secrets too: every entry of a home whose name
+/// starts with `.env` or `auth.json` (`.env.bak`, `.env~`, `.env.swp`, `auth.json.old`), as
+/// found when the policy is built (it is built for every command).
+pub fn secret_paths(home: &HermesHome, user_home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for home in &home.related_homes(user_home) {
+        for name in HERMES_SECRET_PATHS {
+            push_forms(&mut out, &home.join(name));
+        }
+        let Ok(entries) = std::fs::read_dir(home) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".env") || name.starts_with("auth.json") {
+                push_forms(&mut out, &entry.path());
+            }
+        }
+    }
+    out
+}
+
 fn resolve(path: &Path) -> Result<PathBuf, String> {
     canonicalize_lenient(path).map_err(|e| format!("cannot resolve path {}: {e}", path.display()))
 }
@@ -311,6 +340,7 @@ mod tests {
             hermes_home: &HermesHome::new(hh),
             user_home: Some(uh),
             network: true,
+            unix_sockets: false,
             protected: &[],
         })
     }
