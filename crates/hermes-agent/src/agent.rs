@@ -103,6 +103,10 @@ pub struct AgentOptions {
     /// default: the gateway records model choices and routes on a session before its first
     /// message.
     pub defer_session_creation: bool,
+    /// The id of the first session this agent creates (a later `/new` makes its own);
+    /// `None` makes a new one. Cron runs use Python Hermes' `cron_<job>_<YYYYmmdd_HHMMSS>`.
+    /// The caller makes sure no session has it yet.
+    pub session_id: Option<String>,
 }
 
 impl Default for AgentOptions {
@@ -127,6 +131,7 @@ impl Default for AgentOptions {
             parent_session_id: None,
             sandbox: Arc::new(hermes_tools::SandboxSettings::default()),
             defer_session_creation: false,
+            session_id: None,
         }
     }
 }
@@ -374,7 +379,7 @@ impl Agent {
 
     /// Begins a fresh session with a newly built system prompt.
     pub async fn new_session(&mut self) -> Result<(), AgentError> {
-        let id = new_session_id();
+        let id = self.opts.session_id.take().unwrap_or_else(new_session_id);
         let client = &self.deps.client;
         let prompt = self
             .deps

@@ -42,12 +42,13 @@ pub enum LeaseError {
 }
 
 /// A unique holder id for one turn of `front_end` in this process:
-/// `<front_end>:<pid>:<sequence>`.
+/// `<front_end>:<host>:pid<N>:<sequence>` ([`hermes_protocol::owner`]: a holder that was
+/// killed is recognised as gone by the next process on the same machine).
 pub fn holder_id(front_end: &str) -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     format!(
         "{front_end}:{}:{}",
-        std::process::id(),
+        hermes_protocol::owner::this_process(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -67,6 +68,19 @@ impl std::fmt::Debug for TurnLease {
     }
 }
 
+/// One acquisition attempt of `session`'s lease for `holder`.
+async fn try_once(
+    store: &Arc<SessionStore>,
+    session: &str,
+    holder: String,
+) -> Result<LeaseAttempt, LeaseError> {
+    let (s, sid) = (store.clone(), session.to_string());
+    tokio::task::spawn_blocking(move || s.acquire_lease(&sid, &holder, LEASE_TTL))
+        .await
+        .map_err(|e| LeaseError::Store(e.to_string()))?
+        .map_err(|e| LeaseError::Store(e.to_string()))
+}
+
 impl TurnLease {
     /// Takes the lease of `session` now.
     ///
@@ -76,17 +90,33 @@ impl TurnLease {
         session: &str,
         front_end: &str,
     ) -> Result<TurnLease, LeaseError> {
-        let holder = holder_id(front_end);
-        let s = store.clone();
-        let sid = session.to_string();
-        let attempt =
-            tokio::task::spawn_blocking(move || s.acquire_lease(&sid, &holder, LEASE_TTL))
-                .await
-                .map_err(|e| LeaseError::Store(e.to_string()))?
-                .map_err(|e| LeaseError::Store(e.to_string()))?;
+        let mut attempt = try_once(store, session, holder_id(front_end)).await?;
+        // A holder process of this machine that no longer runs (`kill -9`, a crash) holds
+        // nothing: end exactly its lease (holder and token, so a lease someone took since is
+        // untouched), then try again.
+        if let LeaseAttempt::Held { holder, token, .. } = &attempt
+            && hermes_protocol::owner::owner_is_gone(holder)
+        {
+            tracing::info!(
+                session,
+                holder,
+                "the session's lease holder is gone; taking over"
+            );
+            let dead = Lease {
+                session_id: session.to_string(),
+                holder: holder.clone(),
+                token: *token,
+                expires_at: 0.0,
+            };
+            let s = store.clone();
+            let _ = tokio::task::spawn_blocking(move || s.release_lease(&dead)).await;
+            attempt = try_once(store, session, holder_id(front_end)).await?;
+        }
         match attempt {
             LeaseAttempt::Acquired(lease) => Ok(TurnLease::start(store.clone(), lease)),
-            LeaseAttempt::Held { holder, expires_in } => Err(LeaseError::Busy {
+            LeaseAttempt::Held {
+                holder, expires_in, ..
+            } => Err(LeaseError::Busy {
                 session: session.to_string(),
                 holder,
                 expires_in,

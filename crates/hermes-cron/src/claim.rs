@@ -202,46 +202,14 @@ pub fn abandon(store: &JobStore, job_id: &str, run_id: &str) -> Result<(), JobSt
     })
 }
 
-/// This process's identity in leases: `<host>:pid<N>:<random>`.
+/// This process's identity in leases: `<host>:pid<N>:<random>`
+/// ([`hermes_protocol::owner`]).
 pub fn lease_owner() -> String {
     format!(
-        "{}:pid{}:{}",
-        host_name(),
-        std::process::id(),
+        "{}:{}",
+        hermes_protocol::owner::this_process(),
         crate::new_id()
     )
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// Whether a lease's owner is a process of this machine that no longer runs (killed with
-/// `kill -9` mid-run): its lease is as good as lapsed, rather than blocking the job until
-/// `until` (hours). Owners written before the host was part of them (`pid<N>:<random>`)
-/// count as this machine's; another machine's owner is never judged from here.
-fn owner_is_gone(owner: &str) -> bool {
-    let mut parts = owner.split(':');
-    let first = parts.next().unwrap_or("");
-    let (host, pid) = match first.strip_prefix("pid") {
-        Some(pid) => (None, pid),
-        None => (
-            Some(first),
-            parts
-                .next()
-                .and_then(|p| p.strip_prefix("pid"))
-                .unwrap_or(""),
-        ),
-    };
-    if host.is_some_and(|h| h != host_name()) {
-        return false;
-    }
-    match pid.parse::<u32>() {
-        Ok(pid) if pid > 0 => !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-        _ => false,
-    }
 }
 
 /// Clears leases that lapsed before `now` or whose owner process is gone, recording the run
@@ -249,7 +217,9 @@ fn owner_is_gone(owner: &str) -> bool {
 /// lapsed run was the last its repeat limit allows is removed (the run counted when it was
 /// claimed, as in [`finish`]).
 fn release_lapsed(jobs: &mut Vec<Job>, now: DateTime<Utc>) -> bool {
-    let lapsed = |l: &Lease| l.until <= now || owner_is_gone(&l.owner);
+    // An owner process of this machine that no longer runs (killed with `kill -9` mid-run)
+    // holds nothing: its lease is as good as lapsed, rather than blocking until `until`.
+    let lapsed = |l: &Lease| l.until <= now || hermes_protocol::owner::owner_is_gone(&l.owner);
     let before = jobs.len();
     jobs.retain(|j| !(j.lease.as_ref().is_some_and(lapsed) && j.repeat_exhausted()));
     let mut changed = jobs.len() != before;

@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::job::Job;
 use crate::scheduler::{JobRunner, RunOutput, RunStatus};
 
+/// `end_reason` of every run's session (Python Hermes' value).
+pub const CRON_END_REASON: &str = "cron_complete";
+
 /// The preamble every headless run gets (model-visible; `prompts/cron_preamble.md`).
 pub const CRON_PREAMBLE: &str = include_str!("../prompts/cron_preamble.md");
 
@@ -87,6 +90,31 @@ pub struct HeadlessOptions {
     /// The sandbox of the jobs' commands and file tools (issue 18; `unsupported` defaults to
     /// `refuse` for cron).
     pub sandbox: Arc<hermes_tools::SandboxSettings>,
+    /// `timezone` of `config.yaml`: the local time in run session ids and titles.
+    pub timezone: chrono_tz::Tz,
+}
+
+/// The session id of a run started at `started` (local time): Python Hermes'
+/// `cron_<job id>_<YYYYmmdd_HHMMSS>` (`cron/scheduler.py`, `run_job`).
+pub fn cron_session_id(job_id: &str, started: chrono::DateTime<chrono_tz::Tz>) -> String {
+    format!("cron_{job_id}_{}", started.format("%Y%m%d_%H%M%S"))
+}
+
+/// The title of a finished run's session, as Python Hermes gives it: the job's name with its
+/// whitespace collapsed, cut to 60 characters (`cron <id>` when blank), then ` · ` and the
+/// local end time as `Mon DD HH:MM`. The store numbers a title that is taken (`… #2`).
+pub fn cron_session_title(
+    job_id: &str,
+    job_name: &str,
+    ended: chrono::DateTime<chrono_tz::Tz>,
+) -> String {
+    let name = job_name.split_whitespace().collect::<Vec<_>>().join(" ");
+    let name: String = name.chars().take(60).collect();
+    let base = match name.trim() {
+        "" => format!("cron {job_id}"),
+        n => n.to_string(),
+    };
+    format!("{base} · {}", ended.format("%b %d %H:%M"))
 }
 
 /// Runs jobs with a fresh agent each time.
@@ -385,7 +413,24 @@ impl JobRunner for AgentRunner {
             prompt: self.opts.prompt.clone(),
             home: self.opts.home.clone(),
         };
+        let store = self.opts.store.clone();
+        let tz = self.opts.timezone;
+        let base_id = cron_session_id(&job.id, chrono::Utc::now().with_timezone(&tz));
+        // Two runs of a job in one second (a manual run beside the scheduled one) must not
+        // collide on the id: the second gets a suffix.
+        let run_id = tokio::task::spawn_blocking(move || {
+            let mut id = base_id.clone();
+            let mut n = 1;
+            while matches!(store.get_session(&id), Ok(Some(_))) {
+                n += 1;
+                id = format!("{base_id}_{n}");
+            }
+            id
+        })
+        .await
+        .unwrap_or_else(|_| cron_session_id(&job.id, chrono::Utc::now().with_timezone(&tz)));
         let opts = AgentOptions {
+            session_id: Some(run_id),
             max_turns: self.opts.max_turns,
             api_max_retries: self.opts.api_max_retries,
             yolo: false,
@@ -456,13 +501,17 @@ impl JobRunner for AgentRunner {
             ),
             TurnOutcome::Failed => failed(RunStatus::Failed, final_text, Some(session_id.clone())),
         };
-        let status = match out.status {
-            RunStatus::Ok => "ok",
-            RunStatus::Failed => "failed",
-            RunStatus::Timeout => "timeout",
-        };
+        // As Python does: the session is titled from the job, then ended `cron_complete`
+        // whatever the outcome (the run's status is in the run history and jobs.json).
         let store = self.opts.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.end_session(&session_id, status)).await;
+        let title = cron_session_title(&job.id, &job.name, chrono::Utc::now().with_timezone(&tz));
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(e) = store.set_title_numbered(&session_id, &title) {
+                tracing::debug!(error = %e, "cron session title not set");
+            }
+            store.end_session(&session_id, CRON_END_REASON)
+        })
+        .await;
         out
     }
 }
@@ -494,5 +543,37 @@ async fn run_turn_text(
         };
         let (o, text) = tokio::join!(turn, relay);
         (o, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn run_sessions_are_named_as_python_names_them() {
+        let tz: chrono_tz::Tz = "Asia/Shanghai".parse().unwrap_or(chrono_tz::Tz::UTC);
+        let at = chrono::Utc
+            .with_ymd_and_hms(2026, 3, 4, 1, 2, 3)
+            .single()
+            .map(|t| t.with_timezone(&tz));
+        let Some(at) = at else {
+            panic!("a valid instant");
+        };
+        assert_eq!(cron_session_id("a1b2c3", at), "cron_a1b2c3_20260304_090203");
+        assert_eq!(
+            cron_session_title("a1b2c3", "  nightly\n\treport  ", at),
+            "nightly report · Mar 04 09:02"
+        );
+        assert_eq!(
+            cron_session_title("a1b2c3", " \n ", at),
+            "cron a1b2c3 · Mar 04 09:02"
+        );
+        let long = "x".repeat(80);
+        assert_eq!(
+            cron_session_title("a1b2c3", &long, at),
+            format!("{} · Mar 04 09:02", "x".repeat(60))
+        );
     }
 }

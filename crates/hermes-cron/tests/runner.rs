@@ -63,6 +63,7 @@ async fn env(inactivity: Duration) -> Env {
             )) as Arc<dyn hermes_tools::Tool>])
             .collect(),
         sandbox: Arc::new(hermes_tools::SandboxSettings::off()),
+        timezone: hermes_cron::Tz::UTC,
     });
     let scheduler = Scheduler::new(
         JobStore::new(home.home()),
@@ -167,7 +168,26 @@ async fn reply_is_delivered_locally_and_the_session_is_stored_with_source_cron()
         .unwrap()
         .unwrap();
     assert_eq!(session.source, "cron");
-    assert_eq!(session.end_reason.as_deref(), Some("ok"));
+    // Python Hermes' naming: `cron_<job>_<YYYYmmdd_HHMMSS>`, titled `<name> · Mon DD HH:MM`,
+    // ended `cron_complete`.
+    let job = &JobStore::new(env.home.home()).list().unwrap()[0];
+    let stamp = session
+        .id
+        .strip_prefix(&format!("cron_{}_", job.id))
+        .unwrap();
+    assert!(
+        chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%d_%H%M%S").is_ok(),
+        "{}",
+        session.id
+    );
+    let title = session.title.as_deref().unwrap();
+    let (name, when) = title.split_once(" · ").unwrap();
+    assert_eq!(name, job.name);
+    assert!(
+        chrono::NaiveTime::parse_from_str(&when[7..], "%H:%M").is_ok(),
+        "{title}"
+    );
+    assert_eq!(session.end_reason.as_deref(), Some("cron_complete"));
     assert!(session.message_count >= 2);
 }
 
@@ -211,7 +231,7 @@ async fn a_hanging_stream_hits_the_inactivity_timeout() {
         .get_session(rec.session_id.as_deref().unwrap())
         .unwrap()
         .unwrap();
-    assert_eq!(session.end_reason.as_deref(), Some("timeout"));
+    assert_eq!(session.end_reason.as_deref(), Some("cron_complete"));
     let job = &JobStore::new(env.home.home()).list().unwrap()[0];
     assert_eq!(job.last_status.as_deref(), Some("timeout"));
     assert!(job.lease.is_none(), "the lease is released after a timeout");

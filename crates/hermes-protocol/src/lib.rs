@@ -14,6 +14,7 @@ mod events;
 mod home;
 mod ids;
 mod message;
+pub mod owner;
 pub mod private_fs;
 mod redact;
 pub mod secrets;

@@ -71,6 +71,7 @@ pub trait SessionBackend: Send + Sync {
     fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError>;
     fn set_title_numbered(&self, id: &str, title: &str) -> Result<String, StoreError>;
     fn end_session(&self, id: &str, reason: &str) -> Result<(), StoreError>;
+    fn set_archived(&self, id: &str, archived: bool) -> Result<(), StoreError>;
     fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
     fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError>;
     fn latest_session_for_key(
@@ -233,6 +234,7 @@ impl SessionBackend for crate::store::SqliteStore {
         fn set_title(&self, id: &str, title: &str) -> Result<(), StoreError>;
         fn set_title_numbered(&self, id: &str, title: &str) -> Result<String, StoreError>;
         fn end_session(&self, id: &str, reason: &str) -> Result<(), StoreError>;
+        fn set_archived(&self, id: &str, archived: bool) -> Result<(), StoreError>;
         fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
         fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError>;
         fn latest_session_for_key(&self, session_key: &str) -> Result<Option<SessionRecord>, StoreError>;

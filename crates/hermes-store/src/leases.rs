@@ -50,6 +50,9 @@ pub enum LeaseAttempt {
     Held {
         /// Their holder id.
         holder: String,
+        /// Their fencing token: with the holder, what [`SqliteStore::release_lease`] needs
+        /// to end exactly that lease (when its holder is known to be dead) and no later one.
+        token: i64,
         /// How long until it expires unless renewed.
         expires_in: Duration,
     },
@@ -113,13 +116,14 @@ impl SqliteStore {
                 )
                 .optional()
                 .map_err(&err)?;
-            if let Some((current, _, expires_at)) = &row
+            if let Some((current, token, expires_at)) = &row
                 && !current.is_empty()
                 && current != holder
                 && *expires_at > t
             {
                 return Ok(LeaseAttempt::Held {
                     holder: current.clone(),
+                    token: *token,
                     expires_in: Duration::from_secs_f64((expires_at - t).max(0.0)),
                 });
             }
@@ -234,7 +238,9 @@ mod tests {
         let ttl = Duration::from_secs(30);
         let la = acquired(a.acquire_lease("s1", "proc-a", ttl).unwrap());
         match b.acquire_lease("s1", "proc-b", ttl).unwrap() {
-            LeaseAttempt::Held { holder, expires_in } => {
+            LeaseAttempt::Held {
+                holder, expires_in, ..
+            } => {
                 assert_eq!(holder, "proc-a");
                 assert!(expires_in <= ttl && expires_in > Duration::from_secs(25));
             }

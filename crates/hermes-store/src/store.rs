@@ -363,7 +363,8 @@ impl SqliteStore {
         }
     }
 
-    /// The most recently started session, optionally only from `source` (e.g. `cli`).
+    /// The most recently started session that is not archived, optionally only from
+    /// `source` (e.g. `cli`).
     /// Subagent sessions ([`crate::SUBAGENT_SOURCE`]) are never "the latest" unless asked
     /// for by that source: `hermes -c` continues the conversation, not a child of it.
     pub fn latest_session(
@@ -373,7 +374,7 @@ impl SqliteStore {
         let conn = self.lock();
         let sql = format!(
             "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE \
-             (?1 IS NULL AND {NOT_A_CHILD} OR s.source = ?1) \
+             (?1 IS NULL AND {NOT_A_CHILD} OR s.source = ?1) AND s.archived = 0 \
              ORDER BY s.started_at DESC, s.rowid DESC LIMIT 1"
         );
         conn.query_row(&sql, [source], session_from_row)
@@ -383,7 +384,8 @@ impl SqliteStore {
 
     /// Sessions newest first, `limit` rows after skipping `offset`, each with its message
     /// count and first-user-message preview. Subagent sessions ([`crate::SUBAGENT_SOURCE`])
-    /// are left out: they belong to their parent ([`SqliteStore::child_sessions`]).
+    /// are left out: they belong to their parent ([`SqliteStore::child_sessions`]); so are
+    /// archived ones (`archived = 1`, Python's soft-hide), as in Python's list.
     pub fn list_sessions(
         &self,
         limit: usize,
@@ -392,7 +394,7 @@ impl SqliteStore {
         let conn = self.lock();
         let sql = format!(
             "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE {NOT_A_CHILD} \
-             ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1 OFFSET ?2"
+             AND s.archived = 0 ORDER BY s.started_at DESC, s.rowid DESC LIMIT ?1 OFFSET ?2"
         );
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
@@ -455,6 +457,21 @@ impl SqliteStore {
         })
     }
 
+    /// Archives (`archived = 1`) or restores a session: Python Hermes' soft-hide, which
+    /// leaves it out of [`SqliteStore::list_sessions`], `-c` and `sessions prune`, while
+    /// `-r <id>`, search and export still reach it. Errors with
+    /// [`StoreError::SessionNotFound`] for an unknown id.
+    pub fn set_archived(&self, id: &str, archived: bool) -> Result<(), StoreError> {
+        self.write("set_archived", |tx| {
+            let n = tx.execute(
+                "UPDATE sessions SET archived = ?2 WHERE id = ?1",
+                rusqlite::params![id, i64::from(archived)],
+            )?;
+            found(n, id)?;
+            Ok(())
+        })
+    }
+
     /// Deletes a session with its messages (and their search entries), usage rows and
     /// hermes' rows for it; sessions that named it as their parent keep existing without the
     /// link (as Python's `delete_session` does). Returns false when no such session existed.
@@ -465,14 +482,15 @@ impl SqliteStore {
     }
 
     /// Deletes every session started before `cutoff` (as [`SqliteStore::delete_session`]
-    /// does), for `hermes sessions prune --older-than 90d` (FEATURES §10). Returns how many
-    /// sessions were deleted.
+    /// does), for `hermes sessions prune --older-than 90d` (FEATURES §10), except archived
+    /// ones (as Python's prune without `--include-archived`). Returns how many sessions were
+    /// deleted.
     pub fn prune_sessions(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let cutoff = to_ts(cutoff);
         self.write("prune_sessions", |tx| {
             delete_where(
                 tx,
-                "SELECT id FROM sessions WHERE started_at < ?1",
+                "SELECT id FROM sessions WHERE started_at < ?1 AND archived = 0",
                 rusqlite::params![cutoff],
             )
         })

@@ -157,6 +157,7 @@ pub(crate) async fn run_child(
         parent_session_id: Some(parent.session_id.clone()),
         sandbox: ctx.sandbox.clone(),
         defer_session_creation: false,
+        session_id: None,
     };
     let mut agent = match Agent::start(deps, opts, None).await {
         Ok(agent) => agent,

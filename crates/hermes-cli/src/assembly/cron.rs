@@ -148,6 +148,7 @@ pub fn scheduler_with(
             &app,
             hermes_protocol::config::UnsupportedPolicy::Refuse,
         ),
+        timezone: tz,
     })
     .with_drift_guard(guard);
     Ok(Scheduler::new(

@@ -79,6 +79,11 @@ impl SessionBackend for PgStore {
         self.run(move |db| async move { db.set_title_numbered(&id, &title).await })
     }
 
+    fn set_archived(&self, id: &str, archived: bool) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.run(move |db| async move { db.set_archived(&id, archived).await })
+    }
+
     fn end_session(&self, id: &str, reason: &str) -> Result<(), StoreError> {
         let (id, reason) = (id.to_string(), reason.to_string());
         self.run(move |db| async move { db.end_session(&id, &reason).await })

@@ -157,13 +157,14 @@ impl Db {
                 Some(r) => Some((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)),
                 None => None,
             };
-            if let Some((other, _, expires_at)) = &current
+            if let Some((other, token, expires_at)) = &current
                 && !other.is_empty()
                 && other != holder
                 && *expires_at > t
             {
                 return Ok(LeaseAttempt::Held {
                     holder: other.clone(),
+                    token: *token,
                     expires_in: Duration::from_secs_f64((expires_at - t).max(0.0)),
                 });
             }

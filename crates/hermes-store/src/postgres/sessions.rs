@@ -247,7 +247,8 @@ impl Db {
         source: Option<&str>,
     ) -> Result<Option<SessionRecord>, StoreError> {
         read!(self, "latest_session", |c| {
-            let filter = format!("($1::text IS NULL AND {NOT_A_CHILD} OR s.source = $1)");
+            let filter =
+                format!("($1::text IS NULL AND {NOT_A_CHILD} OR s.source = $1) AND s.archived = 0");
             query_session(c, &filter, &source).await
         })
     }
@@ -261,8 +262,8 @@ impl Db {
         let offset = i64::try_from(offset).unwrap_or(i64::MAX);
         read!(self, "list_sessions", |c| {
             let sql = format!(
-                "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE {NOT_A_CHILD} {NEWEST} \
-                 LIMIT $1 OFFSET $2"
+                "SELECT {SESSION_COLUMNS} FROM {SESSION_FROM} WHERE {NOT_A_CHILD} \
+                 AND s.archived = 0 {NEWEST} LIMIT $1 OFFSET $2"
             );
             query_sessions(c, &sql, &[&limit, &offset]).await
         })
@@ -356,6 +357,19 @@ impl Db {
         })
     }
 
+    pub(crate) async fn set_archived(&self, id: &str, archived: bool) -> Result<(), StoreError> {
+        write_tx!(self, "set_archived", |tx| {
+            let n = tx
+                .execute(
+                    "UPDATE sessions SET archived = $2 WHERE id = $1",
+                    &[&id, &i64::from(archived)],
+                )
+                .await?;
+            found(n, id)?;
+            Ok(())
+        })
+    }
+
     pub(crate) async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         write_tx!(self, "delete_session", |tx| {
             Ok(delete_ids(&tx, &[id.to_string()]).await? > 0)
@@ -366,7 +380,10 @@ impl Db {
         let cutoff = to_ts(cutoff);
         write_tx!(self, "prune_sessions", |tx| {
             let ids: Vec<String> = tx
-                .query("SELECT id FROM sessions WHERE started_at < $1", &[&cutoff])
+                .query(
+                    "SELECT id FROM sessions WHERE started_at < $1 AND archived = 0",
+                    &[&cutoff],
+                )
                 .await?
                 .iter()
                 .map(|r| r.try_get(0))

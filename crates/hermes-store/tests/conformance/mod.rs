@@ -109,6 +109,7 @@ macro_rules! conformance_tests {
             sessions::find_latest_list_title_end_delete,
             sessions::export_markdown_and_json,
             sessions::prune_and_session_key_lookup,
+            sessions::archived_sessions_are_hidden_but_kept,
             sessions::routed_key_count_and_last_activity,
             sessions::a_gateway_peer_is_recorded_on_its_session,
             subagents::subagent_sessions_are_linked_but_never_the_latest_or_listed,

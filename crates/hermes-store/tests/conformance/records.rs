@@ -37,7 +37,9 @@ pub fn one_lease_holder_at_a_time_across_handles_with_increasing_tokens(db: &Db)
     let ttl = Duration::from_secs(30);
     let la = acquired(a.acquire_lease("s1", "proc-a", ttl).unwrap());
     match b.acquire_lease("s1", "proc-b", ttl).unwrap() {
-        LeaseAttempt::Held { holder, expires_in } => {
+        LeaseAttempt::Held {
+            holder, expires_in, ..
+        } => {
             assert_eq!(holder, "proc-a");
             assert!(expires_in <= ttl && expires_in > Duration::from_secs(25));
         }

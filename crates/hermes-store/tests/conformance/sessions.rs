@@ -351,6 +351,43 @@ pub fn prune_and_session_key_lookup(db: &Db) {
     );
 }
 
+/// Python's soft-hide (`archived = 1`, its `sessions archive`): an archived session is left
+/// out of the list, of "the latest" (`-c`) and of prune, and is still found by id.
+pub fn archived_sessions_are_hidden_but_kept(db: &Db) {
+    let store = db.open();
+    store
+        .create_session(&new_session("visible", "cli"))
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    store.create_session(&new_session("hidden", "cli")).unwrap();
+    store.set_archived("hidden", true).unwrap();
+    let listed: Vec<String> = store
+        .list_sessions(10, 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(listed, vec!["visible".to_string()]);
+    assert_eq!(store.latest_session(None).unwrap().unwrap().id, "visible");
+    assert_eq!(
+        store.latest_session(Some("cli")).unwrap().unwrap().id,
+        "visible"
+    );
+    assert!(store.find_session("hidden").unwrap().is_some());
+    let future = chrono::Utc::now() + chrono::Duration::seconds(5);
+    assert_eq!(store.prune_sessions(future).unwrap(), 1);
+    assert!(
+        store.get_session("hidden").unwrap().is_some(),
+        "prune keeps it"
+    );
+    store.set_archived("hidden", false).unwrap();
+    assert_eq!(store.latest_session(None).unwrap().unwrap().id, "hidden");
+    assert!(matches!(
+        store.set_archived("nope", true),
+        Err(StoreError::SessionNotFound { .. })
+    ));
+}
+
 pub fn routed_key_count_and_last_activity(db: &Db) {
     let store = db.open();
     for (id, key) in [
