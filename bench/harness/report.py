@@ -105,15 +105,27 @@ def rows(doc):
         out.append((f"local model RSS, context {lm.get('context_tokens') or '?'} tokens (peak)",
                     f"{lm['rss_mb']:.1f} MB ({lm['peak_rss_mb']:.1f} MB)", "—", ""))
     chat = doc["results"].get("local_chat", {}).get("ours") or {}
+    peer = doc["results"].get("local_chat", {}).get("peer") or {}
+    server = peer.get("server", "llama.cpp server")
+
+    def secs(r, field):
+        return f"{r[field] / 1000:.2f} s" if r and r.get(field) is not None else "—"
+
     for label, name in (("default", "default tools (none for this model)"),
                         ("file_terminal", "-t file,terminal")):
         r = chat.get(label)
         if not r:
             continue
+        # The peer column: the same request through llama-cpp-python's server (first run
+        # after the server started; warm = its in-memory prefix reuse). Only `-t
+        # file,terminal` is the same request on both sides.
+        p = peer.get(label)
         out.append((f"local `chat -q` capital of France, {name}: first run after install",
-                    f"{r['first_run_ms'] / 1000:.2f} s", "—", ""))
+                    f"{r['first_run_ms'] / 1000:.2f} s",
+                    secs(p, "first_run_ms") + (f" ({server}, fresh server)" if p else ""), ""))
         out.append((f"local `chat -q`, {name}: warm prompt cache (median of {r['runs']})",
-                     f"{r['warm_ms'] / 1000:.2f} s", "—", ""))
+                    f"{r['warm_ms'] / 1000:.2f} s",
+                    secs(p, "warm_ms") + (f" ({server})" if p else ""), ""))
         if r.get("repl_first_answer_ms") is not None:
             out.append((f"local REPL, {name}: Enter to the answer on screen (cache warm)",
                         f"{r['repl_first_answer_ms'] / 1000:.2f} s", "—", ""))
@@ -122,6 +134,13 @@ def rows(doc):
         if r.get("cache_entries"):
             out.append((f"local prompt cache, {name}: one saved prefix",
                         f"{r['cache_entry_mb']:.1f} MB", "—", ""))
+    if peer.get("hermes_cli"):
+        p = peer["hermes_cli"]
+        out.append((f"`chat -q` capital of France to {server}, hermes' default tools for a "
+                    "server (hermes-cli): first run / warm median",
+                    "—", f"{secs(p, 'first_run_ms')} / {secs(p, 'warm_ms')}", ""))
+    elif peer.get("skipped"):
+        out.append(("local peer (llama.cpp server)", "—", f"skipped: {peer['skipped']}", ""))
     return out
 
 

@@ -267,6 +267,78 @@ def local_chat(hermes_bin, gguf, runs):
     return out
 
 
+def llamacpp_venv():
+    """The llama-cpp-python venv that `scripts/llamacpp-server-check.sh` sets up (its
+    `HERMES_PEER_CACHE`), or None when it is missing."""
+    from pathlib import Path
+    cache = os.environ.get("HERMES_PEER_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hermes-peer")
+    python = Path(cache) / "llamacpp-venv" / "bin" / "python"
+    if not python.exists():
+        return None
+    probe = subprocess.run([str(python), "-c", "import llama_cpp.server, llama_cpp; print(llama_cpp.__version__)"],
+                           capture_output=True, text=True)
+    return (python, probe.stdout.strip()) if probe.returncode == 0 else None
+
+
+def local_chat_peer(hermes_bin, gguf, runs, n_ctx):
+    """The peer figure of issue 19: the same question, through the same hermes binary, to
+    llama-cpp-python's OpenAI-compatible server on loopback serving the same GGUF with the
+    same context size and thread count. The server keeps the last prompt's KV state in
+    memory, so its warm runs reuse the shared prefix as ours do. Rows: `-t file,terminal`
+    (the same request as ours) and hermes' default tools for any OpenAI-compatible server
+    (`hermes-cli`, what a user of a llama.cpp server gets without `-t`)."""
+    import socket
+    import tempfile
+    from pathlib import Path
+    found = llamacpp_venv()
+    if found is None:
+        return {"skipped": "no llama-cpp-python venv (run scripts/llamacpp-server-check.sh once)"}
+    python, version = found
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-llamacpp-") as tmp:
+        log = open(Path(tmp) / "server.log", "w")
+        server = subprocess.Popen(
+            [str(python), "-m", "llama_cpp.server", "--model", gguf, "--model_alias", "smollm2-135m",
+             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+             "--n_threads", str(os.cpu_count() or 1)],
+            stdout=log, stderr=subprocess.STDOUT)
+        try:
+            base = f"http://127.0.0.1:{port}/v1"
+            deadline = time.time() + 120
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/models", timeout=2):
+                        break
+                except OSError:
+                    if server.poll() is not None or time.time() > deadline:
+                        return {"skipped": "llama-cpp-python server did not start: "
+                                + (Path(tmp) / "server.log").read_text()[-300:]}
+                    time.sleep(0.25)
+            out = {"server": f"llama-cpp-python {version}", "n_ctx": n_ctx}
+            ok = lambda text: "Paris" in text  # noqa: E731
+            for label, extra in (("file_terminal", ["-t", "file,terminal"]), ("hermes_cli", [])):
+                home = Path(tmp) / f"home-{label}"
+                home.mkdir()
+                env = {"HERMES_HOME": str(home), "PATH": os.environ.get("PATH", ""), "HOME": tmp}
+                argv = [str(hermes_bin), "chat", "-q", "What is the capital of France?",
+                        "--provider", "custom", "--base-url", base, "--model", "smollm2-135m", *extra]
+                first, _ = procs.run_wall(argv, env, tmp, check=ok)
+                walls = [procs.run_wall(argv, env, tmp, check=ok)[0] for _ in range(runs)]
+                out[label] = {"first_run_ms": first, "warm_ms": procs.median(walls),
+                              "warm_ms_min": min(walls), "warm_ms_max": max(walls), "runs": runs}
+            return out
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+            log.close()
+
+
 def local_repl_answer(hermes_bin, extra, env, cwd):
     """REPL on the embedded model, cache warm: ms from Enter to the answer's "Paris" on
     screen (the answer is 8 tokens, so this is the first token plus ~60 ms of decode)."""

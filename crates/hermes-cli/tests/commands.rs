@@ -111,6 +111,23 @@ async fn config_set_get_unset_keep_the_comments_of_a_python_made_file() {
         stderr(&out)
     );
 
+    // A Python Hermes setting hermes does not apply is written (Python reads it), with a
+    // note saying hermes ignores it (issue 17 F9); one hermes applies gets no note.
+    let out = run(vec!["config", "set", "tts.edge.voice", "en-US-AriaNeural"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("note: hermes does not use tts.edge.voice (Python Hermes does)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("en-US-AriaNeural")
+    );
+    let out = run(vec!["config", "set", "agent.max_turns", "40"]).await;
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+
     // Capitals are .env variables: written there, shown masked.
     let out = run(vec![
         "config",

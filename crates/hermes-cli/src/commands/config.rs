@@ -270,6 +270,13 @@ fn set(profile: Option<&str>, key: &str, value: &str, force: bool) -> Result<i32
         other => other.to_string(),
     };
     outln!("set {key} = {shown_value} in {}", file.display());
+    // A Python Hermes setting hermes keeps but does not apply is written (Python reads it)
+    // with one line saying so, rather than as if it changed what hermes does.
+    if let Some((_, hermes_protocol::config::python_keys::KeyStatus::Ignored(instead))) =
+        hermes_protocol::config::python_keys::classify_python_key(key)
+    {
+        eprintln!("note: hermes does not use {key} (Python Hermes does): {instead}");
+    }
     if !force {
         for w in warnings.iter().filter(|w| !before.contains(w)) {
             eprintln!("warning: {w}{}", crate::assembly::app::near_miss_hint(w));
