@@ -388,12 +388,25 @@ fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolve
                 real.display()
             ));
         }
-        let meta = match fs::metadata(&real) {
+        // Read what was checked: the canonical path opened with no symlink followed (a
+        // command swapping the file for a link to `.env` meanwhile gets ELOOP), then the
+        // open file itself checked (a regular file, not a secret under another name).
+        let mut file = match hermes_tools::safety::open_no_symlinks(&real) {
+            Ok(f) => f,
+            Err(e) => return Resolved::Skipped(format!("{name} skipped: cannot read it ({e})")),
+        };
+        let meta = match file.metadata() {
             Ok(m) => m,
             Err(e) => return Resolved::Skipped(format!("{name} skipped: cannot read it ({e})")),
         };
         if !meta.is_file() {
             return Resolved::Skipped(format!("{name} skipped: it is not a regular file"));
+        }
+        if hermes_tools::safety::is_same_file_as_any(&meta, secrets) {
+            return Resolved::Skipped(format!(
+                "{name} skipped: {} is a link to a file that holds secrets",
+                real.display()
+            ));
         }
         if meta.len() > MAX_READ_BYTES {
             return Resolved::Skipped(format!(
@@ -401,10 +414,13 @@ fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolve
                 meta.len()
             ));
         }
-        let bytes = match fs::read(&real) {
-            Ok(b) => b,
-            Err(e) => return Resolved::Skipped(format!("{name} skipped: cannot read it ({e})")),
-        };
+        let mut bytes = Vec::new();
+        if let Err(e) = std::io::Read::read_to_end(
+            &mut std::io::Read::take(&mut file, MAX_READ_BYTES),
+            &mut bytes,
+        ) {
+            return Resolved::Skipped(format!("{name} skipped: cannot read it ({e})"));
+        }
         let text = String::from_utf8_lossy(&bytes);
         let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text).to_string();
         let Some(target) = pointer_target(&text) else {

@@ -367,6 +367,23 @@ fn imports_and_pointers_never_reach_secrets() {
         .count();
     assert_eq!(held, 5, "{:?}", found.notes);
 
+    // A hard link to `.env` under an innocent name is `.env` all the same.
+    let linked = root.join("linked");
+    fs::create_dir_all(&linked).unwrap();
+    fs::hard_link(home.join(".env"), linked.join("notes.md")).unwrap();
+    write(&linked.join("AGENTS.md"), "linked rule\n@notes.md\n");
+    let found = ContextFiles::discover(&linked, &secrets);
+    let text = &found.loaded[0].text;
+    assert!(
+        !text.contains("sk-canary") && text.contains("linked rule"),
+        "{text}"
+    );
+    assert!(
+        found.notes.iter().any(|n| n.contains("holds secrets")),
+        "{:?}",
+        found.notes
+    );
+
     // A context file that is itself a pointer (or a link) to a secret is skipped as well.
     let other = root.join("other");
     write(&other.join("CLAUDE.md"), "../.hermes/.env\n");

@@ -219,3 +219,47 @@ async fn next_turn_reuses_the_cached_prompt_prefix() {
     assert!(second.usage.cache_read_tokens < second.usage.input_tokens);
     assert!(!second.text.trim().is_empty());
 }
+
+/// The REPL's `/new` then the same question (found by the fresh-user pass of stop 32): the
+/// new prompt is a strict prefix of what the live context holds (the old prompt plus its
+/// answer), so only its tail is dropped and its last token decoded again. The answer must be
+/// the one a fresh context gives, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_again_after_a_reset_gives_the_fresh_answer() {
+    let Some(path) = gguf() else { return };
+    let mut config = LocalConfig::new(path);
+    config.n_ctx = Some(1024);
+    let client = LocalClient::load(&config).unwrap();
+    let req = request("What is the capital of France?", 24);
+    let (fresh, first) = collect(&client, &req).await;
+    assert_eq!(first.unwrap().usage.cache_read_tokens, 0);
+    for round in 0..3 {
+        let (again, done) = collect(&client, &req).await;
+        let done = done.unwrap();
+        assert!(
+            done.usage.cache_read_tokens > 0,
+            "round {round}: the prompt prefix is reused ({:?})",
+            done.usage
+        );
+        assert_eq!(again, fresh, "round {round}");
+    }
+    // A longer conversation in between, then the first question again.
+    let mut long = req.clone();
+    long.messages.push(Message::assistant(fresh.clone()));
+    long.messages.push(Message::user("And what is 2+2?"));
+    let _ = collect(&client, &long).await;
+    let (again, _) = collect(&client, &req).await;
+    assert_eq!(again, fresh, "after another turn");
+    // Another prompt that shares only the template's first tokens (a title request).
+    let mut other = request("Give a three-word title for: capital of France", 12);
+    other.system = "You write short titles.".into();
+    let _ = collect(&client, &other).await;
+    let (again, _) = collect(&client, &req).await;
+    assert_eq!(again, fresh, "after an unrelated prompt");
+    // The same question with a system prompt, as a session sends it, twice.
+    let mut with_system = req.clone();
+    with_system.system = "You are hermes, a helpful assistant.".into();
+    let (fresh_sys, _) = collect(&client, &with_system).await;
+    let (again, _) = collect(&client, &with_system).await;
+    assert_eq!(again, fresh_sys, "with a system prompt");
+}

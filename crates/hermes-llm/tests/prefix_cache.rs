@@ -310,3 +310,25 @@ fn turns_render_with_the_tools_block_before_the_system_text() {
         "the date comes after the stable tools block"
     );
 }
+
+/// The fresh-user pass of stop 32: a saved entry from a session with tools, then a REPL on
+/// the default (tool-less) prompt that shares only its head: the first question loads the
+/// entry and drops its tail; the same question again (after `/new`) drops the answer's tail.
+/// Both answers must be what a fresh prefill gives.
+#[test]
+fn a_loaded_prefix_cut_back_twice_still_answers_as_a_fresh_prefill() {
+    let Some(path) = gguf() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    let first = load(&path, cache.path(), 2048);
+    let (long, stable) = prompt(&first, SYSTEM, &tools(), "What is the capital of France?");
+    run(&first, &long, stable, true);
+    drop(first);
+    let repl = load(&path, cache.path(), 2048);
+    let (short, short_stable) = prompt(&repl, SYSTEM, &[], "What is the capital of France?");
+    let (fresh, _) = run(&repl, &short, short_stable, false);
+    let repl = load(&path, cache.path(), 2048);
+    for round in 0..3 {
+        let (again, g) = run(&repl, &short, short_stable, true);
+        assert_eq!(again, fresh, "round {round}: {g:?}");
+    }
+}

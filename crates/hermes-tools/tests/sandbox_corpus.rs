@@ -537,6 +537,24 @@ fn unix_sockets(failures: &mut Vec<String>) {
             );
         }
     }
+    // The other ways to a Unix socket (attack pass of stop 32): io_uring's IORING_OP_SOCKET
+    // and a datagram pair end re-aimed with sendto; and device nodes in the workspace.
+    let other_ways = format!(
+        "python3 -c \"import ctypes, socket, os\nlibc = ctypes.CDLL(None, use_errno=True)\nparams = ctypes.create_string_buffer(120)\nr = libc.syscall(425, 4, params)\nprint('uring', 'open' if r >= 0 else 'blocked', ctypes.get_errno())\ntry:\n  socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n  print('dgram pair open')\nexcept OSError as e:\n  print('dgram pair blocked', e.errno)\n\"; mknod blk b 7 0 2>/dev/null; mknod chr c 1 3 2>/dev/null; ls blk chr 2>&1 | head -2; : > '{}'",
+        w.ws.join("ran.txt").display()
+    );
+    let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
+    let out = run(&ctx, &other_ways);
+    check(
+        "no io_uring, no datagram pairs, no device nodes",
+        out.content.contains("uring blocked")
+            && out.content.contains("dgram pair blocked")
+            && !w.ws.join("blk").exists()
+            && !w.ws.join("chr").exists()
+            && w.ws.join("ran.txt").exists(),
+        &out.content,
+        failures,
+    );
     let mut allowed = w.settings(SandboxMode::WorkspaceWrite, true);
     allowed.unix_sockets = true;
     let out = run(&w.ctx(allowed, &w.ws, &w.hh), &probe);

@@ -159,7 +159,9 @@ impl Cache<'_> {
             .ok()
             .and_then(|p0| self.ctx.clear_kv_cache_seq(Some(0), Some(p0), None).ok())
             .unwrap_or(false);
-        if removed {
+        // The memory must now end exactly at `keep - 1`; anything else (cells the removal
+        // left behind) would make the next decode attend to stale positions.
+        if removed && self.ctx.kv_cache_seq_pos_max(0) == keep as i32 - 1 {
             self.tokens.truncate(keep);
             keep
         } else {
@@ -283,6 +285,16 @@ impl Cache<'_> {
             .map(|head| shared.tokenize(head))
             .filter(|head| head.len() < tokens.len() && tokens.starts_with(head))
             .map(|head| head.len());
+        // What the context holds must be what `tokens` says (a decode that failed half way
+        // leaves them apart); if not, start over rather than reuse a wrong prefix.
+        if self.ctx.kv_cache_seq_pos_max(0) != self.tokens.len() as i32 - 1 {
+            tracing::debug!(
+                tokens = self.tokens.len(),
+                pos_max = self.ctx.kv_cache_seq_pos_max(0),
+                "local model: KV cache out of step with its tokens; cleared"
+            );
+            self.reset();
+        }
         // Reuse the common prefix, but always decode at least the last prompt token: its
         // logits start the answer.
         let mut common = if job.options.reuse_prefix {

@@ -93,6 +93,34 @@ pub(crate) fn canonicalize_lenient(path: &Path) -> std::io::Result<PathBuf> {
     }
 }
 
+/// Opens `path` for reading without following a symlink in any component
+/// (`openat2(RESOLVE_NO_SYMLINKS)`), so a path checked in its canonical form cannot be
+/// swapped for a link between the check and the read. Pass a canonical path.
+///
+/// # Errors
+/// The OS error; `ELOOP` when a component is (now) a symlink.
+pub fn open_no_symlinks(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{CWD, Mode, OFlags, ResolveFlags};
+    let fd = rustix::fs::openat2(
+        CWD,
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Whether the open file `meta` is one of the files at `secrets` (same device and inode):
+/// a hard link to `.env` under another name is still `.env`.
+pub fn is_same_file_as_any(meta: &std::fs::Metadata, secrets: &[PathBuf]) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    secrets.iter().any(|s| {
+        std::fs::metadata(s)
+            .is_ok_and(|m| m.is_file() && m.dev() == meta.dev() && m.ino() == meta.ino())
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

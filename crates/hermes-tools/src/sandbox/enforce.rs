@@ -16,15 +16,17 @@
 //!
 //! seccomp is used where Landlock has no rule, each case failing with `EPERM`:
 //! - always, `ioctl(TIOCSTI)` / `ioctl(TIOCLINUX)` (typing into a terminal);
-//! - with `network: false`, `socket(2)` and `socketpair(2)` of any family but `AF_UNIX`, and
-//!   `io_uring_setup(2)` (which can create sockets); Landlock (ABI 4+) also denies TCP bind
-//!   and connect;
+//! - with `network: false`, `socket(2)` and `socketpair(2)` of any family but `AF_UNIX`;
+//!   Landlock (ABI 4+) also denies TCP bind and connect;
+//! - `io_uring_setup(2)` (its `IORING_OP_SOCKET` makes sockets without `socket(2)`) unless
+//!   both `network` and `unix_sockets` are true;
 //! - unless `unix_sockets` is true or the mode is `off`, `socket(2)` of `AF_UNIX`. Landlock's
 //!   file rules do not cover connecting to a Unix socket by path, and such sockets are doors
 //!   out of the sandbox: a tmux server's or the D-Bus session bus's runs commands
 //!   unsandboxed, ssh-agent's signs logins, the docker daemon's is root. Abstract-namespace
 //!   sockets are scoped by Landlock as well. `socketpair(2)` stays allowed: a pair has no
-//!   address and joins only the process that made it with its own children.
+//!   address and joins only the process that made it with its own children; only stream
+//!   and seqpacket pairs, since a datagram end can be re-aimed at any path (`sendto`).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -173,7 +175,9 @@ fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
     let mut created = ruleset.create()?;
 
     let read = AccessFs::from_read(ABI::V3);
-    let write = AccessFs::from_write(ABI::V3);
+    // No device nodes anywhere: a block node for the disk (root has CAP_MKNOD) would be raw
+    // read and write access to every file on it, whatever the rules say.
+    let write = AccessFs::from_write(ABI::V3) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
     for grant in tree_minus(std::path::Path::new("/"), &policy.deny_read) {
         let access = match grant {
             Grant::Subtree(_) => read,
@@ -282,6 +286,31 @@ fn apply_seccomp(network: bool, unix_sockets: bool) -> Result<(), EnforceError> 
     }
     if !network {
         rules.insert(libc::SYS_socketpair, family(SeccompCmpOp::Ne)?);
+    } else if !unix_sockets {
+        // A datagram end of a pair can still `sendto`/`connect` any path-bound datagram
+        // socket (syslog, journald, a service's NOTIFY_SOCKET): only stream and seqpacket
+        // pairs, which stay joined to their peer. The type's low 4 bits; flags are above.
+        // (SOCK_PACKET, 10, is refused for AF_UNIX by the kernel.)
+        let mut deny = Vec::new();
+        for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM] {
+            deny.push(
+                SeccompRule::new(vec![
+                    SeccompCondition::new(
+                        1,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::MaskedEq(0xf),
+                        kind as u64,
+                    )
+                    .map_err(err)?,
+                ])
+                .map_err(err)?,
+            );
+        }
+        rules.insert(libc::SYS_socketpair, deny);
+    }
+    // io_uring creates sockets without socket(2) (IORING_OP_SOCKET), so it is refused
+    // whenever any socket family is.
+    if !(network && unix_sockets) {
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     }
     let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().map_err(err)?;
