@@ -35,7 +35,7 @@ pub struct LocalConfig {
     /// Context window in tokens; `None` = [`DEFAULT_N_CTX`]. Always capped by the
     /// model's `n_ctx_train`.
     pub n_ctx: Option<u32>,
-    /// CPU threads; `None` = all available cores.
+    /// CPU threads; `None` = [`default_threads`] (all cores but one).
     pub threads: Option<usize>,
     /// Output cap when a request sets no `max_tokens`; `None` = [`DEFAULT_MAX_TOKENS`].
     pub default_max_tokens: Option<u32>,
@@ -46,6 +46,18 @@ pub struct LocalConfig {
     /// The persistent prompt-prefix cache (`HERMES_HOME/cache/prompt/`); `None` or a zero
     /// budget keeps prefixes in memory only.
     pub prompt_cache: Option<PromptCacheConfig>,
+}
+
+/// The default thread count: every available core but one, at least one. llama.cpp's
+/// threads wait for each other at every step by spinning, so when one of them is
+/// descheduled (a browser, a compile on the same cores) all of them wait: on 2 cores under
+/// load a warm `chat -q` took 12–26 s with 2 threads and under 2 s with 1 (the fresh-user
+/// pass of stop 32, `perf`: 82 % of the time in `ggml_barrier`). `local.threads` overrides.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().saturating_sub(1))
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// Element type of the KV cache. `f16` is llama.cpp's default; `q8_0` halves the cache's
@@ -225,11 +237,7 @@ impl LocalModel {
             })?;
         let train = model.n_ctx_train().max(1);
         let n_ctx = config.n_ctx.unwrap_or(DEFAULT_N_CTX).clamp(1, train);
-        let threads = config
-            .threads
-            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-            .unwrap_or(1)
-            .clamp(1, 256);
+        let threads = config.threads.unwrap_or_else(default_threads).clamp(1, 256);
         let template = model.chat_template(None).ok();
         let disk = config
             .prompt_cache
