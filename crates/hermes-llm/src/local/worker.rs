@@ -314,6 +314,14 @@ impl Cache<'_> {
         if let Some(disk) = disk {
             (common, loaded) = self.load_saved(disk, &mut entries, &ids, common);
         }
+        // A prompt the context already holds whole (the same question again after `/new`)
+        // is prefilled afresh: cutting the context back inside it and decoding its last token
+        // again gave degenerate answers in the REPL (the fresh-user pass of stop 32; not
+        // reproduced below the REPL), and a prefill of one prompt costs little.
+        if common >= tokens.len() && !loaded {
+            self.reset();
+            common = 0;
+        }
         let reused = self.truncate(common.min(tokens.len().saturating_sub(1)));
         let mut save_at = disk
             .and_then(|_| Self::save_point(&entries, &ids, boundary))
