@@ -13,6 +13,7 @@
 //! reads files with blocking I/O.
 
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::fragments::Fragment;
@@ -414,11 +415,9 @@ fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolve
                 meta.len()
             ));
         }
+        // Bounded too: the file may grow after the size check.
         let mut bytes = Vec::new();
-        if let Err(e) = std::io::Read::read_to_end(
-            &mut std::io::Read::take(&mut file, MAX_READ_BYTES),
-            &mut bytes,
-        ) {
+        if let Err(e) = (&mut file).take(MAX_READ_BYTES).read_to_end(&mut bytes) {
             return Resolved::Skipped(format!("{name} skipped: cannot read it ({e})"));
         }
         let text = String::from_utf8_lossy(&bytes);

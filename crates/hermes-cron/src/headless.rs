@@ -418,17 +418,21 @@ impl JobRunner for AgentRunner {
         let base_id = cron_session_id(&job.id, chrono::Utc::now().with_timezone(&tz));
         // Two runs of a job in one second (a manual run beside the scheduled one) must not
         // collide on the id: the second gets a suffix.
-        let run_id = tokio::task::spawn_blocking(move || {
-            let mut id = base_id.clone();
-            let mut n = 1;
-            while matches!(store.get_session(&id), Ok(Some(_))) {
-                n += 1;
-                id = format!("{base_id}_{n}");
+        let free_id = {
+            let base_id = base_id.clone();
+            move || {
+                let mut id = base_id.clone();
+                let mut n = 1;
+                while matches!(store.get_session(&id), Ok(Some(_))) {
+                    n += 1;
+                    id = format!("{base_id}_{n}");
+                }
+                id
             }
-            id
-        })
-        .await
-        .unwrap_or_else(|_| cron_session_id(&job.id, chrono::Utc::now().with_timezone(&tz)));
+        };
+        let run_id = tokio::task::spawn_blocking(free_id)
+            .await
+            .unwrap_or(base_id);
         let opts = AgentOptions {
             session_id: Some(run_id),
             max_turns: self.opts.max_turns,

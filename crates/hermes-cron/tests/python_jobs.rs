@@ -682,6 +682,12 @@ fn a_lease_of_a_killed_process_does_not_block_the_job() {
             j.next_run_at = Some(due - chrono::Duration::minutes(1))
         })
         .unwrap();
+    // The fixture's other enabled job has a fixed next run that is in the past by now.
+    store
+        .modify("digest", |j| {
+            j.next_run_at = Some(due + chrono::Duration::days(1))
+        })
+        .unwrap();
     let mut child = Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();

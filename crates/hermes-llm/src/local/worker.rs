@@ -159,9 +159,7 @@ impl Cache<'_> {
             .ok()
             .and_then(|p0| self.ctx.clear_kv_cache_seq(Some(0), Some(p0), None).ok())
             .unwrap_or(false);
-        // The memory must now end exactly at `keep - 1`; anything else (cells the removal
-        // left behind) would make the next decode attend to stale positions.
-        if removed && self.ctx.kv_cache_seq_pos_max(0) == keep as i32 - 1 {
+        if removed {
             self.tokens.truncate(keep);
             keep
         } else {
@@ -287,10 +285,11 @@ impl Cache<'_> {
             .map(|head| head.len());
         // What the context holds must be what `tokens` says (a decode that failed half way
         // leaves them apart); if not, start over rather than reuse a wrong prefix.
-        if self.ctx.kv_cache_seq_pos_max(0) != self.tokens.len() as i32 - 1 {
+        let pos_max = self.ctx.kv_cache_seq_pos_max(0);
+        if pos_max != self.tokens.len() as i32 - 1 {
             tracing::debug!(
                 tokens = self.tokens.len(),
-                pos_max = self.ctx.kv_cache_seq_pos_max(0),
+                pos_max,
                 "local model: KV cache out of step with its tokens; cleared"
             );
             self.reset();

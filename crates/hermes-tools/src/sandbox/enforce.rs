@@ -293,18 +293,8 @@ fn apply_seccomp(network: bool, unix_sockets: bool) -> Result<(), EnforceError> 
         // (SOCK_PACKET, 10, is refused for AF_UNIX by the kernel.)
         let mut deny = Vec::new();
         for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM] {
-            deny.push(
-                SeccompRule::new(vec![
-                    SeccompCondition::new(
-                        1,
-                        SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::MaskedEq(0xf),
-                        kind as u64,
-                    )
-                    .map_err(err)?,
-                ])
-                .map_err(err)?,
-            );
+            let kind = cond(1, SeccompCmpOp::MaskedEq(0xf), kind as u64)?;
+            deny.push(SeccompRule::new(vec![kind]).map_err(err)?);
         }
         rules.insert(libc::SYS_socketpair, deny);
     }
