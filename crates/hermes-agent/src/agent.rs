@@ -377,14 +377,23 @@ impl Agent {
         self.specs.iter().map(|s| s.name.clone()).collect()
     }
 
-    /// Begins a fresh session with a newly built system prompt.
-    pub async fn new_session(&mut self) -> Result<(), AgentError> {
-        let id = self.opts.session_id.take().unwrap_or_else(new_session_id);
+    /// A newly built system prompt with every known secret replaced by its marker: the
+    /// prompt carries files the user wrote (`AGENTS.md`, `SOUL.md`, memory), and a key pasted
+    /// into one must reach neither the model nor the stored session.
+    pub(crate) fn build_system_prompt(&self) -> String {
         let client = &self.deps.client;
         let prompt = self
             .deps
             .prompt
             .build(client.model(), client.provider(), &self.tool_names());
+        self.redactor.redact_string(prompt)
+    }
+
+    /// Begins a fresh session with a newly built system prompt.
+    pub async fn new_session(&mut self) -> Result<(), AgentError> {
+        let id = self.opts.session_id.take().unwrap_or_else(new_session_id);
+        let prompt = self.build_system_prompt();
+        let client = &self.deps.client;
         let record = NewSession {
             id: id.clone(),
             source: self.opts.source.clone(),

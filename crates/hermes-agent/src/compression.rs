@@ -278,11 +278,7 @@ impl Agent {
     /// Rebuilds the system prompt once after a compression (memory and skills are read
     /// again) and stores it with the session, so a resume reuses the new text.
     async fn rebuild_system_prompt(&mut self, events: &UnboundedSender<AgentEvent>) {
-        let client = &self.deps.client;
-        let prompt = self
-            .deps
-            .prompt
-            .build(client.model(), client.provider(), &self.tool_names());
+        let prompt = self.build_system_prompt();
         if prompt == self.system_prompt {
             return;
         }

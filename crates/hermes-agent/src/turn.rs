@@ -519,10 +519,7 @@ impl Agent {
         let sid = self.session_id.clone();
         let row = self.usage_row(usage);
         if let Err(e) = self
-            .blocking(move |s| {
-                let r = row.as_record();
-                s.add_usage(&sid, r.model, r.provider, r.usage, r.cost_usd)
-            })
+            .blocking(move |s| s.add_usage(&sid, &row.as_record()))
             .await
         {
             tracing::warn!(error = %e, "could not record usage");
@@ -538,6 +535,7 @@ impl Agent {
         UsageRow {
             provider,
             model,
+            base_url: self.active.base_url().to_string(),
             usage: *usage,
             cost_usd,
         }
@@ -579,6 +577,7 @@ impl Agent {
 pub(crate) struct UsageRow {
     model: String,
     provider: String,
+    base_url: String,
     usage: Usage,
     cost_usd: Option<f64>,
 }
@@ -589,6 +588,7 @@ impl UsageRow {
         hermes_store::UsageRecord {
             model: &self.model,
             provider: &self.provider,
+            base_url: &self.base_url,
             usage: &self.usage,
             cost_usd: self.cost_usd,
         }

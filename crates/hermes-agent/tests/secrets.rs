@@ -87,6 +87,30 @@ async fn tool_results_reach_model_store_and_events_with_markers_only() {
     );
 }
 
+/// A key pasted into a file the system prompt carries (`AGENTS.md`, memory) is masked there
+/// too: in the request and in the stored session (attack pass of stop 31).
+#[tokio::test]
+async fn a_secret_in_the_system_prompt_is_masked() {
+    let mut h = Harness::new().await;
+    plant(&h);
+    let prompt = |_m: &str, _p: &str, _t: &[String]| {
+        format!("You are helpful.\n\n# AGENTS.md\nDeploy with OPENAI_API_KEY={ENV_KEY}.\n")
+    };
+    h.deps.prompt = std::sync::Arc::new(prompt);
+    h.mock.push(MockResponse::text("ok"));
+    let mut agent = h.agent().await;
+    h.turn(&mut agent, "hi").await;
+    let requests = serde_json::to_string(&h.checked_requests()).unwrap();
+    assert!(!requests.contains(ENV_KEY), "the key was sent: {requests}");
+    assert!(requests.contains("[REDACTED:OPENAI_API_KEY]"), "{requests}");
+    assert!(!agent.system_prompt().contains(ENV_KEY));
+    let stored = h.store.find_session(agent.session_id()).unwrap().unwrap();
+    assert!(
+        !stored.system_prompt.contains(ENV_KEY),
+        "stored in the session"
+    );
+}
+
 #[tokio::test]
 async fn spilled_results_hold_markers_not_secrets() {
     let mut h = Harness::new().await;

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/python.rs"]
+mod python;
 
 use common::{Env, stderr, stdout};
 use hermes_testkit::MockResponse;
@@ -118,4 +120,84 @@ async fn config_show_masks_pooled_config_keys() {
     assert!(!text.contains(KEY_ADDED), "{text}");
     assert!(text.contains("sk-or-...ded2"), "{text}");
     assert!(!stderr(&out).contains("unknown key"), "{}", stderr(&out));
+}
+
+/// `--strategy` goes where Python Hermes keeps a pool's strategy (config.yaml's
+/// `credential_pool_strategies`), and a strategy Python wrote there is the one hermes uses
+/// and lists; Python reads hermes' entry back (switch pass of stop 31, F7).
+#[tokio::test]
+async fn the_pool_strategy_lives_in_config_yaml_as_python_keeps_it() {
+    let env = Env::new().await;
+    let config = env.home.home().config_file();
+    std::fs::write(&config, "# mine\nmodel: openrouter/some-model\n").unwrap();
+    let out = env
+        .run_ok(&[
+            "auth",
+            "add",
+            "openrouter",
+            "--key",
+            KEY_ADDED,
+            "--strategy",
+            "round_robin",
+        ])
+        .await;
+    assert!(
+        stdout(&out).contains("strategy round_robin"),
+        "{}",
+        stdout(&out)
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with("# mine\nmodel: openrouter/some-model\n"),
+        "{text}"
+    );
+    let parsed: serde_json::Value = yaml_serde::from_str(&text).unwrap();
+    assert_eq!(
+        parsed["credential_pool_strategies"]["openrouter"], "round_robin",
+        "{text}"
+    );
+    let list = stdout(&env.run_ok(&["auth", "list"]).await);
+    assert!(list.contains("openrouter (strategy round_robin)"), "{list}");
+
+    // Python's own spelling of another one: hermes lists it; a bad one is named.
+    std::fs::write(
+        &config,
+        "credential_pool_strategies:\n  openrouter: Random\n  anthropic: sideways\n",
+    )
+    .unwrap();
+    let out = env.run_ok(&["auth", "list"]).await;
+    assert!(
+        stdout(&out).contains("openrouter (strategy random)"),
+        "{}",
+        stdout(&out)
+    );
+
+    if let Some(venv) = python::python_venv("the_pool_strategy_lives_in_config_yaml") {
+        std::fs::write(&config, "model: openrouter/some-model\n").unwrap();
+        env.run_ok(&[
+            "auth",
+            "add",
+            "openrouter",
+            "--key",
+            KEY_ENV,
+            "--strategy",
+            "least_used",
+        ])
+        .await;
+        let py = std::process::Command::new(venv.join("bin/python"))
+            .env("HERMES_HOME", env.home.path())
+            .args([
+                "-c",
+                "from agent.credential_pool import get_pool_strategy; \
+                 print(get_pool_strategy('openrouter'))",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&py.stdout).trim(),
+            "least_used",
+            "{}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+    }
 }

@@ -74,6 +74,13 @@ pub trait ModelClient: Send + Sync {
     /// Model name for display and storage.
     fn model(&self) -> &str;
 
+    /// The endpoint's base URL as configured (`https://openrouter.ai/api/v1`), stored with
+    /// usage as Python Hermes stores it (`billing_base_url`); empty when there is none (the
+    /// embedded model). Never carries a key: provider keys travel in headers.
+    fn base_url(&self) -> &str {
+        ""
+    }
+
     /// Context window in tokens, when known.
     fn context_window(&self) -> Option<u64> {
         None

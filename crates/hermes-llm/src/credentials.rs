@@ -33,6 +33,8 @@ pub enum PoolStrategy {
     RoundRobin,
     /// The available key with the fewest uses.
     LeastUsed,
+    /// Any available key, chosen uniformly at random (Python Hermes' `random`).
+    Random,
 }
 
 impl PoolStrategy {
@@ -42,18 +44,24 @@ impl PoolStrategy {
             PoolStrategy::FillFirst => "fill_first",
             PoolStrategy::RoundRobin => "round_robin",
             PoolStrategy::LeastUsed => "least_used",
+            PoolStrategy::Random => "random",
         }
     }
 
-    /// Parses `fill_first` / `round_robin` / `least_used`.
+    /// Parses `fill_first` / `round_robin` / `least_used` / `random` (Python Hermes'
+    /// `SUPPORTED_POOL_STRATEGIES`; case and surrounding blanks ignored, as Python does).
     pub fn parse(s: &str) -> Option<PoolStrategy> {
-        match s.trim() {
+        match s.trim().to_ascii_lowercase().as_str() {
             "fill_first" => Some(PoolStrategy::FillFirst),
             "round_robin" => Some(PoolStrategy::RoundRobin),
             "least_used" => Some(PoolStrategy::LeastUsed),
+            "random" => Some(PoolStrategy::Random),
             _ => None,
         }
     }
+
+    /// The accepted names, for messages.
+    pub const NAMES: &'static str = "fill_first, round_robin, least_used or random";
 }
 
 /// One key and its bookkeeping.
@@ -165,6 +173,10 @@ impl CredentialPool {
                 .iter()
                 .copied()
                 .min_by_key(|i| self.credentials[*i].uses),
+            PoolStrategy::Random => {
+                use rand::seq::IndexedRandom;
+                avail.choose(&mut rand::rng()).copied()
+            }
         }?;
         let c = &mut self.credentials[pick];
         c.uses += 1;

@@ -129,6 +129,10 @@ impl ModelClient for PooledClient {
         self.clients[0].model()
     }
 
+    fn base_url(&self) -> &str {
+        self.clients[0].base_url()
+    }
+
     fn context_window(&self) -> Option<u64> {
         self.clients[0].context_window()
     }

@@ -86,14 +86,44 @@ fn bad_inputs_are_reported() {
     let err = credential_pool(&runtime(Some("sk-x")), &opts).unwrap_err();
     assert!(err.message.contains("auth.json"), "{err}");
 
-    let yaml = "model:\n  credential_strategy: random\n";
+    let yaml = "model:\n  credential_strategy: sideways\n";
     let config = Config::parse(yaml, Path::new("config.yaml"))
         .unwrap()
         .config;
     let (opts, warnings) =
         ClientOptions::default().with_pool(&config.model.to_config(), None, None);
     assert_eq!(opts.strategy, None);
-    assert!(warnings[0].contains("model.credential_strategy `random`"));
+    assert!(warnings[0].contains("model.credential_strategy `sideways`"));
+}
+
+/// Python Hermes keeps a pool's strategy in `credential_pool_strategies:` by provider; hermes
+/// uses it unless `model.credential_strategy` says otherwise, and names a bad entry.
+#[test]
+fn credential_pool_strategies_of_config_yaml_choose_the_strategy() {
+    let yaml = "credential_pool_strategies:\n  openrouter: Round_Robin\n  anthropic: sideways\n  \
+                nous: [not, a, name]\n";
+    let config = Config::parse(yaml, Path::new("config.yaml"))
+        .unwrap()
+        .config;
+    let (opts, warnings) = ClientOptions::from_config(&config);
+    assert_eq!(
+        opts.pool_strategies.get("openrouter"),
+        Some(&PoolStrategy::RoundRobin)
+    );
+    assert_eq!(opts.pool_strategies.len(), 1, "{:?}", opts.pool_strategies);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("credential_pool_strategies.anthropic `sideways`"),
+        "{warnings:?}"
+    );
+    let pool = credential_pool(&runtime(Some("sk-x")), &opts).unwrap();
+    assert_eq!(pool.strategy, PoolStrategy::RoundRobin);
+    let explicit = ClientOptions {
+        strategy: Some(PoolStrategy::LeastUsed),
+        ..opts
+    };
+    let pool = credential_pool(&runtime(Some("sk-x")), &explicit).unwrap();
+    assert_eq!(pool.strategy, PoolStrategy::LeastUsed);
 }
 
 /// A key added by hermes carries the provider's inference URL, as Python Hermes writes it:

@@ -173,6 +173,17 @@ fn pool_strategies() {
         PoolStrategy::parse("least_used"),
         Some(PoolStrategy::LeastUsed)
     );
+    // Python's `random`: any key not cooling down, each in turn sooner or later.
+    let mut p = pool(PoolStrategy::Random);
+    let e401 = LlmError::new(ErrorClass::Auth, Some(401), "bad key");
+    p.report_failure(1, &e401, 0);
+    let mut seen = [0u32; 3];
+    for _ in 0..200 {
+        seen[p.acquire(0).unwrap().0] += 1;
+    }
+    assert_eq!(seen[1], 0, "a key cooling down is not chosen: {seen:?}");
+    assert!(seen[0] > 0 && seen[2] > 0, "{seen:?}");
+    assert_eq!(PoolStrategy::parse(" Random "), Some(PoolStrategy::Random));
 }
 
 #[test]

@@ -96,6 +96,11 @@ pub struct Config {
     /// does not interpret it; its editors leave it as it is.
     #[serde(rename = "_config_version")]
     pub config_version: Option<yaml_serde::Value>,
+    /// `credential_pool_strategies: {<provider>: <strategy>}` — how each provider's key pool
+    /// picks a key (Python Hermes' place for it; `hermes auth strategy` writes it). Read by
+    /// `hermes_llm::ClientOptions::from_config`; anything but a mapping is ignored, as
+    /// Python ignores it.
+    pub credential_pool_strategies: Option<yaml_serde::Value>,
 }
 
 /// `model:` as written: either a bare model name or a table.
@@ -517,6 +522,18 @@ pub struct LoadedConfig {
 }
 
 impl Config {
+    /// The `credential_pool_strategies:` entries whose provider and strategy are both
+    /// strings, as written (the names are checked by their reader); anything else is left
+    /// out, as Python Hermes leaves it.
+    pub fn pool_strategy_names(&self) -> BTreeMap<String, String> {
+        let Some(yaml_serde::Value::Mapping(map)) = &self.credential_pool_strategies else {
+            return BTreeMap::new();
+        };
+        map.iter()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+            .collect()
+    }
+
     /// Loads `path`; a missing file yields the defaults. Errors carry line and column.
     pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
         match std::fs::read_to_string(path) {

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hermes_protocol::{Message, Usage};
+use hermes_protocol::Message;
 
 use crate::claims::ClaimRecord;
 use crate::cron_runs::CronRun;
@@ -142,14 +142,7 @@ pub trait SessionBackend: Send + Sync {
         replacement: &[Message],
         expected_version: u64,
     ) -> Result<(Vec<i64>, u64), StoreError>;
-    fn add_usage(
-        &self,
-        session_id: &str,
-        model: &str,
-        provider: &str,
-        usage: &Usage,
-        cost_usd: Option<f64>,
-    ) -> Result<(), StoreError>;
+    fn add_usage(&self, session_id: &str, usage: &UsageRecord<'_>) -> Result<(), StoreError>;
     fn usage_by_model(&self, session_id: &str) -> Result<Vec<ModelUsage>, StoreError>;
 
     // Search.
@@ -256,7 +249,7 @@ impl SessionBackend for crate::store::SqliteStore {
         fn deactivate_messages_checked(&self, session_id: &str, message_id: i64, expected_version: u64) -> Result<u64, StoreError>;
         fn replace_active_from(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message]) -> Result<Vec<i64>, StoreError>;
         fn replace_active_checked(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message], expected_version: u64) -> Result<(Vec<i64>, u64), StoreError>;
-        fn add_usage(&self, session_id: &str, model: &str, provider: &str, usage: &Usage, cost_usd: Option<f64>) -> Result<(), StoreError>;
+        fn add_usage(&self, session_id: &str, usage: &UsageRecord<'_>) -> Result<(), StoreError>;
         fn usage_by_model(&self, session_id: &str) -> Result<Vec<ModelUsage>, StoreError>;
         fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError>;
         fn record_cron_runs(&self, runs: &[CronRun]) -> Result<usize, StoreError>;

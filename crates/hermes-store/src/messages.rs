@@ -368,10 +368,30 @@ pub struct UsageRecord<'a> {
     pub model: &'a str,
     /// Provider name the call went to.
     pub provider: &'a str,
+    /// The endpoint's base URL (`billing_base_url`; empty when there is none).
+    pub base_url: &'a str,
     /// Tokens of the call.
     pub usage: &'a Usage,
     /// Cost in US dollars, when the price is known.
     pub cost_usd: Option<f64>,
+}
+
+impl<'a> UsageRecord<'a> {
+    /// A record without an endpoint base URL (set [`UsageRecord::base_url`] when known).
+    pub fn new(
+        model: &'a str,
+        provider: &'a str,
+        usage: &'a Usage,
+        cost_usd: Option<f64>,
+    ) -> UsageRecord<'a> {
+        UsageRecord {
+            model,
+            provider,
+            base_url: "",
+            usage,
+            cost_usd,
+        }
+    }
 }
 
 /// Adds `record` to the session totals and to its per-model row (the body of
@@ -403,7 +423,8 @@ pub(crate) fn add_usage_in(
              cost_status = CASE WHEN ?7 IS NULL THEN cost_status ELSE 'estimated' END, \
              api_call_count = COALESCE(api_call_count, 0) + 1, \
              model = COALESCE(model, NULLIF(?8, '')), \
-             billing_provider = COALESCE(billing_provider, NULLIF(?9, '')) WHERE id = ?1",
+             billing_provider = COALESCE(billing_provider, NULLIF(?9, '')), \
+             billing_base_url = COALESCE(billing_base_url, NULLIF(?10, '')) WHERE id = ?1",
         )?
         .execute(rusqlite::params![
             session_id,
@@ -414,7 +435,8 @@ pub(crate) fn add_usage_in(
             vals[4],
             cost_usd,
             record.model,
-            record.provider
+            record.provider,
+            record.base_url
         ])?;
     if n == 0 {
         return Err(StoreError::SessionNotFound {
@@ -430,7 +452,7 @@ pub(crate) fn add_usage_in(
          billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens, \
          cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd, \
          actual_cost_usd, cost_status, first_seen, last_seen) \
-         VALUES (?1, ?2, ?3, '', '', '', 1, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 0), 0, \
+         VALUES (?1, ?2, ?3, ?11, '', '', 1, ?4, ?5, ?6, ?7, ?8, COALESCE(?9, 0), 0, \
          CASE WHEN ?9 IS NULL THEN NULL ELSE 'estimated' END, ?10, ?10) \
          ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task) \
          DO UPDATE SET api_call_count = api_call_count + 1, \
@@ -453,7 +475,8 @@ pub(crate) fn add_usage_in(
         vals[3],
         vals[4],
         cost_usd,
-        now
+        now,
+        record.base_url
     ])?;
     Ok(())
 }
@@ -533,21 +556,8 @@ impl SqliteStore {
     /// totals and to the per-model row `(session_id, model, provider)`.
     ///
     /// Errors: [`StoreError::SessionNotFound`] for an unknown session.
-    pub fn add_usage(
-        &self,
-        session_id: &str,
-        model: &str,
-        provider: &str,
-        usage: &Usage,
-        cost_usd: Option<f64>,
-    ) -> Result<(), StoreError> {
-        let record = UsageRecord {
-            model,
-            provider,
-            usage,
-            cost_usd,
-        };
-        self.write("add_usage", |tx| add_usage_in(tx, session_id, &record))
+    pub fn add_usage(&self, session_id: &str, record: &UsageRecord<'_>) -> Result<(), StoreError> {
+        self.write("add_usage", |tx| add_usage_in(tx, session_id, record))
     }
 
     /// Per-model usage rows of a session, ordered by model then provider.

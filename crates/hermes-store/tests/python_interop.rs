@@ -110,6 +110,7 @@ print(json.dumps({{'ok': True}}))
     let record = UsageRecord {
         model: "openai/gpt-5",
         provider: "openrouter",
+        base_url: "https://openrouter.ai/api/v1",
         usage: &usage,
         cost_usd: Some(0.002),
     };
@@ -176,6 +177,11 @@ print(json.dumps({{'conv': conv, 'session': s, 'hconv': hconv, 'listed': listed,
     assert_eq!(py["message_count"], 7);
     assert_eq!(py["tool_call_count"], 2);
     assert_eq!(py["input_tokens"], 150);
+    // The endpoint of hermes' call is recorded where Python records its own.
+    assert_eq!(
+        py["billing_base_url"], "https://openrouter.ai/api/v1",
+        "{py}"
+    );
     let s = &seen["session"];
     for (k, want) in [
         ("source", "cli"),

@@ -9,7 +9,7 @@ use std::path::Path;
 use hermes_protocol::{ContentPart, Message, Reasoning, ToolCall, Usage};
 use hermes_store::{
     CronDelivery, CronRun, NewSession, PgOptions, PgStore, SUBAGENT_SOURCE, SearchQuery,
-    SessionStore, StoreError,
+    SessionStore, StoreError, UsageRecord,
 };
 
 fn dsn() -> Option<String> {
@@ -88,10 +88,16 @@ fn source(path: &Path) -> SessionStore {
         cache_write_tokens: 1,
         reasoning_tokens: 2,
     };
-    s.add_usage("s-cli", "gpt-test", "openrouter", &usage, Some(0.5))
-        .unwrap();
-    s.add_usage("s-cli", "other", "anthropic", &usage, None)
-        .unwrap();
+    s.add_usage(
+        "s-cli",
+        &UsageRecord::new("gpt-test", "openrouter", &usage, Some(0.5)),
+    )
+    .unwrap();
+    s.add_usage(
+        "s-cli",
+        &UsageRecord::new("other", "anthropic", &usage, None),
+    )
+    .unwrap();
     s.set_model_choice(
         "s-tg",
         "claude-x",

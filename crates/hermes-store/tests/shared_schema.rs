@@ -224,6 +224,7 @@ fn a_python_session_is_continued_with_complete_rows() {
             &hermes_store::UsageRecord {
                 model: "qwen/qwen3-coder",
                 provider: "openrouter",
+                base_url: "https://openrouter.ai/api/v1",
                 usage: &usage,
                 cost_usd: Some(0.001),
             },

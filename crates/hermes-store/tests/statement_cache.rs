@@ -4,7 +4,7 @@
 //! another process changes the schema of the same file between two writes.
 
 use hermes_protocol::{Message, ToolCall, Usage};
-use hermes_store::{NewSession, SearchQuery, SessionStore};
+use hermes_store::{NewSession, SearchQuery, SessionStore, UsageRecord};
 
 fn session(id: &str) -> NewSession {
     NewSession {
@@ -34,7 +34,9 @@ fn cached_writes_survive_a_schema_change_by_another_connection() {
         output_tokens: 2,
         ..Usage::default()
     };
-    store.add_usage("s1", "m", "p", &usage, Some(0.5)).unwrap();
+    store
+        .add_usage("s1", &UsageRecord::new("m", "p", &usage, Some(0.5)))
+        .unwrap();
 
     // Another process adds a table and an index: every prepared statement of `store` is now
     // stale and must be recompiled by SQLite, not fail or write the wrong columns.
@@ -54,7 +56,9 @@ fn cached_writes_survive_a_schema_change_by_another_connection() {
         .append_message("s1", &Message::user("second zebra"), None)
         .unwrap();
     store.append_message_checked("s1", &call, None, v).unwrap();
-    store.add_usage("s1", "m", "p", &usage, Some(0.5)).unwrap();
+    store
+        .add_usage("s1", &UsageRecord::new("m", "p", &usage, Some(0.5)))
+        .unwrap();
 
     let messages = store.load_messages("s1").unwrap();
     let texts: Vec<String> = messages.iter().map(|m| m.message.text()).collect();

@@ -94,6 +94,11 @@ impl World {
             write(&w.hh.join(backup), &format!("OPENAI_API_KEY={SECRET}\n"));
         }
         write(&w.hh.join("config.yaml"), "model: m\n");
+        // Hard links to the secrets made before the session, under other names: the same
+        // inode, so the same protection.
+        std::fs::hard_link(w.hh.join(".env"), w.hh.join("env-link")).unwrap();
+        std::fs::create_dir_all(w.hh.join("profiles")).unwrap();
+        std::fs::hard_link(w.hh.join("auth.json"), w.hh.join("profiles/auth-link")).unwrap();
         // Another profile of this home: its secrets are as unreadable as the session's own.
         write(
             &w.hh.join("profiles/w/.env"),
@@ -259,6 +264,7 @@ fn corpus(w: &World) -> Vec<(&'static str, String)> {
         ("secret via symlink and proc", "ln -s \"$H\"/.env e; cat e; cat /proc/self/root\"$H\"/.env; python3 -c \"print(open('$H/auth.json').read())\"".into()),
         ("other profile's secrets", "cat \"$H\"/profiles/w/.env; cat \"$H\"/profiles/w/auth.json; cp \"$H\"/profiles/w/.env leak6".into()),
         ("secret backups", "cat \"$H\"/.env.bak \"$H\"/.env~ \"$H\"/auth.json.old; cp \"$H\"/.env.bak leak7".into()),
+        ("hard links made before", "cat \"$H\"/env-link \"$H\"/profiles/auth-link; cp \"$H\"/env-link leak8".into()),
         ("secret dir listing", "ls \"$H\"/mcp-tokens; cat \"$H\"/mcp-tokens/srv.json".into()),
         // Forms that name `/`: destructive binaries are loggers here.
         ("slash forms", format!("export PATH='{}':$PATH; $(echo rm) -rf /; R=rm; $R -rf /; D=/; rm -rf $D; echo / | xargs rm -rf; find / -maxdepth 0 -delete; cd / && rm -rf *; rm -rf /tmp/..", w.bin.display())),
@@ -498,6 +504,97 @@ fn network(failures: &mut Vec<String>) {
     );
 }
 
+/// Run as root, a sandboxed command keeps only Docker's default capabilities (minus MKNOD,
+/// NET_RAW, SETFCAP) in every set, the bounding set included; without root it has none. No
+/// block device can be opened for reading (the disk under the file rules).
+fn root_reach(failures: &mut Vec<String>) {
+    println!("capabilities and devices");
+    let w = World::new();
+    let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
+    let out = run(
+        &ctx,
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status",
+    );
+    // CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE
+    // SYS_CHROOT AUDIT_WRITE
+    let kept: u64 = [0, 1, 3, 4, 5, 6, 7, 8, 10, 18, 29]
+        .iter()
+        .fold(0, |m, b| m | (1u64 << b));
+    let root = running_as_root();
+    let sets: Vec<(String, u64)> = out
+        .content
+        .lines()
+        .filter_map(|l| {
+            let (name, hex) = l.split_once(':')?;
+            Some((name.to_string(), u64::from_str_radix(hex.trim(), 16).ok()?))
+        })
+        .collect();
+    check(
+        "the capability sets were read",
+        sets.len() == 5,
+        &out.content,
+        failures,
+    );
+    for (name, value) in &sets {
+        let ok = if root {
+            value & !kept == 0
+        } else {
+            name == "CapBnd" || *value == 0
+        };
+        check(
+            &format!("{name} holds only the kept capabilities"),
+            ok,
+            &format!("{name} = {value:#x}, kept {kept:#x}"),
+            failures,
+        );
+    }
+    let devices: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    use std::os::unix::fs::FileTypeExt;
+                    e.file_type().is_ok_and(|t| t.is_block_device())
+                })
+                .map(|e| e.path())
+                // Only the ones this process can read unsandboxed (a loop device with
+                // nothing attached reads nothing anyway).
+                .filter(|p| {
+                    use std::io::Read;
+                    std::fs::File::open(p)
+                        .is_ok_and(|mut f| f.read(&mut [0u8; 1]).is_ok_and(|n| n == 1))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for dev in devices.iter().take(3) {
+        let out = run(
+            &ctx,
+            &format!(
+                "if head -c1 '{}' >/dev/null 2>&1; then echo READ; else echo DENIED; fi",
+                dev.display()
+            ),
+        );
+        check(
+            &format!("{} cannot be read", dev.display()),
+            out.content.contains("DENIED"),
+            &out.content,
+            failures,
+        );
+    }
+}
+
+/// True when this process's effective user is root (from `/proc/self/status`).
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
 /// Unix-domain sockets reached by path (tmux, D-Bus, ssh-agent, docker): Landlock's file rules
 /// do not cover `connect(2)` to one, so without `unix_sockets: true` a sandboxed command can
 /// create none; socket pairs keep working.
@@ -599,6 +696,35 @@ fn background_process_tool(failures: &mut Vec<String>) {
         &format!("{} / canary {canary:?}", out.content),
         failures,
     );
+
+    // A profile made while a background command runs: its secrets are as closed to that
+    // command as those of the profiles it saw at its start (here the folder starts empty).
+    let w = World::new();
+    std::fs::remove_dir_all(w.hh.join("profiles")).unwrap();
+    std::fs::create_dir_all(w.hh.join("profiles")).unwrap();
+    let ctx = w.ctx(w.settings(SandboxMode::WorkspaceWrite, true), &w.ws, &w.hh);
+    let cmd = format!(
+        "{}sleep 1; cat \"$H\"/profiles/late/.env > late.txt 2>&1; echo done >> late.txt",
+        w.preamble()
+    );
+    rt().block_on(async {
+        terminal
+            .call(json!({"command": cmd, "background": true}), &ctx)
+            .await;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        write(
+            &w.hh.join("profiles/late/.env"),
+            &format!("OPENAI_API_KEY={SECRET}\n"),
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    });
+    let late = std::fs::read_to_string(w.ws.join("late.txt")).unwrap_or_default();
+    check(
+        "a profile made after a background command started is closed to it",
+        late.contains("done") && !late.contains(SECRET),
+        &late,
+        failures,
+    );
 }
 
 /// Run in a child process with [`FORCE_UNSUPPORTED_ENV`] set: the fallback of
@@ -696,6 +822,7 @@ fn main() {
     protected_inside_workspace(&mut failures);
     network(&mut failures);
     unix_sockets(&mut failures);
+    root_reach(&mut failures);
     background_process_tool(&mut failures);
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--unsupported-child")

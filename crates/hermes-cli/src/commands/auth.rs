@@ -28,7 +28,9 @@ pub enum AuthCmd {
         /// The key itself (prefer stdin: command lines end up in shell history).
         #[arg(long)]
         key: Option<String>,
-        /// Pool strategy to store for this provider: fill_first, round_robin or least_used.
+        /// Pool strategy for this provider: fill_first, round_robin, least_used or random.
+        /// Written to config.yaml's `credential_pool_strategies`, where Python Hermes keeps
+        /// it too.
         #[arg(long)]
         strategy: Option<String>,
     },
@@ -76,7 +78,7 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
             let id = require_provider(provider)?;
             let strategy = match strategy.as_deref() {
                 Some(s) => Some(PoolStrategy::parse(s).with_context(|| {
-                    format!("unknown strategy `{s}`; use fill_first, round_robin or least_used")
+                    format!("unknown strategy `{s}`; use {}", PoolStrategy::NAMES)
                 })?),
                 None => None,
             };
@@ -99,9 +101,6 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
                     }
                 };
                 let pool = &mut pools[at];
-                if let Some(s) = strategy {
-                    pool.strategy = s;
-                }
                 if let Some(existing) = pool.credentials.iter().find(|c| c.key == key) {
                     return Ok::<_, anyhow::Error>(format!(
                         "{id}: this key is already pooled as `{}` ({})",
@@ -129,6 +128,13 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
             })
             .with_context(|| format!("updating {}", path.display()))?;
             println!("{message}");
+            if let Some(s) = strategy {
+                set_pool_strategy(&app, &id, s)?;
+                println!(
+                    "{id}: strategy {} (credential_pool_strategies in config.yaml)",
+                    s.as_str()
+                );
+            }
             Ok(0)
         }
         AuthCmd::List { provider } => {
@@ -159,6 +165,26 @@ pub fn run(profile: Option<&str>, cmd: &AuthCmd) -> Result<i32> {
     }
 }
 
+/// Writes `credential_pool_strategies.<provider>: <strategy>` into config.yaml, editing
+/// only that line (the rest of the file, comments included, stays as it is).
+fn set_pool_strategy(app: &App, provider: &str, strategy: PoolStrategy) -> Result<()> {
+    let file = app.home.config_file();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    let value = serde_json::Value::String(strategy.as_str().to_string());
+    let new = crate::config_edit::path::set_path(
+        &text,
+        &["credential_pool_strategies", provider],
+        &value,
+    )
+    .with_context(|| format!("editing {}", file.display()))?;
+    hermes_protocol::private_fs::write_atomic(&file, &new)
+        .with_context(|| format!("writing {}", file.display()))
+}
+
 fn read_key_from_stdin() -> Result<String> {
     let mut line = String::new();
     std::io::stdin()
@@ -185,7 +211,15 @@ fn list_text(app: &App, pools: &[CredentialPool], only: Option<&str>) -> String 
     {
         let pool = pools.iter().find(|p| p.provider == id);
         let state = states.get(id);
-        let strategy = pool.map(|p| p.strategy).unwrap_or_default().as_str();
+        let configured = app
+            .config
+            .pool_strategy_names()
+            .get(id)
+            .and_then(|s| PoolStrategy::parse(s));
+        let strategy = configured
+            .or(pool.map(|p| p.strategy))
+            .unwrap_or_default()
+            .as_str();
         out.push_str(&format!("{id} (strategy {strategy})\n"));
         let mut labels: Vec<(String, String)> = pool
             .map(|p| {

@@ -209,6 +209,10 @@ impl ModelClient for OpenAiChatClient {
         &self.config.model
     }
 
+    fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
     fn context_window(&self) -> Option<u64> {
         self.config.context_window
     }

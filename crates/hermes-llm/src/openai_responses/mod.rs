@@ -108,6 +108,10 @@ impl ModelClient for ResponsesClient {
         &self.config.model
     }
 
+    fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
     fn context_window(&self) -> Option<u64> {
         self.config.context_window
     }

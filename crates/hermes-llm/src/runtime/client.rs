@@ -28,9 +28,12 @@ pub struct ClientOptions {
     pub cache_ttl: CacheTtl,
     /// More keys for the runtime's provider (`model.api_keys`), labelled `config-1`, … .
     pub extra_keys: Vec<String>,
-    /// Pool strategy (`model.credential_strategy`); `None`: the `auth.json` pool's, else
-    /// `fill_first`.
+    /// Pool strategy (`model.credential_strategy`); `None`: the provider's entry of
+    /// [`ClientOptions::pool_strategies`], else the `auth.json` pool's, else `fill_first`.
     pub strategy: Option<PoolStrategy>,
+    /// `credential_pool_strategies:` of `config.yaml`, by provider id (Python Hermes' place
+    /// for a pool's strategy).
+    pub pool_strategies: std::collections::BTreeMap<String, PoolStrategy>,
     /// `HERMES_HOME/auth.json` (keys added with `hermes auth add`), if any.
     pub auth_file: Option<PathBuf>,
     /// `HERMES_HOME/cache/credential_state.json` (uses and cooldowns), if persisted.
@@ -53,6 +56,7 @@ impl std::fmt::Debug for ClientOptions {
                     .collect::<Vec<_>>(),
             )
             .field("strategy", &self.strategy)
+            .field("pool_strategies", &self.pool_strategies)
             .field("auth_file", &self.auth_file)
             .field("state_file", &self.state_file)
             .field("timeouts", &self.timeouts)
@@ -73,6 +77,17 @@ impl ClientOptions {
                 Some(ttl) => opts.cache_ttl = ttl,
                 None => warnings.push(format!(
                     "prompt_caching.cache_ttl `{raw}` is not `5m` or `1h`; using 5m"
+                )),
+            }
+        }
+        for (provider, raw) in config.pool_strategy_names() {
+            match PoolStrategy::parse(&raw) {
+                Some(s) => {
+                    opts.pool_strategies.insert(provider, s);
+                }
+                None => warnings.push(format!(
+                    "credential_pool_strategies.{provider} `{raw}` is not {}; using fill_first",
+                    PoolStrategy::NAMES
                 )),
             }
         }
@@ -99,7 +114,8 @@ impl ClientOptions {
             match PoolStrategy::parse(raw) {
                 Some(s) => self.strategy = Some(s),
                 None => warnings.push(format!(
-                    "model.credential_strategy `{raw}` is not fill_first, round_robin or least_used; using fill_first"
+                    "model.credential_strategy `{raw}` is not {}; using fill_first",
+                    PoolStrategy::NAMES
                 )),
             }
         }
@@ -123,6 +139,7 @@ pub fn credential_pool(rt: &Runtime, opts: &ClientOptions) -> Result<CredentialP
     };
     let strategy = opts
         .strategy
+        .or_else(|| opts.pool_strategies.get(&rt.provider).copied())
         .or(stored.as_ref().map(|p| p.strategy))
         .unwrap_or_default();
     let mut pool = CredentialPool::new(rt.provider.clone(), strategy);

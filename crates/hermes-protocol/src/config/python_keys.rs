@@ -37,10 +37,7 @@ pub const PYTHON_KEYS: &[(&str, KeyStatus)] = &[
         "fallback_model",
         Ignored("hermes reads the list `fallback_providers:` instead"),
     ),
-    (
-        "credential_pool_strategies",
-        Ignored("hermes takes the pool strategy from `model.credential_strategy` (or auth.json)"),
-    ),
+    ("credential_pool_strategies", Honoured),
     ("toolsets", Honoured),
     (
         "max_concurrent_sessions",

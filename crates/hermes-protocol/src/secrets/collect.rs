@@ -40,8 +40,9 @@ pub fn is_secret_name(name: &str) -> bool {
         // `max_tokens`, `reasoning_tokens`: budgets, not credentials.
         return false;
     }
-    const WORDS: [&str; 11] = [
+    const WORDS: [&str; 12] = [
         "token",
+        "jwt",
         "dsn",
         "secret",
         "password",
@@ -57,10 +58,16 @@ pub fn is_secret_name(name: &str) -> bool {
         return true;
     }
     // `key` as a word of a snake/kebab/camel name: `api_key`, `KEY`, `keys`, `x-api-key`;
-    // `pass` and `pat` (a personal access token) as words: `DB_PASS`, `GH_PAT`.
+    // `pass`, `pwd` and `pat` (a personal access token) as words: `DB_PASS`, `MYSQL_PWD`,
+    // `GH_PAT` (the shell's own `PWD`, the working directory, is not one); `auth` as a word:
+    // `NPM_CONFIG__AUTH`, `DOCKER_AUTH_CONFIG`.
+    // (A key named just `auth` is a mode, as in an MCP server's `auth: oauth`.)
+    if matches!(lower.as_str(), "pwd" | "oldpwd" | "auth") {
+        return false;
+    }
     lower
         .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| matches!(w, "key" | "keys" | "pass" | "pat"))
+        .any(|w| matches!(w, "key" | "keys" | "pass" | "pwd" | "pat" | "auth"))
 }
 
 /// A config/JSON tree reduced to what the walk needs.
@@ -232,13 +239,10 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
         .map(|t| parse_env_file(&t))
         .unwrap_or_default();
     collect_env(&env_vars, "", &mut out);
-    for (k, v) in std::env::vars_os() {
-        if let (Some(k), Some(v)) = (k.to_str(), v.to_str())
-            && is_secret_name(k)
-        {
-            out.push((k.to_string(), v.to_string()));
-        }
-    }
+    let process_env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    collect_env(&process_env, "", &mut out);
     if let Ok(text) = std::fs::read_to_string(home.config_file())
         && let Ok(value) = yaml_serde::from_str::<yaml_serde::Value>(&text)
     {
@@ -268,8 +272,9 @@ fn collect_env(vars: &BTreeMap<String, String>, prefix: &str, out: &mut Vec<(Str
     }
 }
 
-/// The password of a URL with credentials (`scheme://user:pass@host/…`), if `value` is one.
-fn url_password(value: &str) -> Option<&str> {
+/// The password of a URL with credentials (`scheme://user:pass@host/…`), if `value` is one:
+/// such a value is a credential whatever its variable is called (`DATABASE_URL`).
+pub fn url_password(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim().split_once("://")?;
     if scheme.is_empty()
         || !scheme
@@ -412,6 +417,11 @@ mod tests {
             "GH_PAT",
             "SLACK_WEBHOOK_URL",
             "discord_webhook",
+            // And the second pass's: CI and registry credentials.
+            "CI_JOB_JWT",
+            "MYSQL_PWD",
+            "NPM_CONFIG__AUTH",
+            "DOCKER_AUTH_CONFIG",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
@@ -428,8 +438,35 @@ mod tests {
             "credential_strategy",
             "reasoning_tokens",
             "HOME",
+            "PWD",
+            "OLDPWD",
+            "GIT_AUTHOR_NAME",
+            "auth_type",
+            "OAUTH_CALLBACK_PORT",
+            "auth",
         ] {
             assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn urls_with_passwords() {
+        for (v, password) in [
+            ("postgres://app:s3cret@db.internal:5432/app", "s3cret"),
+            ("redis://:hunter2@cache:6379/0", "hunter2"),
+            ("https://user:ghp_abc@github.com/org/repo.git", "ghp_abc"),
+        ] {
+            assert_eq!(url_password(v), Some(password), "{v}");
+        }
+        for v in [
+            "postgres://db.internal/app",
+            "https://example.com/a:b@c",
+            "postgres://user@host/db",
+            "mailto:someone@example.com",
+            "not a url",
+            "https://user:@host/",
+        ] {
+            assert_eq!(url_password(v), None, "{v}");
         }
     }
 

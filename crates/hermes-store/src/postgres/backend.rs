@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hermes_protocol::{Message, Usage};
+use hermes_protocol::Message;
 
 use super::PgStore;
 use super::messages::OwnedUsage;
@@ -23,6 +23,7 @@ fn owned_usage(u: &UsageRecord<'_>) -> OwnedUsage {
     OwnedUsage {
         model: u.model.to_string(),
         provider: u.provider.to_string(),
+        base_url: u.base_url.to_string(),
         usage: *u.usage,
         cost_usd: u.cost_usd,
     }
@@ -268,21 +269,9 @@ impl SessionBackend for PgStore {
         })
     }
 
-    fn add_usage(
-        &self,
-        session_id: &str,
-        model: &str,
-        provider: &str,
-        usage: &Usage,
-        cost_usd: Option<f64>,
-    ) -> Result<(), StoreError> {
+    fn add_usage(&self, session_id: &str, usage: &UsageRecord<'_>) -> Result<(), StoreError> {
         let id = session_id.to_string();
-        let usage = owned_usage(&UsageRecord {
-            model,
-            provider,
-            usage,
-            cost_usd,
-        });
+        let usage = owned_usage(usage);
         self.run(move |db| async move { db.add_usage(&id, &usage).await })
     }
 

@@ -15,6 +15,7 @@ use crate::types::{ModelUsage, StoredMessage};
 pub(crate) struct OwnedUsage {
     pub(crate) model: String,
     pub(crate) provider: String,
+    pub(crate) base_url: String,
     pub(crate) usage: hermes_protocol::Usage,
     pub(crate) cost_usd: Option<f64>,
 }
@@ -216,7 +217,8 @@ async fn add_usage_in(
              cost_status = CASE WHEN $7::float8 IS NULL THEN cost_status ELSE 'estimated' END, \
              api_call_count = COALESCE(api_call_count, 0) + 1, \
              model = COALESCE(model, NULLIF($8, '')), \
-             billing_provider = COALESCE(billing_provider, NULLIF($9, '')) WHERE id = $1",
+             billing_provider = COALESCE(billing_provider, NULLIF($9, '')), \
+             billing_base_url = COALESCE(billing_base_url, NULLIF($10, '')) WHERE id = $1",
         )
         .await?;
     let n = c
@@ -232,6 +234,7 @@ async fn add_usage_in(
                 &u.cost_usd,
                 &u.model,
                 &u.provider,
+                &u.base_url,
             ],
         )
         .await?;
@@ -247,7 +250,7 @@ async fn add_usage_in(
              billing_base_url, billing_mode, task, api_call_count, input_tokens, output_tokens, \
              cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd, \
              actual_cost_usd, cost_status, first_seen, last_seen) \
-             VALUES ($1, $2, $3, '', '', '', 1, $4, $5, $6, $7, $8, COALESCE($9::float8, 0), 0, \
+             VALUES ($1, $2, $3, $11, '', '', 1, $4, $5, $6, $7, $8, COALESCE($9::float8, 0), 0, \
              CASE WHEN $9::float8 IS NULL THEN NULL ELSE 'estimated' END, $10, $10) \
              ON CONFLICT (session_id, model, billing_provider, billing_base_url, billing_mode, task) \
              DO UPDATE SET api_call_count = u.api_call_count + 1, \
@@ -274,6 +277,7 @@ async fn add_usage_in(
             &vals[4],
             &u.cost_usd,
             &now,
+            &u.base_url,
         ],
     )
     .await?;

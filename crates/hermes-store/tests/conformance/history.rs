@@ -140,6 +140,7 @@ pub fn a_reply_and_its_usage_commit_together_or_not_at_all(db: &Db) {
     let record = UsageRecord {
         model: "m",
         provider: "p",
+        base_url: "http://p.example/v1",
         usage: &usage,
         cost_usd: Some(0.25),
     };

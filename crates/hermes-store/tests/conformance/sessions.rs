@@ -3,7 +3,7 @@
 use hermes_protocol::{
     ContentPart, FinishReason, Message, Reasoning, Role, ToolCall, Usage, new_session_id,
 };
-use hermes_store::{Format, NewSession, StoreError};
+use hermes_store::{Format, NewSession, StoreError, UsageRecord};
 
 use super::Db;
 
@@ -168,15 +168,18 @@ pub fn usage_accumulates_per_session_and_per_model(db: &Db) {
         reasoning_tokens: 3,
     };
     store
-        .add_usage("s", "gpt-test", "openrouter", &u, None)
+        .add_usage("s", &UsageRecord::new("gpt-test", "openrouter", &u, None))
         .unwrap();
     let rec = store.get_session("s").unwrap().unwrap();
     assert_eq!(rec.cost_usd, None);
     store
-        .add_usage("s", "gpt-test", "openrouter", &u, Some(0.25))
+        .add_usage(
+            "s",
+            &UsageRecord::new("gpt-test", "openrouter", &u, Some(0.25)),
+        )
         .unwrap();
     store
-        .add_usage("s", "small", "local", &u, Some(0.0))
+        .add_usage("s", &UsageRecord::new("small", "local", &u, Some(0.0)))
         .unwrap();
     let rec = store.get_session("s").unwrap().unwrap();
     assert_eq!(rec.input_tokens, 300);
@@ -192,7 +195,11 @@ pub fn usage_accumulates_per_session_and_per_model(db: &Db) {
     assert_eq!(per_model[0].usage.input_tokens, 200);
     assert_eq!(per_model[0].cost_usd, Some(0.25));
     assert_eq!(per_model[1].model, "small");
-    assert!(store.add_usage("x", "m", "p", &u, None).is_err());
+    assert!(
+        store
+            .add_usage("x", &UsageRecord::new("m", "p", &u, None))
+            .is_err()
+    );
 }
 
 pub fn find_latest_list_title_end_delete(db: &Db) {

@@ -2,7 +2,7 @@
 //! session, hidden from the session list, not counted twice in the store totals.
 
 use hermes_protocol::{Message, Usage};
-use hermes_store::{NewSession, SUBAGENT_SOURCE};
+use hermes_store::{NewSession, SUBAGENT_SOURCE, UsageRecord};
 
 use super::Db;
 
@@ -95,11 +95,13 @@ pub fn stats_do_not_count_a_childs_tokens_twice(db: &Db) {
         .unwrap();
     // The child's calls are recorded in its own session and added to the parent's.
     store
-        .add_usage("c1", "m", "p", &usage(100, 10), None)
+        .add_usage("c1", &UsageRecord::new("m", "p", &usage(100, 10), None))
         .unwrap();
     store
-        .add_usage("p1", "m", "p", &usage(100, 10), None)
+        .add_usage("p1", &UsageRecord::new("m", "p", &usage(100, 10), None))
         .unwrap();
-    store.add_usage("p1", "m", "p", &usage(5, 5), None).unwrap();
+    store
+        .add_usage("p1", &UsageRecord::new("m", "p", &usage(5, 5), None))
+        .unwrap();
     assert_eq!(store.stats().unwrap().total_tokens, 120);
 }

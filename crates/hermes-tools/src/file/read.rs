@@ -169,14 +169,17 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
     let mut counted_all = true;
     loop {
         buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let (n, whole) = read_line_capped(&mut reader, &mut buf)
             .map_err(|e| format!("cannot read {shown}: {e}"))?;
         if n == 0 {
             break;
         }
+        if !whole {
+            // One line of more than MAX_COUNT_BYTES: show what was kept of it, stop there.
+            counted_all = false;
+        }
         if total >= last {
-            past_page += n as u64;
+            past_page += n;
             if past_page > MAX_COUNT_BYTES {
                 counted_all = false;
                 break;
@@ -195,6 +198,9 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
                 text.into_owned()
             };
             lines.push((total, text));
+        }
+        if !whole {
+            break;
         }
     }
     if total == 0 {
@@ -225,6 +231,45 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
     Ok(out)
 }
 
+/// Bytes of one line kept in memory: enough for [`MAX_LINE_CHARS`] characters of any width
+/// (UTF-8 has at most 4 bytes a character) and a line ending.
+const LINE_KEEP_BYTES: usize = MAX_LINE_CHARS * 4 + 2;
+
+/// Reads one line (through `\n` or the end of input) from `reader`, keeping at most
+/// [`LINE_KEEP_BYTES`] of it in `buf` and passing over the rest, so a line of gigabytes (a
+/// minified bundle, a sparse file) costs no more memory than a short one. Stops inside a
+/// line after [`MAX_COUNT_BYTES`].
+///
+/// Returns the bytes consumed (0 at the end of input) and whether the line was read to its
+/// end.
+fn read_line_capped(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(u64, bool)> {
+    let mut consumed: u64 = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((consumed, true));
+        }
+        let (take, ended) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = LINE_KEEP_BYTES.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        consumed += take as u64;
+        if ended {
+            return Ok((consumed, true));
+        }
+        if consumed > MAX_COUNT_BYTES {
+            return Ok((consumed, false));
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -237,5 +282,38 @@ mod tests {
         assert!(!is_binary_prefix(&bytes));
         assert!(is_binary_prefix(b"abc\0def"));
         assert!(is_binary_prefix(&[0xff, 0xfe, 0x80, 0x81, 0x90, 0x41]));
+    }
+
+    #[test]
+    fn a_long_line_is_passed_over_not_kept() {
+        let long = 3 * 1024 * 1024;
+        let mut text = vec![b'x'; long];
+        text.extend_from_slice(b"\nshort\nlast");
+        // A small buffer, so the line spans many fills.
+        let mut reader = BufReader::with_capacity(4096, std::io::Cursor::new(text));
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line_capped(&mut reader, &mut buf).unwrap(),
+            (long as u64 + 1, true)
+        );
+        assert_eq!(buf.len(), LINE_KEEP_BYTES);
+        buf.clear();
+        assert_eq!(read_line_capped(&mut reader, &mut buf).unwrap(), (6, true));
+        assert_eq!(buf, b"short\n");
+        buf.clear();
+        assert_eq!(read_line_capped(&mut reader, &mut buf).unwrap(), (4, true));
+        assert_eq!(buf, b"last");
+        buf.clear();
+        assert_eq!(read_line_capped(&mut reader, &mut buf).unwrap(), (0, true));
+    }
+
+    #[test]
+    fn a_line_past_the_scan_limit_stops_the_read() {
+        let mut reader = BufReader::new(std::io::repeat(b'y'));
+        let mut buf = Vec::new();
+        let (n, whole) = read_line_capped(&mut reader, &mut buf).unwrap();
+        assert!(!whole);
+        assert!(n > MAX_COUNT_BYTES);
+        assert_eq!(buf.len(), LINE_KEEP_BYTES);
     }
 }

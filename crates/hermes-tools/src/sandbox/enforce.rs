@@ -132,6 +132,9 @@ pub enum EnforceError {
     /// The seccomp filter could not be built or loaded.
     #[error("seccomp: {0}")]
     Seccomp(String),
+    /// A capability could not be dropped (a command run as root).
+    #[error("capabilities: {0}")]
+    Capabilities(String),
 }
 
 /// Applies `policy` to the current process (and so to whatever it execs). Must be called in
@@ -141,6 +144,7 @@ pub enum EnforceError {
 /// [`EnforceError`] when any restriction could not be applied in full.
 pub fn restrict_current_process(policy: &SandboxPolicy) -> Result<(), EnforceError> {
     if policy.mode != SandboxMode::Off {
+        drop_capabilities()?;
         apply_landlock(policy)?;
     }
     let unix_sockets = policy.unix_sockets || policy.mode == SandboxMode::Off;
@@ -178,17 +182,23 @@ fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
     // No device nodes anywhere: a block node for the disk (root has CAP_MKNOD) would be raw
     // read and write access to every file on it, whatever the rules say.
     let write = AccessFs::from_write(ABI::V3) & !(AccessFs::MakeBlock | AccessFs::MakeChar);
-    for grant in tree_minus(std::path::Path::new("/"), &policy.deny_read) {
+    let secret_files = inodes(&policy.deny_read);
+    // Block devices are left out of the read rules: reading the disk under the file system
+    // (root may open /dev/sda) would read every secret on it.
+    let mut unreadable = policy.deny_read.clone();
+    block_devices(std::path::Path::new("/dev"), 3, &mut unreadable);
+    for grant in tree_minus(std::path::Path::new("/"), &unreadable) {
         let access = match grant {
             Grant::Subtree(_) => read,
             Grant::Ancestor(_) => BitFlags::from(AccessFs::ReadDir),
         };
-        created = add_rule(created, grant.path(), access)?;
+        created = add_rule(created, grant.path(), access, &secret_files)?;
     }
+    let control_files = inodes(&policy.deny_write);
     for root in &policy.writable {
         for grant in tree_minus(root, &policy.deny_write) {
             if let Grant::Subtree(path) = grant {
-                created = add_rule(created, &path, write)?;
+                created = add_rule(created, &path, write, &control_files)?;
             }
         }
     }
@@ -199,6 +209,7 @@ fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
                 created,
                 path,
                 BitFlags::from(AccessFs::WriteFile) | AccessFs::Truncate,
+                &[],
             )?;
         }
     }
@@ -219,10 +230,16 @@ fn apply_landlock(policy: &SandboxPolicy) -> Result<(), EnforceError> {
 /// inode the path names when it is added, so a folder swapped for a symlink to `~/.ssh`
 /// between listing the tree and adding its rules would otherwise grant `~/.ssh` itself. A
 /// symlink's target is covered, or not, by the rules of where it really is.
+///
+/// A file whose inode is one of `excluded` (a hard link to a secret or control file made
+/// before the sandbox, under another name) gets no rule either: the rule would grant the
+/// excluded file itself. Links inside a granted subtree are not searched for; the kernel's
+/// `Refer` check keeps sandboxed commands from making new ones.
 fn add_rule(
     created: landlock::RulesetCreated,
     path: &std::path::Path,
     access: BitFlags<AccessFs>,
+    excluded: &[(u64, u64)],
 ) -> Result<landlock::RulesetCreated, EnforceError> {
     use rustix::fs::{CWD, FileType, Mode, OFlags, ResolveFlags};
     let Ok(fd) = rustix::fs::openat2(
@@ -240,12 +257,102 @@ fn add_rule(
     let access = match FileType::from_raw_mode(stat.st_mode) {
         FileType::Directory => access,
         FileType::Symlink => return Ok(created),
+        _ if excluded.contains(&(stat.st_dev, stat.st_ino)) => {
+            return Ok(created);
+        }
         _ => access & AccessFs::from_file(ABI::V3),
     };
     if access.is_empty() {
         return Ok(created);
     }
     Ok(created.add_rule(PathBeneath::new(fd, access))?)
+}
+
+/// Appends the block-device nodes under `dir` (symlinks not followed, `depth` levels).
+fn block_devices(dir: &std::path::Path, depth: u32, out: &mut Vec<std::path::PathBuf>) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_block_device() {
+            out.push(entry.path());
+        } else if kind.is_dir() && depth > 1 {
+            block_devices(&entry.path(), depth - 1, out);
+        }
+    }
+}
+
+/// The capabilities a sandboxed command run as root keeps: Docker's default set for
+/// containers without `MKNOD`, `NET_RAW` and `SETFCAP` — enough to own, chmod and chown
+/// files and switch users, as package managers do. Everything else (`SYS_ADMIN`,
+/// `SYS_RAWIO`, `SYS_PTRACE`, `DAC_READ_SEARCH`'s `open_by_handle_at`, `NET_ADMIN`, `BPF`,
+/// `SYS_MODULE`, `LINUX_IMMUTABLE`…) is reach beyond the file rules.
+const KEPT_CAPABILITIES: rustix::thread::CapabilitySet = {
+    use rustix::thread::CapabilitySet as C;
+    C::CHOWN
+        .union(C::DAC_OVERRIDE)
+        .union(C::FOWNER)
+        .union(C::FSETID)
+        .union(C::KILL)
+        .union(C::SETGID)
+        .union(C::SETUID)
+        .union(C::SETPCAP)
+        .union(C::NET_BIND_SERVICE)
+        .union(C::SYS_CHROOT)
+        .union(C::AUDIT_WRITE)
+};
+
+/// Drops every capability but [`KEPT_CAPABILITIES`] from the bounding, ambient, inheritable,
+/// permitted and effective sets, so neither this process nor anything it execs (a set-uid
+/// or file-capability binary included) holds them. A process without capabilities (not
+/// root) has nothing to drop; `no_new_privs`, which Landlock and seccomp set, keeps it from
+/// gaining any on exec.
+fn drop_capabilities() -> Result<(), EnforceError> {
+    use rustix::io::Errno;
+    use rustix::thread::{self, CapabilitySet, CapabilitySets};
+    let err = |what: &str, e: Errno| EnforceError::Capabilities(format!("{what}: {e}"));
+    let sets = thread::capabilities(None).map_err(|e| err("capget", e))?;
+    if sets.permitted.is_empty() && sets.inheritable.is_empty() {
+        return Ok(());
+    }
+    if sets.effective.contains(CapabilitySet::SETPCAP) {
+        for bit in 0..64 {
+            let cap = CapabilitySet::from_bits_retain(1 << bit);
+            if KEPT_CAPABILITIES.contains(cap) {
+                continue;
+            }
+            match thread::remove_capability_from_bounding_set(cap) {
+                Ok(()) => {}
+                Err(Errno::INVAL) => break, // past the kernel's last capability
+                Err(e) => return Err(err("PR_CAPBSET_DROP", e)),
+            }
+        }
+    }
+    match thread::clear_ambient_capability_set() {
+        Ok(()) | Err(Errno::INVAL) => {} // EINVAL: a kernel without ambient capabilities
+        Err(e) => return Err(err("PR_CAP_AMBIENT_CLEAR_ALL", e)),
+    }
+    let kept = CapabilitySets {
+        effective: sets.effective & KEPT_CAPABILITIES,
+        permitted: sets.permitted & KEPT_CAPABILITIES,
+        inheritable: sets.inheritable & KEPT_CAPABILITIES,
+    };
+    thread::set_capabilities(None, kept).map_err(|e| err("capset", e))
+}
+
+/// The (device, inode) pairs of the existing regular files among `paths`.
+fn inodes(paths: &[std::path::PathBuf]) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| (m.dev(), m.ino()))
+        .collect()
 }
 
 const TIOCSTI: u64 = 0x5412;

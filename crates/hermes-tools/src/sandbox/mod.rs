@@ -229,7 +229,8 @@ impl SandboxSettings {
 /// Names removed from every command's environment, so the keys hermes knows are not handed
 /// to the programs the agent runs: every variable of `HERMES_HOME/.env` (hermes loaded them
 /// at start), and every variable of hermes' own environment with a secret name
-/// ([`hermes_protocol::secrets::is_secret_name`]: `OPENAI_API_KEY` exported in the shell).
+/// ([`hermes_protocol::secrets::is_secret_name`]: `OPENAI_API_KEY` exported in the shell) or
+/// a URL-with-password value (`DATABASE_URL=postgres://app:pw@db/app`).
 pub fn secret_env_names(home: &HermesHome) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_to_string(home.env_file())
         .map(|t| {
@@ -238,9 +239,12 @@ pub fn secret_env_names(home: &HermesHome) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    for (name, _) in std::env::vars_os() {
+    for (name, value) in std::env::vars_os() {
         if let Some(name) = name.to_str()
-            && hermes_protocol::secrets::is_secret_name(name)
+            && (hermes_protocol::secrets::is_secret_name(name)
+                || value
+                    .to_str()
+                    .is_some_and(|v| hermes_protocol::secrets::url_password(v).is_some()))
             && !names.iter().any(|n| n == name)
         {
             names.push(name.to_string());

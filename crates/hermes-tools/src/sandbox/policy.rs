@@ -289,12 +289,18 @@ impl SandboxPolicy {
 /// Copies of a secret file next to it are secrets too: every entry of a home whose name
 /// starts with `.env` or `auth.json` (`.env.bak`, `.env~`, `.env.swp`, `auth.json.old`), as
 /// found when the policy is built (it is built for every command).
+///
+/// A profile made after the policy was built (while a background command runs) is
+/// covered too: `<home>/profiles/.later`, an entry no profile can be named, makes the
+/// `profiles` folder an ancestor in the Landlock rules ([`super::tree`]), so only the
+/// profiles that exist now get rules (each without its secrets) and later ones get none.
 pub fn secret_paths(home: &HermesHome, user_home: Option<&Path>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for home in &home.related_homes(user_home) {
         for name in HERMES_SECRET_PATHS {
             push_forms(&mut out, &home.join(name));
         }
+        push_forms(&mut out, &home.join("profiles").join(".later"));
         let Ok(entries) = std::fs::read_dir(home) else {
             continue;
         };
