@@ -661,3 +661,53 @@ async fn python_commands_hermes_lacks_answer_in_one_line() {
         stderr(&out)
     );
 }
+
+/// A damaged backup (an entry whose data fails its checksum) restores nothing: the files
+/// read before the damaged one do not replace the home's (attack pass of stop 31, H13).
+#[tokio::test]
+async fn a_damaged_backup_changes_nothing() {
+    use std::io::Write;
+    let env = Env::new().await;
+    let config = env.home.home().config_file();
+    std::fs::write(&config, "model: mine/model\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let zip_path = dir.path().join("damaged.zip");
+    {
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        w.start_file("config.yaml", stored).unwrap();
+        w.write_all(b"model: from/backup\n").unwrap();
+        w.start_file("memories/MEMORY.md", stored).unwrap();
+        w.write_all("remembered line\n".repeat(50).as_bytes())
+            .unwrap();
+        w.finish().unwrap();
+    }
+    let mut bytes = std::fs::read(&zip_path).unwrap();
+    let at = bytes
+        .windows(15)
+        .rposition(|w| w == b"remembered line")
+        .unwrap();
+    bytes[at] = b'R';
+    std::fs::write(&zip_path, &bytes).unwrap();
+    let out = env
+        .run(&["import", zip_path.to_str().unwrap(), "--force"])
+        .await;
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("nothing was restored"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "model: mine/model\n"
+    );
+    assert!(!env.home.home().root().join("memories/MEMORY.md").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(env.home.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".import-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -213,3 +213,20 @@ async fn malformed_shared_files_are_reported_and_left_alone() {
     assert!(text.contains("auth.json: 3 pooled API key(s)"), "{text}");
     assert!(lines_with(&text, "FAIL").is_empty(), "{text}");
 }
+
+/// A file where the prompt-cache folder should be turns the cache off; doctor says so
+/// instead of reporting an empty cache (stop 31's local pass).
+#[cfg(feature = "local")]
+#[tokio::test]
+async fn a_file_in_place_of_the_prompt_cache_folder_is_named() {
+    let env = Env::new().await;
+    let cache = env.home.home().cache_dir();
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join("prompt"), "not a folder").unwrap();
+    let text = stdout(&env.run(&["doctor"]).await);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("prompt cache:") && l.contains("is not a folder")),
+        "{text}"
+    );
+}

@@ -227,4 +227,18 @@ async fn a_workspace_holding_the_home_folder_is_warned_about() {
         "{}",
         stderr(&out)
     );
+    // A session with no tool that writes (here only `memory`) has nothing to be warned of.
+    env.mock.push(MockResponse::text("Hi."));
+    let out = common::hermes(
+        env.home.path(),
+        env.home.path(),
+        &["chat", "-q", "hi", "-t", "memory"],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("holds your home folder"),
+        "{}",
+        stderr(&out)
+    );
 }

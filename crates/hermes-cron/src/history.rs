@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use hermes_store::SessionStore;
 
+use crate::executions::ExecutionLedger;
 use crate::store::{JobStore, JobStoreError};
 
 /// One finished run (a row of `cron_runs`).
@@ -61,8 +62,13 @@ impl RunLog {
     }
 
     /// Records a finished run in `state.db`; when that fails, appends it to the journal (see
-    /// the module docs). Blocking. Errors only when neither place could take it.
+    /// the module docs). It is also written to Python Hermes' ledger
+    /// ([`crate::executions`]; a failure there is logged, the run is kept either way).
+    /// Blocking. Errors only when neither `state.db` nor the journal could take it.
     pub fn record(&self, run: &RunRecord) -> Result<(), JobStoreError> {
+        if let Err(e) = ExecutionLedger::new(self.jobs.dir()).record(run) {
+            tracing::warn!(error = %e, run = %run.run_id, "cron run not written to Python's execution ledger");
+        }
         match self.db.record_cron_run(run) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -131,9 +137,11 @@ impl RunLog {
         })
     }
 
-    /// The newest `limit` runs, newest first, of job `job_id` (all jobs when `None`), after
-    /// importing any pending journal lines (an import failure is logged; the runs already in
-    /// `state.db` are still returned). Blocking.
+    /// The newest `limit` runs, newest first, of job `job_id` (all jobs when `None`): hermes'
+    /// own, after importing any pending journal lines (an import failure is logged; the runs
+    /// already in `state.db` are still returned), and Python Hermes' from its ledger
+    /// ([`ExecutionLedger::python_runs`]; an unreadable ledger is logged and left out).
+    /// Blocking.
     pub fn list(
         &self,
         job_id: Option<&str>,
@@ -142,9 +150,23 @@ impl RunLog {
         if let Err(e) = self.import_pending() {
             tracing::warn!(error = %e, "pending cron runs not imported yet");
         }
-        self.db
+        let mut runs = self
+            .db
             .cron_runs(job_id, limit)
-            .map_err(JobStoreError::from)
+            .map_err(JobStoreError::from)?;
+        let names: std::collections::HashMap<String, String> = self
+            .jobs
+            .list()
+            .map(|jobs| jobs.into_iter().map(|j| (j.id, j.name)).collect())
+            .unwrap_or_default();
+        let name_of = |id: &str| names.get(id).cloned().unwrap_or_else(|| id.to_string());
+        match ExecutionLedger::new(self.jobs.dir()).python_runs(job_id, limit, name_of) {
+            Ok(python) => runs.extend(python),
+            Err(e) => tracing::warn!(error = %e, "Python Hermes' cron runs not read"),
+        }
+        runs.sort_by_key(|r| std::cmp::Reverse(r.started_at));
+        runs.truncate(limit);
+        Ok(runs)
     }
 
     /// The newest run of every job (for `hermes cron status`), after importing pending

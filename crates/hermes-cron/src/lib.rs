@@ -14,6 +14,7 @@ pub mod claim;
 mod clock;
 mod delivery;
 pub mod drift;
+pub mod executions;
 mod headless;
 mod history;
 mod job;

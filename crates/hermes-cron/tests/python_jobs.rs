@@ -11,7 +11,8 @@ use std::process::Command;
 
 use chrono::Utc;
 use hermes_cron::{
-    Finish, JobPatch, JobStore, JobStoreError, NewJob, Tz, claim_due, finish, jobs_table,
+    Finish, JobPatch, JobStore, JobStoreError, NewJob, RunLog, RunRecord, Tz, claim_due, finish,
+    jobs_table,
 };
 use hermes_testkit::TempHome;
 use serde_json::Value;
@@ -723,4 +724,64 @@ fn a_lease_of_a_killed_process_does_not_block_the_job() {
         .find(|j| j.name == "news")
         .unwrap();
     assert_eq!(news.last_status.as_deref(), Some("interrupted"));
+}
+
+/// Each program lists the other's cron runs: hermes writes every run it finishes to Python's
+/// execution ledger (`cron/executions.db`), which Python's `hermes cron runs` lists, and reads
+/// Python's attempts back into its own list (switch pass of stop 31, F4).
+#[test]
+fn each_program_lists_the_others_cron_runs() {
+    let Some(py) = python() else { return };
+    let (home, store) = home_with_fixture();
+    let db = std::sync::Arc::new(hermes_store::SessionStore::open(home.home().state_db()).unwrap());
+    let log = RunLog::new(store.clone(), db);
+    let news = "545f58903856";
+    let digest = "1e96ed0ff7f2";
+    let run = RunRecord {
+        run_id: "a1b2c3d4e5f6".into(),
+        job_id: news.into(),
+        job_name: "news".into(),
+        due_at: None,
+        started_at: Utc::now() - chrono::Duration::seconds(60),
+        duration_ms: 1_500,
+        status: "ok".into(),
+        error: None,
+        output_path: None,
+        deliveries: Vec::new(),
+        session_id: None,
+    };
+    log.record(&run).unwrap();
+    let out = run_ok(py_cmd(&py, home.path(), "hermes").args(["cron", "runs"]));
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("job={news}")))
+        .unwrap_or_else(|| panic!("Python does not list hermes' run: {out}"));
+    assert!(
+        line.contains("completed") && line.contains("source=hermes"),
+        "{line}"
+    );
+
+    run_ok(py_cmd(&py, home.path(), "python").args([
+        "-c",
+        &format!(
+            "from cron.executions import create_execution, mark_execution_running, finish_execution\n\
+             e = create_execution('{digest}', source='builtin')\n\
+             mark_execution_running(e['id'])\n\
+             finish_execution(e['id'], success=False, error='provider down')"
+        ),
+    ]));
+    let runs = log.list(None, 10).unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let python_run = &runs[0];
+    assert_eq!(python_run.job_id, digest);
+    assert_eq!(python_run.job_name, "digest");
+    assert_eq!(python_run.status, "failed");
+    assert_eq!(python_run.error.as_deref(), Some("provider down"));
+    assert_eq!(runs[1].run_id, "a1b2c3d4e5f6");
+    let only_news = log.list(Some(news), 10).unwrap();
+    assert_eq!(only_news.len(), 1, "{only_news:?}");
+    assert_eq!(
+        only_news[0].run_id, "a1b2c3d4e5f6",
+        "hermes' own row is read from state.db only"
+    );
 }

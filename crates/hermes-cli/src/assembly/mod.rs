@@ -267,7 +267,7 @@ pub async fn build_agent(
     clarifier: Option<Arc<dyn hermes_tools::Clarifier>>,
 ) -> Result<(Agent, AgentKit)> {
     let mut kit = AgentKit::prepare_with(app, args, elicitor).await?;
-    sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd);
+    sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd, &kit.tools);
     if let Some(clarifier) = clarifier {
         for tool in &mut kit.tools {
             if tool.spec().name == "clarify" {

@@ -106,15 +106,27 @@ pub fn status(settings: &SandboxSettings) -> (bool, String) {
 }
 
 /// Prints the start-up warning once, when there is one (REPL, one-shot, gateway), and the
-/// warning about a workspace that holds your home folder ([`workspace_warning`]).
-pub fn warn_at_start(settings: &SandboxSettings, workspace: &Path) {
+/// warning about a workspace that holds your home folder ([`workspace_warning`]) when one of
+/// `tools` can write there (a session offered no such tool, e.g. the small local model's
+/// default, has nothing to warn about).
+pub fn warn_at_start(
+    settings: &SandboxSettings,
+    workspace: &Path,
+    tools: &[std::sync::Arc<dyn hermes_tools::Tool>],
+) {
     let (warning, text) = status(settings);
     if warning {
         eprintln!("warning: {text}");
     } else {
         tracing::info!("{text}");
     }
-    if let Some(text) = workspace_warning(settings, workspace) {
+    let writes = tools.iter().any(|t| {
+        matches!(
+            t.spec().name.as_str(),
+            "terminal" | "process" | "write_file" | "patch" | "execute_code"
+        )
+    });
+    if writes && let Some(text) = workspace_warning(settings, workspace) {
         eprintln!("warning: {text}");
     }
 }

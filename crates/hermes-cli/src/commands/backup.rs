@@ -352,9 +352,21 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
     }
     hermes_protocol::private_fs::create_dir_all(&root)
         .with_context(|| format!("creating {}", root.display()))?;
-    let (mut restored, mut refused) = (0usize, Vec::new());
+    // First every entry is read in full (the zip's checksums checked) into a staging folder
+    // inside the home; only a backup that reads back whole replaces anything, one rename a
+    // file. A damaged zip leaves the home as it was.
+    let staging = tempfile::Builder::new()
+        .prefix(".import-")
+        .tempdir_in(&root)
+        .with_context(|| format!("creating a staging folder in {}", root.display()))?;
+    let (mut staged, mut refused) = (Vec::new(), Vec::new());
     for i in 0..zip.len() {
-        let mut entry = zip.by_index(i)?;
+        let mut entry = zip.by_index(i).with_context(|| {
+            format!(
+                "{} is damaged; nothing was restored",
+                args.zipfile.display()
+            )
+        })?;
         let name = entry
             .name()
             .map(|n| n.to_string())
@@ -366,15 +378,33 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
             refused.push(name);
             continue;
         };
-        let target = root.join(&rel);
-        if let Some(parent) = target.parent() {
+        let path = staging.path().join(&rel);
+        if let Some(parent) = path.parent() {
             hermes_protocol::private_fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
         let mut data = Vec::new();
-        entry
-            .read_to_end(&mut data)
-            .with_context(|| format!("reading {name} from the backup"))?;
+        entry.read_to_end(&mut data).with_context(|| {
+            format!("reading {name} from the backup failed; nothing was restored")
+        })?;
+        // Every restored file is private (0600; 0700 for an executable, such as a skill's
+        // script), like every file hermes creates under the home.
+        hermes_protocol::private_fs::write(&path, &data)
+            .with_context(|| format!("writing {}", path.display()))?;
+        #[cfg(unix)]
+        if entry.unix_mode().is_some_and(|m| m & 0o100 != 0) {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("making {} executable", path.display()))?;
+        }
+        staged.push(rel);
+    }
+    for rel in &staged {
+        let target = root.join(rel);
+        if let Some(parent) = target.parent() {
+            hermes_protocol::private_fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
         if rel.extension().is_some_and(|e| e == "db") {
             // The snapshot replaces the database: its old side files must go with it.
             for side in ["-wal", "-shm"] {
@@ -383,18 +413,10 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
                 let _ = std::fs::remove_file(PathBuf::from(p));
             }
         }
-        // Every restored file is private (0600; 0700 for an executable, such as a skill's
-        // script), like every file hermes creates under the home.
-        hermes_protocol::private_fs::write(&target, &data)
-            .with_context(|| format!("writing {}", target.display()))?;
-        #[cfg(unix)]
-        if entry.unix_mode().is_some_and(|m| m & 0o100 != 0) {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700))
-                .with_context(|| format!("making {} executable", target.display()))?;
-        }
-        restored += 1;
+        std::fs::rename(staging.path().join(rel), &target)
+            .with_context(|| format!("moving {} into place", target.display()))?;
     }
+    let restored = staged.len();
     outln!("restored {restored} files into {}", root.display());
     if !refused.is_empty() {
         eprintln!(

@@ -295,6 +295,17 @@ fn verify_state(dir: &Path, id: &str, meta: &EntryMeta) -> Result<(), Broken> {
     }
 }
 
+/// Whether the process that was writing temp file `name` ([`tmp_path`]:
+/// `.<target>.<pid>.<n>.tmp`) no longer runs on this machine (killed mid-write).
+fn tmp_writer_gone(name: &str) -> bool {
+    let mut parts = name.trim_end_matches(".tmp").rsplit('.');
+    let (Some(_n), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    pid.bytes().all(|b| b.is_ascii_digit())
+        && hermes_protocol::owner::owner_is_gone(&format!("pid{pid}"))
+}
+
 fn age_secs(path: &Path) -> u64 {
     fs::metadata(path)
         .and_then(|m| m.modified())
@@ -318,7 +329,7 @@ pub fn scan(dir: &Path) -> CacheReport {
         let name = entry.file_name().to_string_lossy().into_owned();
         report.total_bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
         if name.ends_with(".tmp") {
-            if age_secs(&path) >= STALE_TMP_SECS {
+            if age_secs(&path) >= STALE_TMP_SECS || tmp_writer_gone(&name) {
                 report.broken.push((path, Broken::Orphan));
             }
         } else if let Some(id) = name.strip_suffix(".state") {
@@ -516,7 +527,8 @@ pub(crate) fn save(
 }
 
 /// Evicts least-recently-used entries until the state files of all entries fit in
-/// `max_bytes`; `keep` is never evicted. Returns the ids removed.
+/// `max_bytes`; `keep` (the entry just written) goes last, only when it alone is larger than
+/// the whole budget, so the budget is never exceeded. Returns the ids removed.
 pub(crate) fn evict(dir: &Path, max_bytes: u64, keep: &str) -> Vec<String> {
     let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
@@ -540,14 +552,12 @@ pub(crate) fn evict(dir: &Path, max_bytes: u64, keep: &str) -> Vec<String> {
         all.push((used, id.to_string(), size));
     }
     let mut total: u64 = all.iter().map(|(_, _, s)| *s).sum();
-    all.sort();
+    // Oldest first, and `keep` after every other entry whatever its time.
+    all.sort_by_key(|e| (e.1 == keep, e.0));
     let mut removed = Vec::new();
     for (_, id, size) in all {
         if total <= max_bytes {
             break;
-        }
-        if id == keep {
-            continue;
         }
         if remove_entry(dir, &id).is_ok() {
             total = total.saturating_sub(size);
@@ -645,6 +655,25 @@ mod tests {
     }
 
     #[test]
+    fn a_temp_file_of_a_killed_writer_is_left_over_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mine = std::process::id();
+        fs::write(dir.path().join(format!(".e1.state.{dead}.0.tmp")), b"half").unwrap();
+        fs::write(dir.path().join(format!(".e2.state.{mine}.0.tmp")), b"busy").unwrap();
+        let broken: Vec<String> = scan(dir.path())
+            .broken
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(broken, vec![format!(".e1.state.{dead}.0.tmp")]);
+        assert_eq!(clear_broken(dir.path()).unwrap(), 1);
+        assert!(dir.path().join(format!(".e2.state.{mine}.0.tmp")).exists());
+    }
+
+    #[test]
     fn eviction_drops_the_least_recently_used_first() {
         let dir = tempfile::tempdir().unwrap();
         for (i, t) in [[1], [2], [3]].iter().enumerate() {
@@ -672,6 +701,10 @@ mod tests {
             .collect();
         assert_eq!(left.len(), 2);
         assert!(left.contains(&vec![1]) && left.contains(&vec![3]));
+        // A budget smaller than the entry just written: nothing is kept over it.
+        let removed = evict(dir.path(), 5, &keep);
+        assert_eq!(removed, vec![entry_id(&key(), &[1]), keep.clone()]);
+        assert!(entries(dir.path(), &key()).is_empty());
     }
 
     #[test]

@@ -39,6 +39,17 @@ pub(crate) fn check_prompt_cache(app: &crate::assembly::app::App, fix: bool, rep
     use hermes_llm::local::prefix_cache::{self, PromptCacheConfig};
     let config =
         PromptCacheConfig::under(&app.home.cache_dir(), app.config.local.prompt_cache_max_mb);
+    if config.dir.exists() && !config.dir.is_dir() {
+        report.add(
+            Level::Warn,
+            format!(
+                "prompt cache: {} is not a folder, so no prefix is saved or loaded; move it \
+                 away",
+                config.dir.display()
+            ),
+        );
+        return;
+    }
     let scan = prefix_cache::scan(&config.dir);
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let budget = if config.max_bytes == 0 {

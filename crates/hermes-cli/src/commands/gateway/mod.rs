@@ -416,7 +416,7 @@ pub(crate) async fn serve(
         return Err(hermes_gateway::GatewayError::NoPlatforms.into());
     }
     let mut kit = AgentKit::prepare(app, args).await?;
-    crate::assembly::sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd);
+    crate::assembly::sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd, &kit.tools);
     // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
     let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
     for e in hook_errors {
