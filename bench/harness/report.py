@@ -123,7 +123,7 @@ def rows(doc):
         out.append((f"local `chat -q` capital of France, {name}: first run after install",
                     f"{r['first_run_ms'] / 1000:.2f} s",
                     secs(p, "first_run_ms") + (f" ({server}, fresh server)" if p else ""), ""))
-        out.append((f"local `chat -q`, {name}: warm prompt cache (median of {r['runs']})",
+        out.append((f"local `chat -q`, {name}: later runs (median of {r['runs']})",
                     f"{r['warm_ms'] / 1000:.2f} s",
                     secs(p, "warm_ms") + (f" ({server})" if p else ""), ""))
         if r.get("repl_first_answer_ms") is not None:
@@ -134,12 +134,12 @@ def rows(doc):
         if r.get("cache_entries"):
             out.append((f"local prompt cache, {name}: one saved prefix",
                         f"{r['cache_entry_mb']:.1f} MB", "—", ""))
-    if peer.get("hermes_cli"):
-        p = peer["hermes_cli"]
-        out.append((f"`chat -q` capital of France to {server}, hermes' default tools for a "
-                    "server (hermes-cli): first run / warm median",
+    if peer.get("memory"):
+        p = peer["memory"]
+        out.append((f"`chat -q` capital of France to {server}, `-t memory`, compact prompt: "
+                    "first run / later runs (median)",
                     "—", f"{secs(p, 'first_run_ms')} / {secs(p, 'warm_ms')}", ""))
-    elif peer.get("skipped"):
+    if peer.get("skipped"):
         out.append(("local peer (llama.cpp server)", "—", f"skipped: {peer['skipped']}", ""))
     return out
 
