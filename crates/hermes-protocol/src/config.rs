@@ -97,7 +97,7 @@ pub struct Config {
     #[serde(rename = "_config_version")]
     pub config_version: Option<yaml_serde::Value>,
     /// `credential_pool_strategies: {<provider>: <strategy>}` — how each provider's key pool
-    /// picks a key (Python Hermes' place for it; `hermes auth strategy` writes it). Read by
+    /// picks a key (Python Hermes' place for it; `hermes auth add --strategy` writes it). Read by
     /// `hermes_llm::ClientOptions::from_config`; anything but a mapping is ignored, as
     /// Python ignores it.
     pub credential_pool_strategies: Option<yaml_serde::Value>,

@@ -285,18 +285,8 @@ async fn add_usage_to_parent(parent: &ParentTurn, agent: &Agent, usage: &Usage) 
     parent.add_child_usage(usage);
     let store = parent.store.clone();
     let sid = parent.session_id.clone();
-    let model = agent.client().model().to_string();
-    let provider = agent.client().provider().to_string();
-    let base_url = agent.client().base_url().to_string();
-    let u = *usage;
-    let cost = hermes_llm::pricing::provider_cost_usd(&provider, &model, &u);
-    match tokio::task::spawn_blocking(move || {
-        let mut record = hermes_store::UsageRecord::new(&model, &provider, &u, cost);
-        record.base_url = &base_url;
-        store.add_usage(&sid, &record)
-    })
-    .await
-    {
+    let row = agent.usage_row(usage);
+    match tokio::task::spawn_blocking(move || store.add_usage(&sid, &row.as_record())).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "could not add a subagent's usage to its parent"),
         Err(e) => tracing::warn!(error = %e, "could not add a subagent's usage to its parent"),

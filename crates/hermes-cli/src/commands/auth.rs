@@ -204,6 +204,7 @@ fn list_text(app: &App, pools: &[CredentialPool], only: Option<&str>) -> String 
     providers.extend(states.keys().map(String::as_str));
     providers.sort_unstable();
     providers.dedup();
+    let configured = app.config.pool_strategy_names();
     let mut out = String::new();
     for id in providers
         .into_iter()
@@ -211,12 +212,9 @@ fn list_text(app: &App, pools: &[CredentialPool], only: Option<&str>) -> String 
     {
         let pool = pools.iter().find(|p| p.provider == id);
         let state = states.get(id);
-        let configured = app
-            .config
-            .pool_strategy_names()
-            .get(id)
-            .and_then(|s| PoolStrategy::parse(s));
         let strategy = configured
+            .get(id)
+            .and_then(|s| PoolStrategy::parse(s))
             .or(pool.map(|p| p.strategy))
             .unwrap_or_default()
             .as_str();

@@ -259,6 +259,12 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
     out
 }
 
+/// Whether environment variable `name=value` holds a secret: a secret name
+/// ([`is_secret_name`]) or a URL with a password whatever its name (`DATABASE_URL`).
+pub fn is_secret_variable(name: &str, value: &str) -> bool {
+    is_secret_name(name) || url_password(value).is_some()
+}
+
 /// The secret entries of a parsed `.env`: secret-named variables, and any value carrying
 /// URL credentials (`scheme://user:pass@host`) whatever its name, labelled `<prefix><name>`.
 fn collect_env(vars: &BTreeMap<String, String>, prefix: &str, out: &mut Vec<(String, String)>) {
@@ -272,9 +278,8 @@ fn collect_env(vars: &BTreeMap<String, String>, prefix: &str, out: &mut Vec<(Str
     }
 }
 
-/// The password of a URL with credentials (`scheme://user:pass@host/…`), if `value` is one:
-/// such a value is a credential whatever its variable is called (`DATABASE_URL`).
-pub fn url_password(value: &str) -> Option<&str> {
+/// The password of a URL with credentials (`scheme://user:pass@host/…`), if `value` is one.
+fn url_password(value: &str) -> Option<&str> {
     let (scheme, rest) = value.trim().split_once("://")?;
     if scheme.is_empty()
         || !scheme

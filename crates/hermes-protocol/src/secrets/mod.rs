@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-pub use collect::{collect_secrets, is_secret_name, mask_secret_fields, url_password};
+pub use collect::{collect_secrets, is_secret_name, is_secret_variable, mask_secret_fields};
 
 /// Values shorter than this many characters are not redacted: `true`, `1`, a port number
 /// or a short word would match everywhere.

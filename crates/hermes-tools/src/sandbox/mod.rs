@@ -228,9 +228,9 @@ impl SandboxSettings {
 
 /// Names removed from every command's environment, so the keys hermes knows are not handed
 /// to the programs the agent runs: every variable of `HERMES_HOME/.env` (hermes loaded them
-/// at start), and every variable of hermes' own environment with a secret name
-/// ([`hermes_protocol::secrets::is_secret_name`]: `OPENAI_API_KEY` exported in the shell) or
-/// a URL-with-password value (`DATABASE_URL=postgres://app:pw@db/app`).
+/// at start), and every variable of hermes' own environment that holds a secret
+/// ([`hermes_protocol::secrets::is_secret_variable`]: `OPENAI_API_KEY` exported in the shell,
+/// `DATABASE_URL=postgres://app:pw@db/app`).
 pub fn secret_env_names(home: &HermesHome) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_to_string(home.env_file())
         .map(|t| {
@@ -241,10 +241,7 @@ pub fn secret_env_names(home: &HermesHome) -> Vec<String> {
         .unwrap_or_default();
     for (name, value) in std::env::vars_os() {
         if let Some(name) = name.to_str()
-            && (hermes_protocol::secrets::is_secret_name(name)
-                || value
-                    .to_str()
-                    .is_some_and(|v| hermes_protocol::secrets::url_password(v).is_some()))
+            && hermes_protocol::secrets::is_secret_variable(name, value.to_str().unwrap_or(""))
             && !names.iter().any(|n| n == name)
         {
             names.push(name.to_string());
