@@ -336,7 +336,7 @@ fn root_path(
     let bad = |why: &str| {
         ConfigError::Shape(format!(
             "`mcp_servers.{name}.roots`: `{raw}` {why} (write an absolute path such as \
-             /home/me/project or ~/project)"
+             /srv/project or ~/project)"
         ))
     };
     let raw_trimmed = raw.trim();
@@ -383,7 +383,7 @@ mod tests {
         )
         .unwrap();
         let lookup = |k: &str| match k {
-            "HOME" => Some("/home/me".to_string()),
+            "HOME" => Some("/srv/me".to_string()),
             other => env(other).map(|v| format!("/{v}")),
         };
         let (specs, errors) = resolve_section(Some(&yaml), &lookup);
@@ -393,7 +393,7 @@ mod tests {
             fs.roots,
             vec![
                 std::path::PathBuf::from("/srv/b"),
-                std::path::PathBuf::from("/home/me/proj"),
+                std::path::PathBuf::from("/srv/me/proj"),
                 std::path::PathBuf::from("/s3cret/x"),
             ]
         );

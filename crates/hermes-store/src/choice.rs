@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn sqlite_is_the_default_and_postgresql_needs_a_dsn() {
-        let db = Path::new("/home/x/.hermes/state.db");
+        let db = Path::new("/srv/hermes/state.db");
         assert_eq!(
             StoreChoice::from_config(None, db, Some("postgresql://h/d".into())).unwrap(),
             StoreChoice::Sqlite(db.to_path_buf())

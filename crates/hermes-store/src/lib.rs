@@ -25,6 +25,7 @@
 //! crate above `hermes-protocol`. Its API is blocking: async callers use `spawn_blocking`.
 
 mod backend;
+mod busy;
 mod choice;
 mod claims;
 mod compaction;
