@@ -35,7 +35,9 @@ pub struct LocalConfig {
     /// Context window in tokens; `None` = [`DEFAULT_N_CTX`]. Always capped by the
     /// model's `n_ctx_train`.
     pub n_ctx: Option<u32>,
-    /// CPU threads; `None` = [`default_threads`] (all cores but one).
+    /// CPU threads for prompt processing and generation; `None` = [`default_threads`] (all
+    /// cores but one) for generation and [`default_prefill_threads`] (all cores) for the
+    /// prompt.
     pub threads: Option<usize>,
     /// Output cap when a request sets no `max_tokens`; `None` = [`DEFAULT_MAX_TOKENS`].
     pub default_max_tokens: Option<u32>,
@@ -54,10 +56,24 @@ pub struct LocalConfig {
 /// load a warm `chat -q` took 12–26 s with 2 threads and under 2 s with 1 (the fresh-user
 /// pass of stop 32, `perf`: 82 % of the time in `ggml_barrier`). `local.threads` overrides.
 pub fn default_threads() -> usize {
+    cores().saturating_sub(1).max(1)
+}
+
+/// The default thread count for prompt processing (prefill): every available core. A
+/// prefill is one large matrix product per layer, where OpenMP's threads share the work
+/// evenly and a descheduled thread costs little; on 2 idle cores it runs at 304 tok/s with
+/// 2 threads and 162 tok/s with 1, and with the other core busy 136 vs 161 tok/s
+/// (bench/local_model.sh, 2026-12-03 13:55 UTC). Generation keeps [`default_threads`]: one
+/// token at a time is a barrier per layer, and there a busy core made 2 threads run at
+/// 11 tok/s against 55 with 1 (94 vs 56 when idle).
+pub fn default_prefill_threads() -> usize {
+    cores()
+}
+
+fn cores() -> usize {
     std::thread::available_parallelism()
-        .map(|n| n.get().saturating_sub(1))
+        .map(|n| n.get())
         .unwrap_or(1)
-        .max(1)
 }
 
 /// Element type of the KV cache. `f16` is llama.cpp's default; `q8_0` halves the cache's
@@ -238,6 +254,10 @@ impl LocalModel {
         let train = model.n_ctx_train().max(1);
         let n_ctx = config.n_ctx.unwrap_or(DEFAULT_N_CTX).clamp(1, train);
         let threads = config.threads.unwrap_or_else(default_threads).clamp(1, 256);
+        let prefill_threads = config
+            .threads
+            .unwrap_or_else(default_prefill_threads)
+            .clamp(1, 256);
         let template = model.chat_template(None).ok();
         let disk = config
             .prompt_cache
@@ -263,6 +283,7 @@ impl LocalModel {
             model,
             n_ctx,
             threads: i32::try_from(threads).unwrap_or(1),
+            prefill_threads: i32::try_from(prefill_threads).unwrap_or(1),
             template,
             kv_type: config.kv_cache_type.llama(),
             disk,

