@@ -255,6 +255,13 @@ impl Agent {
         }
     }
 
+    /// The request the next turn starts from, without its question: the session's system
+    /// prompt, tools and history, for [`hermes_llm::ModelClient::warm`] before the user
+    /// has asked anything.
+    pub fn warm_request(&self) -> ChatRequest {
+        self.request(ToolChoice::Auto, None, &CancellationToken::new())
+    }
+
     /// Builds a request: stored prompt + ephemeral prompt + repaired history + tools (always
     /// the same list in the same order, so the prompt prefix stays cacheable).
     fn request(

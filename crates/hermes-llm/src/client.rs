@@ -68,6 +68,16 @@ pub trait ModelClient: Send + Sync {
     /// come back as `Err`; errors inside the stream come as an `Err` item.
     async fn stream(&self, request: &ChatRequest) -> Result<EventStream, LlmError>;
 
+    /// Gets ready for the requests of a session that starts like `request` (its system
+    /// prompt, tools and history so far, no new question), returning once ready. The
+    /// embedded model prefills that text into its KV cache, so the first question prefills
+    /// only itself; remote providers have nothing to prepare (the default does nothing).
+    /// An error is worth a log line only: the next request meets the same cause and
+    /// reports it.
+    async fn warm(&self, _request: &ChatRequest) -> Result<(), LlmError> {
+        Ok(())
+    }
+
     /// Provider id for display and storage (`openrouter`, `local`, …).
     fn provider(&self) -> &str;
 

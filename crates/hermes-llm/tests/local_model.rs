@@ -260,3 +260,33 @@ async fn asking_again_after_a_reset_gives_the_fresh_answer() {
     let (again, _) = collect(&client, &with_system).await;
     assert_eq!(again, fresh_sys, "with a system prompt");
 }
+
+/// The REPL warms the model with the session's start before the first question (issue 19):
+/// the question then prefills only itself, and the answer is the one a cold context gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warming_prefills_the_session_start_and_keeps_the_answer() {
+    let Some(path) = gguf() else { return };
+    let mut config = LocalConfig::new(path);
+    config.n_ctx = Some(1024);
+    let system = "You are a geography assistant. Answer in one short sentence.";
+    let mut req = request("What is the capital of France?", 16);
+    req.system = system.into();
+
+    let cold = LocalClient::load(&config).unwrap();
+    let (cold_text, cold_done) = collect(&cold, &req).await;
+    assert_eq!(cold_done.unwrap().usage.cache_read_tokens, 0);
+
+    let warmed = LocalClient::load(&config).unwrap();
+    let mut start = req.clone();
+    start.messages.clear();
+    warmed.warm(&start).await.unwrap();
+    let (warm_text, warm_done) = collect(&warmed, &req).await;
+    let usage = warm_done.unwrap().usage;
+    // The system turn is the system text plus the template's markers around it.
+    let system_tokens = warmed.local_model().count_tokens(system);
+    assert!(
+        usage.cache_read_tokens as usize > system_tokens,
+        "the system turn ({system_tokens} tokens) should come from the warm-up: {usage:?}"
+    );
+    assert_eq!(warm_text, cold_text);
+}

@@ -64,6 +64,15 @@ pub async fn start(app: &App, args: &ChatArgs) -> Result<i32> {
     .await?;
     let info = SessionInfo::new(app, args, &kit);
     let watch = kit.mcp_servers.clone().map(McpWatch::new);
+    // While the user types the first question, the embedded model prefills the session's
+    // start (issue 19: the first answer's time after Enter); the turn queues behind it.
+    let client = Arc::clone(agent.client());
+    let warm = agent.warm_request();
+    tokio::spawn(async move {
+        if let Err(e) = client.warm(&warm).await {
+            tracing::debug!(error = %e, "model warm-up failed");
+        }
+    });
     let handle = AgentHandle::spawn(agent);
     let questions = Questions {
         approvals,

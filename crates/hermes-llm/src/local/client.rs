@@ -168,6 +168,31 @@ impl ModelClient for LocalClient {
         Ok(Box::pin(stream))
     }
 
+    async fn warm(&self, request: &ChatRequest) -> Result<(), LlmError> {
+        let turns = build_turns(&request.system, &request.messages, &request.tools);
+        // The conversation without the assistant's opening: a prefix of the next prompt.
+        let prompt = self.model.render_with(&turns, false);
+        if prompt.is_empty() || self.model.count_tokens(&prompt) >= self.model.n_ctx() as usize {
+            return Ok(());
+        }
+        let options = GenerateOptions {
+            max_tokens: 1,
+            temperature: None,
+            seed: self.model.seed(),
+            reuse_prefix: true,
+            stable_prefix: None,
+        };
+        let model = Arc::clone(&self.model);
+        let cancel = request.cancel.clone();
+        tokio::task::spawn_blocking(move || {
+            model
+                .generate(&prompt, &options, &cancel, |_| false)
+                .map(|_| ())
+        })
+        .await
+        .map_err(|e| local_error(ErrorClass::Unknown, format!("warm-up: {e}")))?
+    }
+
     fn provider(&self) -> &str {
         "local"
     }
