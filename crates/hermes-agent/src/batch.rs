@@ -202,12 +202,21 @@ impl Agent {
             yolo: self.opts.yolo,
             terminal_timeout_s: self.opts.terminal_timeout_s,
             sandbox: self.opts.sandbox.clone(),
+            session_toolsets: Some(Arc::new(toolsets_of(&self.tools))),
             progress: Arc::new(move |message: String| {
                 let message = redactor.redact_string(message);
                 let _ = progress_events.send(AgentEvent::Status { message });
             }),
         }
     }
+}
+
+/// The toolset names of `tools`, sorted and distinct.
+pub(crate) fn toolsets_of(tools: &[Arc<dyn hermes_tools::Tool>]) -> Vec<String> {
+    let mut names: Vec<String> = tools.iter().map(|t| t.toolset().to_string()).collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Runs (or refuses) call `i`; a call not yet started when the user interrupts is not run.

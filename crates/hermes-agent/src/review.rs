@@ -181,6 +181,7 @@ impl Review {
             terminal_timeout_s: self.terminal_timeout_s,
             progress: Arc::new(|_message: String| {}),
             sandbox: self.sandbox.clone(),
+            session_toolsets: Some(Arc::new(crate::batch::toolsets_of(&self.tools))),
         };
         while report.iterations < self.max_iterations.max(1) {
             report.iterations += 1;

@@ -7,6 +7,10 @@ use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, TurnO
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
+use hermes_protocol::StreamRedactor;
+
 use crate::agent::Agent;
 use crate::compression::CompressTrigger;
 use crate::delegate::{DELEGATE_TASK, with_parent};
@@ -435,6 +439,11 @@ impl Agent {
             () = cancel.cancelled() => return Err(CallFailure::Cancelled),
             r = client.stream(request) => r.map_err(failed)?,
         };
+        // What the model writes is masked like tool results: a model that learned a key
+        // (or was told to repeat one) must not put it on the screen, in a chat, in the store
+        // or in the API's stream (the attack pass of issue 18, finding 13).
+        let mut text_guard = StreamRedactor::new(Arc::clone(&self.redactor));
+        let mut reasoning_guard = StreamRedactor::new(Arc::clone(&self.redactor));
         loop {
             let item = tokio::select! {
                 biased;
@@ -444,14 +453,36 @@ impl Agent {
             match item {
                 Some(Ok(StreamEvent::TextDelta(text))) => {
                     *shown |= !text.is_empty();
-                    let _ = events.send(AgentEvent::TextDelta { text });
+                    let text = text_guard.push(&text);
+                    if !text.is_empty() {
+                        let _ = events.send(AgentEvent::TextDelta { text });
+                    }
                 }
                 Some(Ok(StreamEvent::ReasoningDelta(text))) => {
                     *shown |= !text.is_empty();
-                    let _ = events.send(AgentEvent::ReasoningDelta { text });
+                    let text = reasoning_guard.push(&text);
+                    if !text.is_empty() {
+                        let _ = events.send(AgentEvent::ReasoningDelta { text });
+                    }
                 }
                 Some(Ok(StreamEvent::ToolCallStarted { .. })) => {}
-                Some(Ok(StreamEvent::Completed(reply))) => return Ok(reply),
+                Some(Ok(StreamEvent::Completed(mut reply))) => {
+                    let text = reasoning_guard.finish();
+                    if !text.is_empty() {
+                        let _ = events.send(AgentEvent::ReasoningDelta { text });
+                    }
+                    let text = text_guard.finish();
+                    if !text.is_empty() {
+                        let _ = events.send(AgentEvent::TextDelta { text });
+                    }
+                    reply.text = self.redactor.redact_string(reply.text);
+                    for call in &mut reply.tool_calls {
+                        call.arguments = self
+                            .redactor
+                            .redact_string(std::mem::take(&mut call.arguments));
+                    }
+                    return Ok(reply);
+                }
                 Some(Err(e)) => return Err(failed(e)),
                 None => {
                     return Err(failed(LlmError {

@@ -168,3 +168,49 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The model's own words are masked too (the attack pass of issue 18, finding 13): a model
+/// that repeats a key in its answer or in a tool call's arguments gets it replaced in the
+/// events (the screen, the API's stream, chat replies) and in the store.
+#[tokio::test]
+async fn a_secret_the_model_writes_is_masked_in_events_and_store() {
+    let h = Harness::new().await;
+    plant(&h);
+    h.mock.push(MockResponse::tool_calls(&[(
+        "call_1",
+        "terminal",
+        &format!(r#"{{"command":"echo {ENV_KEY} > /dev/null"}}"#),
+    )]));
+    h.mock.push(MockResponse::text(&format!(
+        "the key is {ENV_KEY}, and the token {AUTH_TOKEN}; nothing else"
+    )));
+    let mut agent = h.agent().await;
+    let (_, events) = h.turn(&mut agent, "tell me the key").await;
+    let shown: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        "the key is [REDACTED:OPENAI_API_KEY], and the token \
+         [REDACTED:auth.json.providers.nous.access_token]; nothing else"
+    );
+    let stored = serde_json::to_string(
+        &h.store
+            .load_messages(agent.session_id())
+            .unwrap()
+            .into_iter()
+            .map(|m| m.message)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let all_events = format!("{events:?}");
+    for secret in [ENV_KEY, AUTH_TOKEN] {
+        assert!(!stored.contains(secret), "{secret} stored: {stored}");
+        assert!(!all_events.contains(secret), "{secret} in an event");
+    }
+    assert!(stored.contains("[REDACTED:OPENAI_API_KEY]"), "{stored}");
+}

@@ -344,23 +344,6 @@ fn pointer_target(text: &str) -> Option<&str> {
     looks_like_path.then_some(t)
 }
 
-/// Whether a file name is one that holds key material by convention: `.env` and `.env.*`,
-/// `.netrc`, `.git-credentials`, `*.pem`, `*.key`, and ssh private keys (`id_rsa`,
-/// `id_ed25519`, …, not their `.pub` halves).
-fn is_key_material_name(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    let lower = name.to_ascii_lowercase();
-    lower == ".env"
-        || lower.starts_with(".env.")
-        || lower == ".netrc"
-        || lower == ".git-credentials"
-        || lower.ends_with(".pem")
-        || lower.ends_with(".key")
-        || (lower.starts_with("id_") && !lower.ends_with(".pub") && !lower.contains('.'))
-}
-
 /// Resolves `path` safely: follows links (real ones and checked-out pointer files) only to
 /// regular files inside `root` that are neither inside `secrets` nor named like key material.
 fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolved {
@@ -383,7 +366,9 @@ fn resolve(path: &Path, name: &str, root: &Path, secrets: &[PathBuf]) -> Resolve
                 real.display()
             ));
         }
-        if secrets.iter().any(|d| real.starts_with(d)) || is_key_material_name(&real) {
+        if secrets.iter().any(|d| real.starts_with(d))
+            || hermes_tools::safety::is_key_material_name(&real)
+        {
             return Resolved::Skipped(format!(
                 "{name} skipped: {} holds secrets, which never go into the prompt",
                 real.display()

@@ -29,6 +29,7 @@ pub struct CronjobTool {
     tz: Tz,
     scheduler: Option<Scheduler>,
     origin: Option<Origin>,
+    allow_private_urls: bool,
 }
 
 impl CronjobTool {
@@ -48,7 +49,64 @@ impl CronjobTool {
             tz,
             scheduler,
             origin,
+            allow_private_urls: false,
         }
+    }
+
+    /// The same tool letting jobs deliver to loopback, private and link-local URLs
+    /// (`web.allow_private_urls`, as for `web_extract`).
+    pub fn allow_private_urls(self, allow: bool) -> CronjobTool {
+        CronjobTool {
+            allow_private_urls: allow,
+            ..self
+        }
+    }
+
+    /// Checks the `deliver` targets the model asked for: a URL target is a POST that hermes
+    /// makes itself, outside the sandbox, with what the run wrote, so it obeys the rules
+    /// of the session's own network access: none when commands have no network, and the
+    /// address policy of `web_extract` (no loopback, private, link-local or cloud metadata
+    /// addresses unless `web.allow_private_urls`; the attack pass of issue 18). The user's
+    /// own `hermes cron create/edit --deliver` is not limited.
+    async fn check_deliver(&self, ctx: &ToolContext, deliver: &str) -> Result<(), String> {
+        let targets = crate::delivery::Target::parse_list(deliver).map_err(|e| e.to_string())?;
+        for target in targets {
+            let crate::delivery::Target::Webhook { url } = target else {
+                continue;
+            };
+            if !ctx.sandbox.network {
+                return Err(format!(
+                    "delivery to {url} is not allowed: this session has no network \
+                     (terminal.sandbox.network: false)"
+                ));
+            }
+            if self.allow_private_urls {
+                continue;
+            }
+            let parsed = reqwest::Url::parse(&url).map_err(|e| format!("{url}: {e}"))?;
+            hermes_tools::web::ssrf::check_url(&parsed, false)
+                .map_err(|e| format!("delivery to {url} is not allowed: {e}"))?;
+            if let Some(host) = parsed.host_str() {
+                let port = parsed.port_or_known_default().unwrap_or(443);
+                let host = host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_string();
+                let addrs = tokio::net::lookup_host((host.as_str(), port))
+                    .await
+                    .map_err(|e| format!("delivery URL {url}: cannot resolve {host}: {e}"))?;
+                for addr in addrs {
+                    if let Some(reason) = hermes_tools::web::ssrf::forbidden_reason(addr.ip()) {
+                        return Err(format!(
+                            "delivery to {url} is not allowed: {host} is {} ({reason}); the \
+                             user can allow private addresses with web.allow_private_urls",
+                            addr.ip()
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The same tool for a session in the chat `origin` (a gateway session): jobs it creates
@@ -122,13 +180,13 @@ impl CronjobTool {
                     origin: self.origin.clone(),
                     script: None,
                     no_agent: false,
-                    enabled_toolsets: list_arg(args, "enabled_toolsets"),
+                    enabled_toolsets: granted_toolsets(ctx, list_arg(args, "enabled_toolsets"))?,
                     workdir: job_workdir(ctx, str_arg(args, "workdir"))?,
                     context_from: list_arg(args, "context_from"),
                     ..NewJob::default()
                 };
                 if let Some(d) = &new.deliver {
-                    crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
+                    self.check_deliver(ctx, d).await?;
                 }
                 let job = self
                     .blocking(move |s, now, tz| s.create(new, now, tz))
@@ -151,13 +209,29 @@ impl CronjobTool {
                     model: str_arg(args, "model").map(|m| Some(m).filter(|m| !m.is_empty())),
                     deliver: str_arg(args, "deliver"),
                     repeat: u32_arg(args, "repeat").map(Some),
-                    enabled_toolsets: list_arg(args, "enabled_toolsets").map(Some),
+                    enabled_toolsets: None,
                     workdir: str_arg(args, "workdir").map(|w| Some(w).filter(|w| !w.is_empty())),
                     context_from: list_arg(args, "context_from").map(Some),
                     ..JobPatch::default()
                 };
-                if patch == JobPatch::default() {
+                let toolsets = list_arg(args, "enabled_toolsets");
+                if patch == JobPatch::default() && toolsets.is_none() {
                     return Err("`update` needs at least one field to change".into());
+                }
+                // A job re-prompted or re-tooled from here gets at most this session's
+                // toolsets, whatever it had (a job the user made with a terminal must not
+                // run the model's prompt with it).
+                if toolsets.is_some() || patch.prompt.is_some() {
+                    let current = match toolsets {
+                        Some(t) if !t.is_empty() => Some(t),
+                        _ => {
+                            let key = key.clone();
+                            let job = self.blocking(move |s, _, _| s.get(&key)).await?;
+                            job.enabled_toolsets
+                                .map(|sets| narrowed_toolsets(ctx, sets))
+                        }
+                    };
+                    patch.enabled_toolsets = Some(granted_toolsets(ctx, current)?);
                 }
                 // A new prompt or folder runs under the job's folder: it must lie where this
                 // session may write (a job without one gets the session's).
@@ -172,7 +246,7 @@ impl CronjobTool {
                     patch.workdir = Some(job_workdir(ctx, current)?);
                 }
                 if let Some(d) = &patch.deliver {
-                    crate::delivery::Target::parse_list(d).map_err(|e| e.to_string())?;
+                    self.check_deliver(ctx, d).await?;
                 }
                 let job = self
                     .blocking(move |s, now, tz| s.edit(&key, patch, now, tz))
@@ -270,13 +344,69 @@ fn job_workdir(ctx: &ToolContext, given: Option<String>) -> Result<Option<String
         return Ok(Some(dir.display().to_string()));
     }
     Err(format!(
-        "workdir `{given}` is outside this session's sandbox: a job may work only where this          session may write ({}); the user can choose another folder with `hermes cron edit          --workdir`",
+        "workdir `{given}` is outside this session's sandbox: a job may work only where this \
+         session may write ({}); the user can choose another folder with `hermes cron edit \
+         --workdir`",
         allowed
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     ))
+}
+
+/// This session's toolsets a job may run with: all of the session's but `cronjob` itself
+/// (`None` when the context does not say, in tests).
+fn session_toolsets(ctx: &ToolContext) -> Option<Vec<String>> {
+    ctx.session_toolsets.as_ref().map(|sets| {
+        sets.iter()
+            .filter(|s| s.as_str() != CRONJOB_TOOLSET)
+            .cloned()
+            .collect()
+    })
+}
+
+/// `sets` without the toolsets this session does not have.
+fn narrowed_toolsets(ctx: &ToolContext, sets: Vec<String>) -> Vec<String> {
+    match session_toolsets(ctx) {
+        Some(own) => sets.into_iter().filter(|s| own.contains(s)).collect(),
+        None => sets,
+    }
+}
+
+/// The toolsets a job the agent creates or changes runs with (the attack pass of issue 18,
+/// as `delegate_task` does for subagents): the `requested` ones when this session has each
+/// of them, else all of this session's. Never the cron default, which may hold more (a
+/// session limited to `file` and `cronjob` must not schedule a run with a terminal).
+///
+/// # Errors
+/// For the model: a requested toolset is not one of this session's, or the session has
+/// no toolset a job could use.
+fn granted_toolsets(
+    ctx: &ToolContext,
+    requested: Option<Vec<String>>,
+) -> Result<Option<Vec<String>>, String> {
+    let Some(own) = session_toolsets(ctx) else {
+        return Ok(requested);
+    };
+    match requested.filter(|r| !r.is_empty()) {
+        Some(r) => {
+            if let Some(missing) = r.iter().find(|t| !own.contains(t)) {
+                return Err(format!(
+                    "toolset `{missing}` is not one of this session's, and a job gets only \
+                     toolsets the session that makes it has: {}",
+                    own.join(", ")
+                ));
+            }
+            Ok(Some(r))
+        }
+        None if own.is_empty() => Err(
+            "this session has no toolset a job could run with; the user can make the job \
+             with `hermes cron create`"
+                .to_string(),
+        ),
+        None => Ok(Some(own)),
+    }
 }
 
 fn str_arg(args: &Value, key: &str) -> Option<String> {

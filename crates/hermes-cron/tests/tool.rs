@@ -296,3 +296,108 @@ async fn a_job_cannot_work_outside_the_sessions_sandbox() {
     assert!(!err, "{v}");
     assert_eq!(store.get("off").unwrap().workdir.as_deref(), Some("/"));
 }
+
+/// A job the agent makes gets at most its session's toolsets (the attack pass of issue 18:
+/// a `-t file,cronjob` session made jobs whose runs had a terminal and the web).
+#[tokio::test(start_paused = true)]
+async fn a_job_gets_no_toolset_its_session_lacks() {
+    let mut f = fixture(false);
+    f.ctx.session_toolsets = Some(Arc::new(vec!["cronjob".into(), "file".into()]));
+    let create = |extra: Value| {
+        let mut args = json!({"action": "create", "prompt": "check", "schedule": "every 1h"});
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    };
+    let (err, v) = f
+        .call(create(json!({"enabled_toolsets": ["terminal", "web"]})))
+        .await;
+    assert!(err, "{v}");
+    assert!(
+        v.as_str()
+            .unwrap()
+            .contains("`terminal` is not one of this session's"),
+        "{v}"
+    );
+
+    let (err, v) = f.call(create(json!({}))).await;
+    assert!(!err, "{v}");
+    let id = v["created"]["id"].as_str().unwrap().to_string();
+    let store = JobStore::new(f.home.home());
+    assert_eq!(
+        store.get(&id).unwrap().enabled_toolsets,
+        Some(vec!["file".to_string()])
+    );
+
+    // A job the user made with every cron toolset, re-prompted from this session.
+    let user_made = store
+        .create(
+            hermes_cron::NewJob {
+                prompt: "user job".into(),
+                schedule: "every 2h".into(),
+                ..hermes_cron::NewJob::default()
+            },
+            t("2026-03-04T13:00:00Z"),
+            Tz::UTC,
+        )
+        .unwrap();
+    assert_eq!(user_made.enabled_toolsets, None);
+    let (err, v) = f
+        .call(json!({"action": "update", "job_id": user_made.id, "prompt": "run rm"}))
+        .await;
+    assert!(!err, "{v}");
+    assert_eq!(
+        store.get(&user_made.id).unwrap().enabled_toolsets,
+        Some(vec!["file".to_string()])
+    );
+    let (err, _) = f
+        .call(json!({"action": "update", "job_id": id, "enabled_toolsets": ["terminal"]}))
+        .await;
+    assert!(err);
+
+    f.ctx.session_toolsets = Some(Arc::new(vec!["cronjob".into()]));
+    let (err, v) = f.call(create(json!({}))).await;
+    assert!(err && v.as_str().unwrap().contains("no toolset"), "{v}");
+}
+
+/// URL deliveries the agent asks for are POSTs hermes makes outside the sandbox: refused
+/// to loopback, private and metadata addresses, and when the session has no network.
+#[tokio::test(start_paused = true)]
+async fn delivery_urls_follow_the_sessions_network_rules() {
+    let mut f = fixture(false);
+    for url in [
+        "http://127.0.0.1:18190/exfil",
+        "http://169.254.169.254/latest",
+        "http://[::1]:80/x",
+        "http://10.1.2.3/hook",
+        "http://localhost:9/x",
+    ] {
+        let (err, v) = f
+            .call(
+                json!({"action": "create", "prompt": "p", "schedule": "every 1h", "deliver": url}),
+            )
+            .await;
+        assert!(err, "{url}: {v}");
+        assert!(v.as_str().unwrap().contains("not allowed"), "{url}: {v}");
+    }
+    let mut settings = (*f.ctx.sandbox).clone();
+    settings.network = false;
+    f.ctx.sandbox = Arc::new(settings);
+    let (err, v) = f
+        .call(json!({"action": "create", "prompt": "p", "schedule": "every 1h", "deliver": "https://93.184.216.34/hook"}))
+        .await;
+    assert!(err && v.as_str().unwrap().contains("no network"), "{v}");
+    assert!(JobStore::new(f.home.home()).list().unwrap().is_empty());
+
+    // The user's setting lets private addresses through, as for web_extract.
+    let f2 = fixture(false);
+    let tool = f2.tool.clone().allow_private_urls(true);
+    let out = tool
+        .call(
+            json!({"action": "create", "prompt": "p", "schedule": "every 1h", "deliver": "http://127.0.0.1:18190/hook"}),
+            &f2.ctx,
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+}

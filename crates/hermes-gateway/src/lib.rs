@@ -34,7 +34,7 @@ pub mod status;
 pub mod testing;
 
 pub use delivery::{
-    DeliveryOptions, DeliveryReport, StreamingReply, ToolProgressMode, extract_media,
+    DeliveryOptions, DeliveryReport, MediaPolicy, StreamingReply, ToolProgressMode, extract_media,
     render_chunks, save_inbound,
 };
 pub use error::PlatformError;

@@ -393,7 +393,7 @@ async fn media_tags_send_allowed_files_and_refuse_others() {
         chart.display(),
         secret.display()
     );
-    let dirs = vec![home.path().to_path_buf()];
+    let dirs = hermes_gateway::MediaPolicy::dirs(vec![home.path().to_path_buf()]);
     let (clean, files) = hermes_gateway::extract_media(&text, &dirs);
     assert_eq!(files, vec![chart.canonicalize().unwrap()]);
     assert!(!clean.contains("MEDIA:"));
@@ -403,7 +403,7 @@ async fn media_tags_send_allowed_files_and_refuse_others() {
     let fake = Fake::new(telegram(4096, true));
     let opts = DeliveryOptions {
         typing_interval: None,
-        media_dirs: dirs,
+        media: dirs,
         ..DeliveryOptions::default()
     };
     let report = deliver(&fake, opts, vec![(Duration::ZERO, finished(&text))]).await;
@@ -563,4 +563,63 @@ async fn a_restart_whose_retry_fails_leaves_the_notice_and_the_error_not_the_par
         "{calls:?}"
     );
     assert_eq!(calls.len(), 3, "{calls:?}");
+}
+
+/// A reply naming HERMES_HOME's secrets, settings and state (the attack pass of issue 18 had
+/// a prompt-injected model upload `.env` and `auth.json` to a chat): none is sent, whether
+/// named directly, through a symlink, a hard link or a key-like name; a cache file is.
+#[tokio::test]
+async fn media_tags_never_send_secrets_settings_or_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = hermes_protocol::HermesHome::new(dir.path().to_path_buf());
+    let root = home.root().to_path_buf();
+    for (name, body) in [
+        (".env", "OPENAI_API_KEY=sk-canary-env-0001"),
+        (".env.bak", "OPENAI_API_KEY=sk-canary-env-0002"),
+        ("auth.json", "{\"k\":\"sk-canary-auth-0003\"}"),
+        ("config.yaml", "model: {api_key: sk-canary-cfg-0004}"),
+        ("state.db", "sqlite"),
+    ] {
+        std::fs::write(root.join(name), body).unwrap();
+    }
+    for sub in ["mcp-tokens", "memories", "logs", "cache", "cron"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join("mcp-tokens/docs.json"), "tok").unwrap();
+    std::fs::write(root.join("memories/MEMORY.md"), "private").unwrap();
+    std::fs::write(root.join("logs/agent.log"), "log").unwrap();
+    std::fs::write(root.join("cron/jobs.json"), "[]").unwrap();
+    std::fs::write(root.join("cache/server.key"), "key").unwrap();
+    std::fs::write(root.join("cache/chart.png"), "png").unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("cache/notes.txt")).unwrap();
+    std::fs::hard_link(root.join("auth.json"), root.join("cache/data.json")).unwrap();
+
+    let policy = hermes_gateway::MediaPolicy::for_home(&home);
+    let asked = [
+        ".env",
+        ".env.bak",
+        "auth.json",
+        "config.yaml",
+        "state.db",
+        "mcp-tokens/docs.json",
+        "memories/MEMORY.md",
+        "logs/agent.log",
+        "cron/jobs.json",
+        "cache/server.key",
+        "cache/notes.txt",
+        "cache/data.json",
+    ];
+    for name in asked {
+        for form in [name.to_string(), root.join(name).display().to_string()] {
+            let (clean, files) =
+                hermes_gateway::extract_media(&format!("here: MEDIA:{form}"), &policy);
+            assert!(files.is_empty(), "{form} was sent");
+            assert!(clean.contains("[file not sent:"), "{form}: {clean}");
+        }
+    }
+    let (_, files) = hermes_gateway::extract_media("MEDIA:cache/chart.png", &policy);
+    assert_eq!(
+        files,
+        vec![root.join("cache/chart.png").canonicalize().unwrap()]
+    );
 }

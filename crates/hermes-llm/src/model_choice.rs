@@ -12,9 +12,10 @@ use hermes_protocol::config::ModelConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::runtime::{CanonicalProvider, ResolveError, ResolveInputs, Runtime, canonical_provider};
+pub use crate::runtime::{provider_id, section_for};
 
 /// The provider names a choice accepts, for error messages.
-pub const KNOWN_PROVIDERS: &str = "openrouter, openai, anthropic, nous, deepseek, gemini, xai, \
+pub const KNOWN_PROVIDERS: &str = "openrouter, openai-api (openai), anthropic, nous, deepseek, gemini, xai, \
      custom, local, or a server alias (llamacpp, ollama, vllm, lmstudio)";
 
 /// A requested switch: a model, and a provider when it changes too. Serialized as
@@ -119,35 +120,6 @@ fn parse_words(words: &str) -> Result<ModelChoice, ChoiceError> {
 
 fn known_provider(name: &str) -> Result<CanonicalProvider, ChoiceError> {
     canonical_provider(name).ok_or_else(|| ChoiceError::UnknownProvider(name.to_string()))
-}
-
-/// The provider id a name resolves to (`claude` → `anthropic`; server aliases → `custom`;
-/// `local`), `None` for an unknown name.
-pub fn provider_id(name: &str) -> Option<String> {
-    Some(match canonical_provider(name)? {
-        CanonicalProvider::Hosted(id) => id.to_string(),
-        CanonicalProvider::Custom { .. } => "custom".to_string(),
-        CanonicalProvider::Local => "local".to_string(),
-    })
-}
-
-/// The `model:` section to resolve `provider` with: `configured` (config.yaml's) when it is
-/// about the same provider, else only its provider-neutral keys (`max_tokens`), so that a key
-/// or base URL meant for one provider is never sent to another.
-pub fn section_for(configured: &ModelConfig, provider: &str) -> ModelConfig {
-    let same = configured
-        .provider
-        .as_deref()
-        .and_then(provider_id)
-        .is_some_and(|p| Some(p) == provider_id(provider));
-    if same {
-        configured.clone()
-    } else {
-        ModelConfig {
-            max_tokens: configured.max_tokens,
-            ..ModelConfig::default()
-        }
-    }
 }
 
 /// What [`resolve_choice`] resolves against besides the choice: config.yaml's `model:`

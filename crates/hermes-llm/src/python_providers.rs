@@ -234,7 +234,7 @@ pub const KIMI_CODE_BASE_URL: &str = "https://api.kimi.com/coding";
 pub const UNSUPPORTED_PROVIDERS: &[(&[&str], &str)] = &[
     (
         &["openai-codex", "codex"],
-        "signs in to ChatGPT with OAuth (`hermes auth` in Python Hermes), which hermes does not do; use provider `openai` with OPENAI_API_KEY, or `openrouter`",
+        "signs in to ChatGPT with OAuth (`hermes auth` in Python Hermes), which hermes does not do; use provider `openai-api` with OPENAI_API_KEY, or `openrouter`",
     ),
     (
         &["bedrock", "aws", "aws-bedrock", "amazon-bedrock", "amazon"],
@@ -248,7 +248,7 @@ pub const UNSUPPORTED_PROVIDERS: &[(&[&str], &str)] = &[
             "github-models",
             "github-model",
         ],
-        "exchanges a GitHub token for a Copilot session token, which hermes does not do; use `openrouter`, `openai` or another API-key provider",
+        "exchanges a GitHub token for a Copilot session token, which hermes does not do; use `openrouter`, `openai-api` or another API-key provider",
     ),
     (
         &["copilot-acp", "github-copilot-acp", "copilot-acp-agent"],

@@ -58,7 +58,7 @@ fn config_section_then_env_vars_in_order() {
     let rt = resolve(&inputs).unwrap();
     assert_eq!(
         (rt.provider.as_str(), rt.base_url.as_str()),
-        ("openai", "https://api.openai.com/v1")
+        ("openai-api", "https://api.openai.com/v1")
     );
     inputs.env.insert(
         "OPENROUTER_API_KEY".into(),
@@ -198,4 +198,62 @@ async fn built_client_talks_to_the_resolved_endpoint() {
     assert_eq!(sent["model"], "m1");
     assert_eq!(sent["max_tokens"], 64);
     assert_eq!(sent["messages"][0]["content"], "sys");
+}
+
+/// A home set up for a custom server, then `--provider openrouter` (the switching pass of
+/// issue 17): the OpenRouter key goes to OpenRouter, never to the custom server's address,
+/// and the custom server's key and model stay with it.
+#[test]
+fn a_provider_flag_never_takes_another_providers_base_url_or_key() {
+    for configured in [Some("custom"), None] {
+        let mut inputs = ResolveInputs {
+            provider: Some("openrouter".into()),
+            env: env(&[("OPENROUTER_API_KEY", "sk-or-v1-flagflagflag0001")]),
+            ..ResolveInputs::default()
+        };
+        inputs.config.provider = configured.map(str::to_string);
+        inputs.config.base_url = Some("http://127.0.0.1:9/v1".into());
+        inputs.config.api_key = Some("sk-custom-server-key-0002".into());
+        inputs.config.default = Some("my-local-model".into());
+        let rt = resolve(&inputs).unwrap();
+        assert_eq!(rt.provider, "openrouter");
+        assert_eq!(
+            rt.base_url, "https://openrouter.ai/api/v1",
+            "{configured:?}"
+        );
+        assert_eq!(rt.api_key.as_deref(), Some("sk-or-v1-flagflagflag0001"));
+        assert_ne!(rt.model, "my-local-model");
+        assert!(
+            rt.trace.join("\n").contains("another provider"),
+            "{:?}",
+            rt.trace
+        );
+    }
+    // The same provider by another name keeps the section.
+    let mut inputs = ResolveInputs {
+        provider: Some("or".into()),
+        ..ResolveInputs::default()
+    };
+    inputs.config.provider = Some("openrouter".into());
+    inputs.config.base_url = Some("https://proxy.example/v1".into());
+    inputs.config.api_key = Some("sk-or-v1-configconfig0003".into());
+    let rt = resolve(&inputs).unwrap();
+    assert_eq!(rt.base_url, "https://proxy.example/v1");
+    assert_eq!(rt.api_key.as_deref(), Some("sk-or-v1-configconfig0003"));
+}
+
+/// Python Hermes 0.19.0 calls the direct OpenAI API `openai-api` (and refuses a bare
+/// `openai`): hermes resolves both names to that id, which is what it writes.
+#[test]
+fn openai_is_python_hermes_openai_api() {
+    for name in ["openai", "openai-api", "OpenAI-API"] {
+        let inputs = ResolveInputs {
+            provider: Some(name.into()),
+            env: env(&[("OPENAI_API_KEY", "sk-openai-nnnnnnnnnnnn0004")]),
+            ..ResolveInputs::default()
+        };
+        let rt = resolve(&inputs).unwrap();
+        assert_eq!(rt.provider, "openai-api", "{name}");
+        assert_eq!(rt.base_url, "https://api.openai.com/v1");
+    }
 }

@@ -82,6 +82,37 @@ fn block_text(block: &Value) -> String {
     }
 }
 
+/// `value` with binary payloads replaced by their size, as in the content blocks: a `blob`
+/// string anywhere, and a `data` string that is base64 of 12 or more bytes. A server that
+/// mirrors a resource in `structuredContent` would otherwise hand the model the file the
+/// content block withheld, encoded where the secret redactor cannot see it (the attack pass
+/// of issue 18: `read_media_file .env` of the filesystem server).
+fn without_binary(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let binary = v.as_str().filter(|s| {
+                        k == "blob" || (k == "data" && s.len() >= 16 && looks_like_base64(s))
+                    });
+                    let v = match binary {
+                        Some(s) => json!(format!("[{} bytes, not shown]", base64_len(s))),
+                        None => without_binary(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_binary).collect()),
+        other => other.clone(),
+    }
+}
+
+fn looks_like_base64(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'))
+}
+
 /// Maps a `tools/call` result (its JSON form) to text: content blocks in order, separated by
 /// blank lines; `structuredContent` is added as JSON when no block carries text (servers
 /// SHOULD mirror it in a text block, which is then not repeated); an empty result says so.
@@ -102,7 +133,7 @@ pub fn map_call_result(result: &Value) -> MappedResult {
     if let Some(sc) = result.get("structuredContent")
         && !has_text
     {
-        parts.push(format!("structured content: {sc}"));
+        parts.push(format!("structured content: {}", without_binary(sc)));
     }
     let text = if parts.is_empty() {
         "(the tool returned no content)".to_string()
@@ -116,6 +147,27 @@ pub fn map_call_result(result: &Value) -> MappedResult {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// The filesystem server's `read_media_file` mirrors the file in `structuredContent`:
+    /// its bytes stay withheld there too (the attack pass of issue 18).
+    #[test]
+    fn binary_in_structured_content_is_not_shown() {
+        let blob = "T1BFTkFJX0FQSV9LRVk9c2stdGVzdC1jYW5hcnlFTlYwMDAxYWJjZGVmCg==";
+        let result = json!({"content": [
+            {"type": "resource", "resource": {"uri": "file:///h/.env", "mimeType": "application/octet-stream", "blob": blob}}
+        ], "structuredContent": {"content": [
+            {"resource": {"uri": "file:///h/.env", "blob": blob}},
+            {"type": "image", "data": blob, "mimeType": "image/png"}
+        ], "data": {"rows": 2}, "note": "short data kept", "id": "abc"}});
+        let mapped = map_call_result(&result);
+        assert!(!mapped.text.contains(blob), "{}", mapped.text);
+        assert!(
+            mapped.text.contains("43 bytes, not shown"),
+            "{}",
+            mapped.text
+        );
+        assert!(mapped.text.contains(r#""rows":2"#), "{}", mapped.text);
+    }
 
     #[test]
     fn schema_normalized() {

@@ -26,4 +26,4 @@ pub use message::{
     AssistantMessage, ContentPart, FinishReason, Message, Reasoning, Role, ToolCall, ToolResult,
     ToolSpec, Usage,
 };
-pub use secrets::{RedactingWriter, SecretRedactor};
+pub use secrets::{RedactingWriter, SecretRedactor, StreamRedactor};

@@ -110,6 +110,10 @@ pub struct ToolContext {
     /// The OS sandbox of commands and the path policy of the file tools
     /// ([`crate::sandbox`]); the workspace is [`ToolContext::cwd`].
     pub sandbox: Arc<SandboxSettings>,
+    /// The toolsets of the tools the session is offered (sorted, distinct; `None` when
+    /// unknown, in tests). A tool that starts work outside the turn (`cronjob`) grants no
+    /// toolset beyond these.
+    pub session_toolsets: Option<Arc<Vec<String>>>,
 }
 
 /// One tool. Registration is explicit: each toolset module lists its tools.
@@ -182,6 +186,7 @@ impl ToolContext {
             terminal_timeout_s: hermes_protocol::config::DEFAULT_TERMINAL_TIMEOUT_S,
             progress: Arc::new(|_| {}),
             sandbox: Arc::new(SandboxSettings::off()),
+            session_toolsets: None,
         }
     }
 

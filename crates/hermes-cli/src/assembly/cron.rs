@@ -169,11 +169,8 @@ pub fn scheduler_with(
 pub fn session_tool(app: &App, args: &ChatArgs) -> Result<Arc<dyn Tool>> {
     let tz = timezone(app)?;
     let sched = scheduler(app, args, tz)?;
-    Ok(Arc::new(CronjobTool::new(
-        job_store(app),
-        Arc::new(SystemClock),
-        tz,
-        Some(sched),
-        None,
-    )))
+    Ok(Arc::new(
+        CronjobTool::new(job_store(app), Arc::new(SystemClock), tz, Some(sched), None)
+            .allow_private_urls(app.config.web.allow_private_urls),
+    ))
 }

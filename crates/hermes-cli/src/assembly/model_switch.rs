@@ -168,7 +168,10 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
     }
     table.remove("model");
     if let Some(p) = &choice.provider {
-        table.insert("provider".into(), serde_json::json!(p));
+        table.insert(
+            "provider".into(),
+            serde_json::json!(hermes_llm::runtime::stored_provider_name(p)),
+        );
     }
     table.insert("default".into(), serde_json::json!(choice.model));
     if let Some(u) = base_url {
@@ -281,6 +284,20 @@ mod tests {
         assert_eq!(m.api_key, None);
         assert_eq!(loaded.agent.max_turns, 7, "other sections are kept");
         assert!(!written.contains("sk-custom-secret"));
+    }
+
+    /// A provider is written under the id Python Hermes accepts (`claude` → `anthropic`,
+    /// `openai` → `openai-api`: Python 0.19.0 refuses a bare `openai`).
+    #[test]
+    fn set_default_writes_the_python_hermes_provider_id() {
+        let (app, _d) = app(CUSTOM, &[("OPENAI_API_KEY", "sk-openai-from-env-0001")]);
+        set_default(&app, "openai gpt-4.1", None).unwrap();
+        let written = std::fs::read_to_string(app.home.config_file()).unwrap();
+        assert!(written.contains("provider: openai-api"), "{written}");
+        let (app, _d) = app_with_key(CUSTOM);
+        set_default(&app, "claude claude-sonnet-4", None).unwrap();
+        let written = std::fs::read_to_string(app.home.config_file()).unwrap();
+        assert!(written.contains("provider: anthropic"), "{written}");
     }
 
     /// `hermes model set` changes only the lines of the keys it writes or removes: comments,

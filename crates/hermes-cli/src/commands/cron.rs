@@ -6,6 +6,7 @@
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use hermes_cron::{JobPatch, NewJob, RunLog, Target, Tz};
+use hermes_llm::runtime::stored_provider_name;
 use tokio_util::sync::CancellationToken;
 
 use crate::assembly::app::App;
@@ -162,7 +163,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 origin: None,
                 script: script.clone(),
                 no_agent: *no_agent,
-                provider: flags.provider.clone(),
+                provider: flags.provider.as_deref().map(stored_provider_name),
                 base_url: flags.base_url.clone(),
                 workdir: workdir.as_deref().map(real_workdir).transpose()?,
                 ..NewJob::default()
@@ -202,7 +203,11 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 deliver: deliver.clone(),
                 repeat: repeat.map(Some),
                 script: script.clone().map(Some),
-                provider: flags.provider.clone().map(Some),
+                provider: flags
+                    .provider
+                    .as_deref()
+                    .map(stored_provider_name)
+                    .map(Some),
                 base_url: flags.base_url.clone().map(Some),
                 workdir: match workdir.as_deref().map(str::trim) {
                     None => None,

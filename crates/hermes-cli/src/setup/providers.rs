@@ -12,7 +12,7 @@ use hermes_protocol::config::ModelConfig;
 /// Hosted providers offered by the wizard, in the order shown (after `local`).
 pub const HOSTED: &[&str] = &[
     "openrouter",
-    "openai",
+    "openai-api",
     "anthropic",
     "nous",
     "deepseek",

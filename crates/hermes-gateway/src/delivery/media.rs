@@ -9,24 +9,73 @@ use tokio::io::AsyncWriteExt;
 /// Longest sanitized file name kept by [`save_inbound`], in chars.
 const MAX_NAME_CHARS: usize = 80;
 
+/// Which files `MEDIA:<path>` tags may send: regular files inside one of `allowed`, inside
+/// none of `denied`, not named like key material
+/// ([`hermes_tools::safety::is_key_material_name`]) and not a hard link to a denied file.
+/// The tag is written by the model, so anything it read (a web page, a chat message) can
+/// ask for a file: the attack pass of issue 18 had `.env` and `auth.json` uploaded to a chat.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MediaPolicy {
+    /// Folders files may come from.
+    pub allowed: Vec<PathBuf>,
+    /// Files and folders inside those that never leave.
+    pub denied: Vec<PathBuf>,
+}
+
+impl MediaPolicy {
+    /// Files under `home`, except its secrets (`.env*`, `auth.json*`, `mcp-tokens/`, of every
+    /// related home: [`hermes_tools::sandbox::secret_paths`]) and its control and state files
+    /// ([`hermes_tools::sandbox::HERMES_CONTROL_PATHS`]: `config.yaml`, `state.db`,
+    /// `memories/`, `logs/`, `cron/`, `pairing/`, …, which hold other chats and the user's
+    /// settings). What is left is what tools and platforms put there: caches, downloads and
+    /// inbound attachments.
+    pub fn for_home(home: &hermes_protocol::HermesHome) -> MediaPolicy {
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut denied = hermes_tools::sandbox::secret_paths(home, user_home.as_deref());
+        denied.extend(
+            hermes_tools::sandbox::HERMES_CONTROL_PATHS
+                .iter()
+                .map(|p| home.root().join(p)),
+        );
+        MediaPolicy {
+            allowed: vec![home.root().to_path_buf()],
+            denied,
+        }
+    }
+
+    /// Only `dirs`, nothing inside them denied (tests and embedders).
+    pub fn dirs(dirs: Vec<PathBuf>) -> MediaPolicy {
+        MediaPolicy {
+            allowed: dirs,
+            denied: Vec::new(),
+        }
+    }
+}
+
 /// Pulls `MEDIA:<path>` tags out of a reply.
 ///
 /// A tag is `MEDIA:` followed by a path up to the next whitespace (or a quoted path:
-/// `MEDIA:"/a b.png"`); trailing punctuation is not part of the path. A file is allowed when
+/// `MEDIA:"/a b.png"`); trailing punctuation is not part of the path. A file is sent when
 /// its canonical path (symlinks followed; relative paths are tried against each allowed
-/// directory in order) is a regular file inside one of the canonicalized `allowed_dirs`
-/// (by default `HERMES_HOME` and the working directory). Allowed files are returned in
+/// directory in order) passes `policy` ([`MediaPolicy`]). Allowed files are returned in
 /// order of appearance and their tags removed; a refused tag is replaced by a short note
 /// saying which file was not sent and why; `MEDIA:http(s)://…` is replaced by the bare URL.
 /// Lines left empty by a removed tag are dropped.
-pub fn extract_media(text: &str, allowed_dirs: &[PathBuf]) -> (String, Vec<PathBuf>) {
+pub fn extract_media(text: &str, policy: &MediaPolicy) -> (String, Vec<PathBuf>) {
     const TAG: &str = "MEDIA:";
     if !text.contains(TAG) {
         return (text.to_string(), Vec::new());
     }
-    let roots: Vec<PathBuf> = allowed_dirs
+    let roots: Vec<PathBuf> = policy
+        .allowed
         .iter()
         .filter_map(|d| d.canonicalize().ok())
+        .collect();
+    let denied: Vec<PathBuf> = policy
+        .denied
+        .iter()
+        .flat_map(|d| [Some(d.clone()), d.canonicalize().ok()])
+        .flatten()
         .collect();
     let mut files = Vec::new();
     let mut out_lines = Vec::new();
@@ -50,7 +99,7 @@ pub fn extract_media(text: &str, allowed_dirs: &[PathBuf]) -> (String, Vec<PathB
                 out.push_str(raw);
                 continue;
             }
-            match resolve(raw, &roots) {
+            match resolve(raw, &roots, &denied) {
                 Ok(path) => files.push(path),
                 Err(reason) => out.push_str(&format!("[file not sent: {raw} ({reason})]")),
             }
@@ -82,7 +131,7 @@ fn take_path(s: &str) -> (&str, &str) {
     (path, &s[path.len()..])
 }
 
-fn resolve(raw: &str, roots: &[PathBuf]) -> Result<PathBuf, &'static str> {
+fn resolve(raw: &str, roots: &[PathBuf], denied: &[PathBuf]) -> Result<PathBuf, &'static str> {
     let candidate = Path::new(raw);
     let canonical = if candidate.is_absolute() {
         candidate.canonicalize().ok()
@@ -97,8 +146,17 @@ fn resolve(raw: &str, roots: &[PathBuf]) -> Result<PathBuf, &'static str> {
     if !roots.iter().any(|r| path.starts_with(r)) {
         return Err("outside the allowed directories");
     }
-    if !path.is_file() {
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return Err("no such file");
+    };
+    if !meta.is_file() {
         return Err("not a regular file");
+    }
+    if denied.iter().any(|d| path.starts_with(d))
+        || hermes_tools::safety::is_key_material_name(&path)
+        || hermes_tools::safety::is_same_file_as_any(&meta, denied)
+    {
+        return Err("it holds secrets or settings, which are never sent");
     }
     Ok(path)
 }

@@ -11,7 +11,7 @@ mod render;
 mod stream;
 
 pub use chunk::{MIN_MESSAGE_LEN, render_chunks};
-pub use media::{SaveError, extract_media, sanitize_file_name, save_inbound};
+pub use media::{MediaPolicy, SaveError, extract_media, sanitize_file_name, save_inbound};
 pub use stream::{
     DeliveryOptions, DeliveryReport, MIN_EDIT_INTERVAL, RESTART_NOTICE, StreamingReply,
     TYPING_INTERVAL, ToolProgressMode,

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use crate::delivery::chunk::render_chunks;
-use crate::delivery::media::extract_media;
+use crate::delivery::media::{MediaPolicy, extract_media};
 use crate::delivery::render::measure;
 use crate::error::PlatformError;
 use crate::platform::{ChatTarget, Markup, PlatformAdapter, PlatformLimits, SentMessage};
@@ -72,8 +72,8 @@ pub struct DeliveryOptions {
     pub tool_progress: ToolProgressMode,
     /// Typing indicator refresh period ([`TYPING_INTERVAL`]); `None` sends none.
     pub typing_interval: Option<Duration>,
-    /// Directories `MEDIA:<path>` files may come from (`HERMES_HOME` and the working dir).
-    pub media_dirs: Vec<PathBuf>,
+    /// Which files `MEDIA:<path>` tags may send (none by default).
+    pub media: MediaPolicy,
 }
 
 impl Default for DeliveryOptions {
@@ -83,7 +83,7 @@ impl Default for DeliveryOptions {
             edit_interval: MIN_EDIT_INTERVAL,
             tool_progress: ToolProgressMode::default(),
             typing_interval: Some(TYPING_INTERVAL),
-            media_dirs: Vec::new(),
+            media: MediaPolicy::default(),
         }
     }
 }
@@ -352,14 +352,14 @@ impl StreamingReply {
 
     async fn finish(&mut self, outcome: TurnOutcome, final_text: &str) {
         self.report.outcome = Some(outcome.clone());
-        let (_, files) = extract_media(final_text, &self.opts.media_dirs);
+        let (_, files) = extract_media(final_text, &self.opts.media);
         let answered = matches!(
             outcome,
             TurnOutcome::Completed | TurnOutcome::BudgetExhausted
         );
         if self.message.is_some() && answered {
             // The streamed message becomes the final answer (its not yet shown rest).
-            let (text, _) = extract_media(&self.segment, &self.opts.media_dirs);
+            let (text, _) = extract_media(&self.segment, &self.opts.media);
             let chunks = render_chunks(&text, &self.limits);
             let mut rest = chunks.into_iter();
             if let (Some(first), Some(m)) = (rest.next(), self.message.clone())
@@ -375,7 +375,7 @@ impl StreamingReply {
             }
         } else {
             self.close_segment().await;
-            let (text, _) = extract_media(final_text, &self.opts.media_dirs);
+            let (text, _) = extract_media(final_text, &self.opts.media);
             self.send_text(&text).await;
         }
         for file in files {

@@ -409,7 +409,8 @@ async fn apply_reset_policy(
 }
 
 /// How replies are delivered, from the gateway config (`gateway.streaming`,
-/// `display.tool_progress`); `MEDIA:<path>` files may come from `HERMES_HOME`.
+/// `display.tool_progress`); `MEDIA:<path>` files may come from `HERMES_HOME` but never its
+/// secrets, settings or state ([`crate::delivery::MediaPolicy::for_home`]).
 fn delivery_options(inner: &Inner) -> DeliveryOptions {
     let tool_progress = match inner.config.tool_progress {
         ToolProgress::Off => ToolProgressMode::Off,
@@ -420,7 +421,7 @@ fn delivery_options(inner: &Inner) -> DeliveryOptions {
     DeliveryOptions {
         streaming: inner.config.streaming,
         tool_progress,
-        media_dirs: vec![inner.home.root().to_path_buf()],
+        media: crate::delivery::MediaPolicy::for_home(&inner.home),
         ..DeliveryOptions::default()
     }
 }

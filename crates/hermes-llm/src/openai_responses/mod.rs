@@ -33,13 +33,13 @@ pub struct ResponsesConfig {
 }
 
 impl ResponsesConfig {
-    /// Defaults: provider `openai`, default timeouts.
+    /// Defaults: provider `openai-api`, default timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> ResponsesConfig {
         ResponsesConfig {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
-            provider_id: "openai".to_string(),
+            provider_id: "openai-api".to_string(),
             context_window: None,
             timeouts: Timeouts::default(),
         }

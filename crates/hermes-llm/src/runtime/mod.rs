@@ -230,7 +230,8 @@ const HOSTED: &[Hosted] = &[
         api_mode: ApiMode::ChatCompletions,
     },
     Hosted {
-        id: "openai",
+        // Python Hermes' id for the direct OpenAI API (its `openai` means something else).
+        id: "openai-api",
         env_var: "OPENAI_API_KEY",
         base_url: "https://api.openai.com/v1",
         default_model: "gpt-4.1",
@@ -287,7 +288,8 @@ pub enum CanonicalProvider {
     Local,
 }
 
-/// Resolves a provider name or alias (case-insensitive): `or` → openrouter, `claude` →
+/// Resolves a provider name or alias (case-insensitive): `openai` → openai-api (Python
+/// Hermes' id for api.openai.com), `or` → openrouter, `claude` →
 /// anthropic, `google` → gemini, `grok`/`x-ai` → xai, `nous-portal` → nous; `llamacpp`
 /// (`llama.cpp`, `llama-cpp`) → custom at `http://127.0.0.1:8080/v1`, `ollama` →
 /// `http://127.0.0.1:11434/v1`, `vllm` → `http://127.0.0.1:8000/v1`, `lmstudio`
@@ -302,7 +304,7 @@ pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
     };
     match n.as_str() {
         "openrouter" | "or" | "open-router" => hosted("openrouter"),
-        "openai" => hosted("openai"),
+        "openai" | "openai-api" | "openai_api" => hosted("openai-api"),
         "anthropic" | "claude" => hosted("anthropic"),
         "nous" | "nous-portal" | "nousresearch" => hosted("nous"),
         "deepseek" => hosted("deepseek"),
@@ -317,6 +319,17 @@ pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
         "lmstudio" | "lm-studio" | "lm_studio" => custom(Some("http://127.0.0.1:1234/v1")),
         "local" | "embedded" => Some(CanonicalProvider::Local),
         _ => crate::python_providers::python_provider(&n).map(|p| CanonicalProvider::Hosted(p.id)),
+    }
+}
+
+/// The name to write into `config.yaml` or `cron/jobs.json` for a provider the user typed: a
+/// hosted provider's id as Python Hermes spells it (`openai` → `openai-api`, `claude` →
+/// `anthropic`), so that both programs accept the file; anything else as typed (server
+/// aliases such as `ollama` and `custom:<name>` keep their meaning).
+pub fn stored_provider_name(name: &str) -> String {
+    match canonical_provider(name) {
+        Some(CanonicalProvider::Hosted(id)) => id.to_string(),
+        _ => name.trim().to_string(),
     }
 }
 
@@ -369,8 +382,62 @@ fn pick(
     None
 }
 
+/// The provider id a name resolves to (`claude` → `anthropic`; server aliases → `custom`;
+/// `local`), `None` for an unknown name.
+pub fn provider_id(name: &str) -> Option<String> {
+    Some(match canonical_provider(name)? {
+        CanonicalProvider::Hosted(id) => id.to_string(),
+        CanonicalProvider::Custom { .. } => "custom".to_string(),
+        CanonicalProvider::Local => "local".to_string(),
+    })
+}
+
+/// The `model:` section to resolve `provider` with: `configured` (config.yaml's) when it is
+/// about the same provider, else only its provider-neutral keys (`max_tokens`), so that a key
+/// or base URL meant for one provider is never sent to another.
+pub fn section_for(configured: &ModelConfig, provider: &str) -> ModelConfig {
+    let same = configured
+        .provider
+        .as_deref()
+        .and_then(provider_id)
+        .is_some_and(|p| Some(p) == provider_id(provider));
+    if same {
+        configured.clone()
+    } else {
+        ModelConfig {
+            max_tokens: configured.max_tokens,
+            ..ModelConfig::default()
+        }
+    }
+}
+
 /// Resolves the runtime (see the module doc for the order). Errors say how to fix the setup.
+///
+/// A provider named by the flag uses config.yaml's `model:` section only when that section
+/// is about the same provider ([`section_for`]): its base URL and key belong to the provider
+/// it names, and `--provider openrouter` on a home set up for a custom server must not send
+/// the OpenRouter key to that server (the switching pass of issue 17).
 pub fn resolve(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
+    if let Some(flag) = non_empty(&inputs.provider) {
+        let section = section_for(&inputs.config, &flag);
+        if section != inputs.config {
+            let mut narrowed = inputs.clone();
+            narrowed.config = section;
+            let mut rt = resolve_with_section(&narrowed)?;
+            rt.trace.insert(
+                0,
+                format!(
+                    "config.yaml's model section is about another provider: only its \
+                     provider-neutral keys are used for `{flag}`"
+                ),
+            );
+            return Ok(rt);
+        }
+    }
+    resolve_with_section(inputs)
+}
+
+fn resolve_with_section(inputs: &ResolveInputs) -> Result<Runtime, ResolveError> {
     let mut trace = Vec::new();
     let cfg = &inputs.config;
     let provider = pick(&inputs.provider, &cfg.provider, "provider", &mut trace);

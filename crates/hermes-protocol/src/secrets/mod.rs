@@ -41,6 +41,8 @@ pub struct SecretRedactor {
     markers: Vec<String>,
     /// Labels of the secrets, in insertion order (for `doctor` and tests; never values).
     labels: Vec<String>,
+    /// Every value and encoded form looked for, for [`StreamRedactor`]'s hold-back.
+    patterns: Vec<String>,
 }
 
 impl std::fmt::Debug for SecretRedactor {
@@ -137,17 +139,20 @@ impl SecretRedactor {
                 slow: Vec::new(),
                 markers,
                 labels,
+                patterns,
             },
             // Beyond the automaton's size limits (not reached by any real home): replace
             // each value in turn, longest first, rather than redact nothing.
             Err(_) => {
-                let mut slow: Vec<(String, String)> = patterns.into_iter().zip(markers).collect();
+                let mut slow: Vec<(String, String)> =
+                    patterns.iter().cloned().zip(markers).collect();
                 slow.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
                 SecretRedactor {
                     matcher: None,
                     slow,
                     markers: Vec::new(),
                     labels,
+                    patterns,
                 }
             }
         }
@@ -196,6 +201,32 @@ impl SecretRedactor {
         Cow::Owned(matcher.replace_all(text, &self.markers))
     }
 
+    /// Where the part of `text` that may still become a secret begins: the start of its
+    /// longest suffix that is a proper prefix of a known value and starts after the last
+    /// complete one; `text.len()` when there is none. A byte index on a char boundary.
+    fn unfinished_tail(&self, text: &str) -> usize {
+        let done = match &self.matcher {
+            Some(m) => m.find_iter(text).last().map(|m| m.end()).unwrap_or(0),
+            None => self
+                .slow
+                .iter()
+                .filter_map(|(p, _)| text.rfind(p.as_str()).map(|i| i + p.len()))
+                .max()
+                .unwrap_or(0),
+        };
+        let longest = self.patterns.iter().map(String::len).max().unwrap_or(0);
+        let from = done.max(text.len().saturating_sub(longest));
+        (from..text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .find(|&i| {
+                let tail = &text[i..];
+                self.patterns
+                    .iter()
+                    .any(|p| p.len() > tail.len() && p.starts_with(tail))
+            })
+            .unwrap_or(text.len())
+    }
+
     /// [`SecretRedactor::redact`] into an owned string, reusing `text` when it holds no
     /// secret.
     pub fn redact_string(&self, text: String) -> String {
@@ -203,6 +234,44 @@ impl SecretRedactor {
             Cow::Borrowed(_) => text,
             Cow::Owned(s) => s,
         }
+    }
+}
+
+/// Redacts text that arrives in pieces (a model's streamed answer): a known value split
+/// across two pieces is still replaced, because the end of what was pushed is held back
+/// while it could be the start of one. What is held is at most one value's length, and only
+/// while it matches a value's beginning; [`StreamRedactor::finish`] releases it.
+#[derive(Debug)]
+pub struct StreamRedactor {
+    redactor: Arc<SecretRedactor>,
+    pending: String,
+}
+
+impl StreamRedactor {
+    /// A stream redactor over the values `redactor` knows.
+    pub fn new(redactor: Arc<SecretRedactor>) -> StreamRedactor {
+        StreamRedactor {
+            redactor,
+            pending: String::new(),
+        }
+    }
+
+    /// Adds `piece` and returns the redacted text that can be shown now (may be empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        if self.redactor.is_empty() {
+            return piece.to_string();
+        }
+        self.pending.push_str(piece);
+        let cut = self.redactor.unfinished_tail(&self.pending);
+        let rest = self.pending.split_off(cut);
+        let ready = std::mem::replace(&mut self.pending, rest);
+        self.redactor.redact_string(ready)
+    }
+
+    /// The redacted rest, at the end of the stream.
+    pub fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        self.redactor.redact_string(rest)
     }
 }
 
@@ -268,6 +337,44 @@ impl<W: Write> Write for RedactingWriter<W> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    fn streamed(r: &Arc<SecretRedactor>, pieces: &[&str]) -> (String, Vec<String>) {
+        let mut guard = StreamRedactor::new(Arc::clone(r));
+        let mut shown = Vec::new();
+        for p in pieces {
+            shown.push(guard.push(p));
+        }
+        shown.push(guard.finish());
+        (shown.concat(), shown)
+    }
+
+    /// A model that knows a key and streams it (the attack pass of issue 18, finding 13):
+    /// however the answer is cut into pieces, what is shown is what redacting it whole gives,
+    /// and no piece shows the key's beginning.
+    #[test]
+    fn a_streamed_secret_is_redacted_across_pieces() {
+        let r = Arc::new(SecretRedactor::new([
+            ("OPENAI_API_KEY", "sk-test-canaryENV0001abcdef"),
+            ("model.api_key", "Bearer tok-abcdefgh1234"),
+        ]));
+        let text = "the key is sk-test-canaryENV0001abcdef said the model, sk-test-c is not";
+        let whole = r.redact(text).into_owned();
+        for cut in 1..text.len() {
+            for cut2 in cut..text.len() {
+                let (out, shown) = streamed(&r, &[&text[..cut], &text[cut..cut2], &text[cut2..]]);
+                assert_eq!(out, whole, "cuts {cut} {cut2}");
+                assert!(shown.iter().all(|s| !s.contains("canaryENV")), "{shown:?}");
+            }
+        }
+        let (out, shown) = streamed(&r, &["plain ", "text"]);
+        assert_eq!(out, "plain text");
+        assert_eq!(
+            shown[0], "plain ",
+            "nothing held that cannot start a secret"
+        );
+        let (out, _) = streamed(&r, &["use tok-abcd", "efgh1234 now"]);
+        assert_eq!(out, "use [REDACTED:model.api_key] now");
+    }
 
     #[test]
     fn known_values_become_markers() {

@@ -7,4 +7,7 @@ mod split;
 
 pub use command::{CommandSafety, classify_command, dangerous_reason, hardline_reason};
 pub(crate) use paths::{canonicalize_lenient, lexical_normalize};
-pub use paths::{check_write_path, check_write_path_in, is_same_file_as_any, open_no_symlinks};
+pub use paths::{
+    check_write_path, check_write_path_in, is_key_material_name, is_same_file_as_any,
+    open_no_symlinks,
+};

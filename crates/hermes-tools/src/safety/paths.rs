@@ -111,6 +111,23 @@ pub fn open_no_symlinks(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(std::fs::File::from(fd))
 }
 
+/// Whether a file name is one that holds key material by convention: `.env` and `.env.*`,
+/// `.netrc`, `.git-credentials`, `*.pem`, `*.key`, and ssh private keys (`id_rsa`,
+/// `id_ed25519`, …, not their `.pub` halves).
+pub fn is_key_material_name(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let lower = name.to_ascii_lowercase();
+    lower == ".env"
+        || lower.starts_with(".env.")
+        || lower == ".netrc"
+        || lower == ".git-credentials"
+        || lower.ends_with(".pem")
+        || lower.ends_with(".key")
+        || (lower.starts_with("id_") && !lower.ends_with(".pub") && !lower.contains('.'))
+}
+
 /// Whether the open file `meta` is one of the files at `secrets` (same device and inode):
 /// a hard link to `.env` under another name is still `.env`.
 pub fn is_same_file_as_any(meta: &std::fs::Metadata, secrets: &[PathBuf]) -> bool {

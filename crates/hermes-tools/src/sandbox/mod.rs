@@ -37,7 +37,7 @@ pub use backend::Backend;
 pub use confine::confined;
 pub use enforce::{FORCE_UNSUPPORTED_ENV, KernelSupport, MIN_LANDLOCK_ABI, kernel_support};
 pub use launcher::{LAUNCHER_ARG, LAUNCHER_FAILED, LauncherError, launcher_main};
-pub use policy::{PolicyInputs, SandboxPolicy, secret_paths};
+pub use policy::{HERMES_CONTROL_PATHS, PolicyInputs, SandboxPolicy, secret_paths};
 
 /// The sandbox settings of one agent (from `terminal:` in `config.yaml` and the front end),
 /// carried in [`crate::ToolContext::sandbox`].

@@ -78,7 +78,8 @@ impl GatewayCron {
             tz,
             Some(scheduler.clone()),
             None,
-        );
+        )
+        .allow_private_urls(app.config.web.allow_private_urls);
         Ok(GatewayCron { scheduler, tool })
     }
 
