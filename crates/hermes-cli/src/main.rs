@@ -55,14 +55,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
-            eprintln!("error: {}", hermes_llm::redact_secrets(&format!("{e:#}")));
+            errln!("error: {}", hermes_llm::redact_secrets(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
@@ -120,11 +120,10 @@ fn init_logging(cli: &Cli) {
             .log_internal_errors(false)
             .with_filter(LevelFilter::WARN)
     });
+    render::output::set_redactor(redactor.clone());
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
-            .with_writer(move || {
-                hermes_protocol::RedactingWriter::new(redactor.clone(), std::io::stderr())
-            })
+            .with_writer(|| render::output::MaskedStderr)
             .with_ansi(std::io::stderr().is_terminal())
             .with_target(false)
             // A closed stderr (the terminal went away) must not turn a log line into a panic:

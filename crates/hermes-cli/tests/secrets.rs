@@ -326,3 +326,31 @@ async fn doctor_reports_loose_modes_and_fix_repairs_them() {
         stdout(&again)
     );
 }
+
+/// What commands print is masked like the logs (the user pass of issue 20): a key hermes
+/// knows and a key written into an MCP server's URL, in `mcp list`, the start-up warning of
+/// `chat -q` and `doctor`'s report.
+#[tokio::test]
+async fn terminal_lines_hold_no_secret() {
+    let literal = "sk-or-v1-abcdef0123456789abcdef";
+    let known = "tok-verysecret-0123456789abcdef";
+    let extra = format!(
+        "mcp_servers:\n  leak:\n    url: \"http://127.0.0.1:9/mcp?api_key={literal}\"\n  envtok:\n    url: \"http://127.0.0.1:9/mcp?token=${{MCP_TOKEN}}\"\n"
+    );
+    let env = Env::with_config(&extra).await;
+    std::fs::write(env.home.home().env_file(), format!("MCP_TOKEN={known}\n")).unwrap();
+    env.mock.push(MockResponse::text("hi"));
+    for args in [
+        &["mcp", "list"][..],
+        &["chat", "-q", "hello"][..],
+        &["doctor"][..],
+    ] {
+        let out = env.run(args).await;
+        let text = format!("{}\n{}", stdout(&out), stderr(&out));
+        for secret in [literal, known, &literal[..20], &known[..20]] {
+            assert!(!text.contains(secret), "{args:?} shows {secret}:\n{text}");
+        }
+    }
+    let listed = stdout(&env.run_ok(&["mcp", "list"]).await);
+    assert!(listed.contains("leak"), "{listed}");
+}

@@ -331,3 +331,28 @@ fn first_run_declined_says_so_on_its_own_line() {
     );
     assert!(!text.contains("❯"), "no chat was started: {text}");
 }
+
+/// Running the wizard again to change the model of a custom server: Enter at the key
+/// question keeps the configured key (the user pass of issue 20: it was deleted).
+#[tokio::test]
+async fn the_wizard_keeps_the_configured_key_on_enter() {
+    let mock = MockProvider::start().await;
+    mock.set_models(serde_json::json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}));
+    let home = TempHome::new().unwrap();
+    std::fs::write(
+        home.home().config_file(),
+        format!(
+            "model:\n  provider: custom\n  base_url: {}\n  api_key: sk-keep-me-0123456789\n  default: m1\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let answers = format!("custom\n{}\n\n2\n\nn\n", mock.base_url());
+    let out = hermes_stdin(home.path(), &["setup"], &answers).await;
+    let shown = stdout(&out);
+    assert!(out.status.success(), "{shown}\n{}", stderr(&out));
+    assert!(shown.contains("Enter keeps the configured one"), "{shown}");
+    let m = config(&home).model.to_config();
+    assert_eq!(m.default.as_deref(), Some("m2"));
+    assert_eq!(m.api_key.as_deref(), Some("sk-keep-me-0123456789"));
+}

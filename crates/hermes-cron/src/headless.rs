@@ -172,6 +172,13 @@ impl AgentRunner {
             }
             ScriptKind::Refused(why) => return Err((RunStatus::Failed, why)),
         };
+        // The user's own script, outside the sandbox, with `HERMES_HOME/.env` in its
+        // environment (winning over the process's, as everywhere): Python Hermes has
+        // loaded `.env` into its environment before it runs one (the switching pass of
+        // issue 17: a script reading its token got none under hermes).
+        if let Ok(text) = std::fs::read_to_string(self.opts.home.env_file()) {
+            cmd.envs(hermes_protocol::config::parse_env_file(&text));
+        }
         cmd.kill_on_drop(true).stdin(std::process::Stdio::null());
         let res = tokio::time::timeout(self.opts.inactivity, cmd.output()).await;
         match res {

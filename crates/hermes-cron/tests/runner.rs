@@ -298,7 +298,14 @@ async fn a_python_script_job_runs_from_the_scripts_directory() {
     std::fs::create_dir_all(&scripts).unwrap();
     std::fs::write(
         scripts.join("disk_check.sh"),
-        "echo \"disk ok from $(pwd)\"\n",
+        "echo \"disk ok from $(pwd) token=$DISK_CHECK_TOKEN\"\n",
+    )
+    .unwrap();
+    // Python has `.env` in its environment when it runs a script (the switching pass of
+    // issue 17); so does hermes.
+    std::fs::write(
+        env.home.home().env_file(),
+        "DISK_CHECK_TOKEN=tok-from-dotenv\n",
     )
     .unwrap();
     let at = (Utc::now() - chrono::Duration::seconds(10)).to_rfc3339();
@@ -320,7 +327,10 @@ async fn a_python_script_job_runs_from_the_scripts_directory() {
     let md = std::fs::read_to_string(env.home.path().join(rec.output_path.unwrap())).unwrap();
     let scripts = std::fs::canonicalize(&scripts).unwrap();
     assert!(
-        md.contains(&format!("disk ok from {}", scripts.display())),
+        md.contains(&format!(
+            "disk ok from {} token=tok-from-dotenv",
+            scripts.display()
+        )),
         "{md}"
     );
 }

@@ -29,6 +29,22 @@ pub const DEFAULT_MAX_TURNS: u32 = 90;
 /// Default terminal tool timeout in seconds (FEATURES §4).
 pub const DEFAULT_TERMINAL_TIMEOUT_S: u64 = 180;
 
+/// A list of strings, or one string as a list of one (`null` is empty).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::One(s)) if s.trim().is_empty() => Vec::new(),
+        Some(OneOrMany::One(s)) => vec![s.trim().to_string()],
+        Some(OneOrMany::Many(v)) => v,
+    })
+}
+
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -37,7 +53,10 @@ pub struct Config {
     pub model: ModelSetting,
     /// `fallback_providers:` — tried in order when the primary fails (issue 3).
     pub fallback_providers: Vec<ModelConfig>,
-    /// `toolsets:` — toolsets enabled for the CLI (default `hermes-cli`).
+    /// `toolsets:` — toolsets enabled for the CLI (default `hermes-cli`). A single name
+    /// (`toolsets: file`, what Python Hermes' `config set toolsets file` writes) is a list
+    /// of one, as Python reads it.
+    #[serde(deserialize_with = "one_or_many")]
     pub toolsets: Vec<String>,
     /// `agent:` section.
     pub agent: AgentConfig,
@@ -610,6 +629,47 @@ pub fn parse_env_file(text: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Python Hermes' `hermes config set toolsets file` writes a bare name, which Python
+    /// reads as a list of one; so does hermes (the user pass of issue 20).
+    #[test]
+    fn toolsets_as_one_name_or_a_list() {
+        let parse = |t: &str| {
+            Config::parse(t, Path::new("c.yaml"))
+                .unwrap()
+                .config
+                .toolsets
+        };
+        assert_eq!(
+            parse(
+                "toolsets: file
+"
+            ),
+            vec!["file"]
+        );
+        assert_eq!(
+            parse(
+                "toolsets: [file, web]
+"
+            ),
+            vec!["file", "web"]
+        );
+        assert_eq!(
+            parse(
+                "toolsets:
+"
+            ),
+            Vec::<String>::new()
+        );
+        assert!(
+            Config::parse(
+                "toolsets: {a: 1}
+",
+                Path::new("c.yaml")
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn bare_model_name_and_table_both_parse() {

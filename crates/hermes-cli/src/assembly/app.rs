@@ -154,14 +154,14 @@ impl App {
     /// nearest known one (issue 20 item 10: `toolset` → `toolsets`).
     pub fn warn_config(&self) {
         for w in &self.config_warnings {
-            eprintln!(
+            errln!(
                 "warning: {}: {w}{}",
                 self.home.config_file().display(),
                 near_miss_hint(w)
             );
         }
         for note in &self.startup_notes {
-            eprintln!("{note}");
+            errln!("{note}");
         }
     }
 }

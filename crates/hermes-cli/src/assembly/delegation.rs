@@ -87,7 +87,7 @@ fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
     match built {
         Ok(client) => Some(client),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "warning: delegation.provider {provider} skipped ({e}); subagents use the session's model"
             );
             None

@@ -26,7 +26,7 @@ pub fn configured(app: &App) -> Vec<ServerSpec> {
     let look = lookup(app);
     let (specs, errors) = resolve_section(app.config.mcp_servers.as_ref(), &look);
     for e in errors {
-        eprintln!("warning: {e}");
+        errln!("warning: {e}");
     }
     specs
 }
@@ -59,7 +59,7 @@ pub async fn start_for_session(
     for r in manager.reports() {
         if let ServerState::Failed(e) = &r.state {
             tracing::warn!(server = %r.name, error = %e, "MCP server did not start");
-            eprintln!(
+            errln!(
                 "warning: MCP server `{}` did not start: {} (details: `hermes logs`)",
                 r.name,
                 friendly_reason(&e.to_string())
@@ -95,7 +95,7 @@ pub fn friendly_reason(error: &str) -> String {
             _ => {}
         }
     }
-    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    let out = crate::render::output::mask(&out.split_whitespace().collect::<Vec<_>>().join(" "));
     if out.chars().count() > 160 {
         let cut: String = out.chars().take(159).collect();
         return format!("{cut}…");

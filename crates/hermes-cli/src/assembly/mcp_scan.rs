@@ -74,7 +74,7 @@ impl ToolSource for ScannedSource {
                     .map(|mut seen| seen.insert(spec.name.clone()))
                     .unwrap_or(false);
                 if first_time {
-                    eprintln!(
+                    errln!(
                         "warning: the description of MCP tool `{}` was withheld from the model: \
                          flagged by the injection scan ({category})",
                         spec.name

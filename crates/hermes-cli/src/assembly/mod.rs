@@ -86,7 +86,7 @@ fn fallback_clients(app: &App) -> Vec<Arc<dyn ModelClient>> {
             });
         match built {
             Ok(client) => out.push(client),
-            Err(e) => eprintln!(
+            Err(e) => errln!(
                 "warning: fallback provider {} skipped: {e}",
                 entry.provider.as_deref().unwrap_or("(none)")
             ),

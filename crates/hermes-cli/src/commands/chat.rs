@@ -84,7 +84,7 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
     );
     if !args.json {
         for w in warnings {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
     }
     let mut renderer = display.renderer(Renderer::auto_mode(args.json));
@@ -125,7 +125,7 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
     }
     // The session summary (tokens and cost) goes to stderr with the other progress output.
     if !args.quiet {
-        eprintln!(
+        errln!(
             "{}",
             crate::views::sessions::usage_text(&kit.store, &handle.session_id())
         );

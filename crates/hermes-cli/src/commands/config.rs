@@ -97,14 +97,14 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
                         outln!("warning: {w}");
                     }
                     if let Err(e) = loaded.config.web.validate() {
-                        eprintln!("error: {}: {e}", path.display());
+                        errln!("error: {}: {e}", path.display());
                         return Ok(1);
                     }
                     outln!("{}: ok", path.display());
                     Ok(0)
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     Ok(1)
                 }
             }
@@ -171,7 +171,7 @@ fn get(profile: Option<&str>, key: &str) -> Result<i32> {
                 0
             }
             None => {
-                eprintln!(
+                errln!(
                     "{key} is not set (neither in the environment nor in {})",
                     app.home.env_file().display()
                 );
@@ -185,7 +185,7 @@ fn get(profile: Option<&str>, key: &str) -> Result<i32> {
     let tree: serde_json::Value = serde_json::to_value(&tree).context("reading the settings")?;
     match crate::config_edit::path::get_path(&tree, &path) {
         None | Some(serde_json::Value::Null) => {
-            eprintln!("{key} is not set");
+            errln!("{key} is not set");
             Ok(1)
         }
         Some(serde_json::Value::String(s)) => {
@@ -275,11 +275,11 @@ fn set(profile: Option<&str>, key: &str, value: &str, force: bool) -> Result<i32
     if let Some((_, hermes_protocol::config::python_keys::KeyStatus::Ignored(instead))) =
         hermes_protocol::config::python_keys::classify_python_key(key)
     {
-        eprintln!("note: hermes does not use {key} (Python Hermes does): {instead}");
+        errln!("note: hermes does not use {key} (Python Hermes does): {instead}");
     }
     if !force {
         for w in warnings.iter().filter(|w| !before.contains(w)) {
-            eprintln!("warning: {w}{}", crate::assembly::app::near_miss_hint(w));
+            errln!("warning: {w}{}", crate::assembly::app::near_miss_hint(w));
         }
     }
     Ok(0)
@@ -293,7 +293,7 @@ fn unset(profile: Option<&str>, key: &str) -> Result<i32> {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let new = dotenv_set(&text, key, None);
         if new == text {
-            eprintln!("{key} is not set in {}", file.display());
+            errln!("{key} is not set in {}", file.display());
             return Ok(1);
         }
         hermes_protocol::private_fs::write_atomic(&file, new)
@@ -312,7 +312,7 @@ fn unset(profile: Option<&str>, key: &str) -> Result<i32> {
             Ok(0)
         }
         Ok(None) => {
-            eprintln!("{key} is not set in {}", file.display());
+            errln!("{key} is not set in {}", file.display());
             Ok(1)
         }
         Err(crate::config_edit::EditError::Layout) => anyhow::bail!(

@@ -322,11 +322,11 @@ fn print_run(rec: &hermes_cron::RunRecord) {
         rec.status
     );
     if let Some(e) = &rec.error {
-        eprintln!("  error: {e}");
+        errln!("  error: {e}");
     }
     for d in &rec.deliveries {
         if !d.ok {
-            eprintln!("  not delivered to {}: {}", d.target, d.detail);
+            errln!("  not delivered to {}: {}", d.target, d.detail);
         }
     }
 }
@@ -338,7 +338,7 @@ async fn tick(app: App, args: &ChatArgs, tz: Tz) -> Result<i32> {
         print_run(rec);
     }
     if report.runs.is_empty() {
-        eprintln!("no jobs due");
+        errln!("no jobs due");
     }
     Ok(0)
 }
@@ -375,7 +375,7 @@ async fn run_one(app: App, args: &ChatArgs, tz: Tz, key: &str) -> Result<i32> {
             })
         }
         None => {
-            eprintln!("job {} is already running", job.id);
+            errln!("job {} is already running", job.id);
             Ok(1)
         }
     }

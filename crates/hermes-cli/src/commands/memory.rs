@@ -79,10 +79,10 @@ fn edit(app: &App, target: MemoryTarget) -> Result<i32> {
         );
         return Ok(0);
     }
-    eprintln!("{} was saved but has problems:", path.display());
+    errln!("{} was saved but has problems:", path.display());
     for p in problems {
-        eprintln!("  - {p}");
+        errln!("  - {p}");
     }
-    eprintln!("Entries are separated by a line holding only `§`. Run `hermes memory edit` again.");
+    errln!("Entries are separated by a line holding only `§`. Run `hermes memory edit` again.");
     Ok(1)
 }

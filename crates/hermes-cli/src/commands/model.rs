@@ -67,7 +67,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
                     Ok(0)
                 }
                 Err(e) => {
-                    eprintln!("{e:#}");
+                    errln!("{e:#}");
                     Ok(2)
                 }
             }
@@ -92,7 +92,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
                     Ok(0)
                 }
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    errln!("error: {e:#}");
                     Ok(2)
                 }
             }

@@ -135,7 +135,7 @@ pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
                 })?;
                 Ok(0)
             } else {
-                eprintln!("{platform} user {user_id} was not approved");
+                errln!("{platform} user {user_id} was not approved");
                 Ok(1)
             }
         }

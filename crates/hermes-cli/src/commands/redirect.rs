@@ -254,8 +254,8 @@ pub fn answer<S: clap::Subcommand>(parents: &[&str], words: &[String]) -> i32 {
     path.push(word.as_str());
     let shown = format!("hermes {}", path.join(" "));
     match REDIRECTS.iter().find(|(p, _)| *p == path.as_slice()) {
-        Some((_, text)) => eprintln!("`{shown}`: {text}"),
-        None => eprintln!("{}", unknown_line(parents, word, &command_names::<S>())),
+        Some((_, text)) => errln!("`{shown}`: {text}"),
+        None => errln!("{}", unknown_line(parents, word, &command_names::<S>())),
     }
     2
 }

@@ -80,10 +80,10 @@ pub fn run(profile: Option<&str>, action: &SessionDbCmd) -> Result<i32> {
                     ),
                 },
             };
-            eprintln!("migrating {} to {}", source.display(), options.location());
+            errln!("migrating {} to {}", source.display(), options.location());
             let target = PgStore::open(&options)
                 .with_context(|| format!("opening {}", options.location()))?;
-            let report = target.import_sqlite(&source, *merge, &mut |line| eprintln!("{line}"))?;
+            let report = target.import_sqlite(&source, *merge, &mut |line| errln!("{line}"))?;
             outln!(
                 "copied {} sessions ({} skipped: already in the target), {} messages, {} usage \
                  rows, {} cron runs, {} routing entries{}",

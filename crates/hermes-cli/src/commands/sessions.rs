@@ -91,7 +91,7 @@ pub enum SessionsCmd {
 fn confirm(question: &str) -> Result<bool> {
     use std::io::{BufRead, IsTerminal, Write};
     if !std::io::stdin().is_terminal() {
-        eprintln!("{question} Not confirmed: pass --yes to do it without a terminal.");
+        errln!("{question} Not confirmed: pass --yes to do it without a terminal.");
         return Ok(false);
     }
     eprint!("{question} [y/N] ");
@@ -100,7 +100,7 @@ fn confirm(question: &str) -> Result<bool> {
     std::io::stdin().lock().read_line(&mut line)?;
     let yes = matches!(line.trim().to_lowercase().as_str(), "y" | "yes");
     if !yes {
-        eprintln!("cancelled");
+        errln!("cancelled");
     }
     Ok(yes)
 }
@@ -189,13 +189,13 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
         }
         SessionsCmd::Rename { session, title } => {
             let Some(record) = store.find_session(session)? else {
-                eprintln!("error: no session matches `{session}`");
+                errln!("error: no session matches `{session}`");
                 return Ok(1);
             };
             let title = title.join(" ");
             let title = title.trim();
             if title.is_empty() {
-                eprintln!("error: the title is empty");
+                errln!("error: the title is empty");
                 return Ok(2);
             }
             match store.set_title(&record.id, title) {
@@ -204,7 +204,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                     Ok(0)
                 }
                 Err(hermes_store::StoreError::TitleTaken { .. }) => {
-                    eprintln!("error: another session is already titled \"{title}\"");
+                    errln!("error: another session is already titled \"{title}\"");
                     Ok(1)
                 }
                 Err(e) => Err(e.into()),
@@ -212,7 +212,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
         }
         SessionsCmd::Delete { session, yes } => {
             let Some(record) = store.find_session(session)? else {
-                eprintln!("error: no session matches `{session}`");
+                errln!("error: no session matches `{session}`");
                 return Ok(1);
             };
             outln!("{}", session_line(&record));
@@ -223,7 +223,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 outln!("deleted session {}", record.id);
                 Ok(0)
             } else {
-                eprintln!("error: session {} is already gone", record.id);
+                errln!("error: session {} is already gone", record.id);
                 Ok(1)
             }
         }
@@ -259,7 +259,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
         )),
         SessionsCmd::Show { session } => {
             let Some(record) = store.find_session(session)? else {
-                eprintln!("error: no session matches `{session}`");
+                errln!("error: no session matches `{session}`");
                 return Ok(1);
             };
             outln!("{}", session_line(&record));
@@ -318,7 +318,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             output,
         } => {
             let Some(record) = store.find_session(session)? else {
-                eprintln!("error: no session matches `{session}`");
+                errln!("error: no session matches `{session}`");
                 return Ok(1);
             };
             let fmt = match format {
@@ -331,7 +331,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                     // A transcript: owner-only, wherever it is written.
                     hermes_protocol::private_fs::write(path, text)
                         .with_context(|| format!("writing {}", path.display()))?;
-                    eprintln!("exported {} to {}", record.id, path.display());
+                    errln!("exported {} to {}", record.id, path.display());
                 }
                 None => print!("{text}"),
             }

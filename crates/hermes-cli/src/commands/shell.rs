@@ -145,7 +145,7 @@ mod tests {
             .status()
             .is_err()
         {
-            eprintln!("skipped: no bash");
+            errln!("skipped: no bash");
             return;
         }
         let mut buf = Vec::new();

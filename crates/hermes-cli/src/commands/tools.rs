@@ -79,7 +79,7 @@ fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
     if let Some(p) = platform
         && !PLATFORMS.contains(&p)
     {
-        eprintln!(
+        errln!(
             "error: unknown platform `{p}`; one of: {}",
             PLATFORMS.join(", ")
         );
@@ -226,7 +226,7 @@ fn toggled(
 /// `hermes tools enable|disable NAME… [--platform P]`.
 fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i32> {
     if !PLATFORMS.contains(&platform) {
-        eprintln!(
+        errln!(
             "error: unknown platform `{platform}`; one of: {}",
             PLATFORMS.join(", ")
         );
@@ -236,7 +236,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
     let known = registry.toolset_names();
     for name in names {
         if name.contains(':') {
-            eprintln!(
+            errln!(
                 "error: `{name}`: single MCP tools are chosen with `mcp_servers.<server>.tools` in config.yaml (`hermes config edit`)"
             );
             return Ok(2);
@@ -249,7 +249,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
                 .max_by(|a, b| a.0.total_cmp(&b.0))
                 .map(|(_, k)| format!("; did you mean `{k}`?"))
                 .unwrap_or_default();
-            eprintln!("error: unknown toolset `{name}`{near} (`hermes tools list` shows them)");
+            errln!("error: unknown toolset `{name}`{near} (`hermes tools list` shows them)");
             return Ok(2);
         }
     }

@@ -237,7 +237,7 @@ pub fn build_editor(history_file: &Path, sources: Sources, marker: &str) -> (Ree
     }
     match FileBackedHistory::with_file(HISTORY_LINES, history_file.to_path_buf()) {
         Ok(history) => editor = editor.with_history(Box::new(history)),
-        Err(e) => eprintln!("warning: input history disabled ({e})"),
+        Err(e) => errln!("warning: input history disabled ({e})"),
     }
     (editor, pastes)
 }

@@ -112,7 +112,7 @@ pub async fn run(
         &display.skin.prompt_symbol,
     );
     for w in warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let mut prompt = SkinPrompt::new(&display.skin, display.opts.color);
     println!(
@@ -153,13 +153,13 @@ pub async fn run(
                 }
                 pending.clear();
                 ctrl_c_armed = true;
-                eprintln!("(press Ctrl-C again or type /quit to exit)");
+                errln!("(press Ctrl-C again or type /quit to exit)");
                 continue;
             }
             Ok(Signal::CtrlD) => break,
             Ok(_) => continue,
             Err(e) => {
-                eprintln!("error: terminal input failed: {e}");
+                errln!("error: terminal input failed: {e}");
                 return Ok(1);
             }
         };
@@ -187,11 +187,11 @@ pub async fn run(
             }) {
                 Ok(Some(text)) => action = crate::repl::slash::action(&text, &sid, &mut repl.info),
                 Ok(None) => {
-                    eprintln!("/prompt: the message was empty; nothing sent");
+                    errln!("/prompt: the message was empty; nothing sent");
                     continue;
                 }
                 Err(e) => {
-                    eprintln!("/prompt: {e:#}");
+                    errln!("/prompt: {e:#}");
                     continue;
                 }
             }
@@ -204,7 +204,7 @@ pub async fn run(
                 continue;
             }
             Action::Problem(text) => {
-                eprintln!("{text}");
+                errln!("{text}");
                 continue;
             }
             Action::Quit => break,
@@ -232,7 +232,7 @@ pub async fn run(
                 continue;
             }
             Action::Compose(_) => {
-                eprintln!("/prompt: the composed message cannot be another /prompt");
+                errln!("/prompt: the composed message cannot be another /prompt");
                 continue;
             }
             Action::Title(name) => {
@@ -317,7 +317,7 @@ impl Repl {
         if let Some(title) = title
             && let Err(e) = self.info.store.set_title_numbered(&sid, &title)
         {
-            eprintln!("could not title the session: {e}");
+            errln!("could not title the session: {e}");
         }
     }
 
@@ -341,9 +341,9 @@ impl Repl {
         match self.info.store.set_title(&sid, name) {
             Ok(()) => println!("title: {name}"),
             Err(hermes_store::StoreError::TitleTaken { .. }) => {
-                eprintln!("/title: another session is already titled \"{name}\"")
+                errln!("/title: another session is already titled \"{name}\"")
             }
-            Err(e) => eprintln!("/title: {e}"),
+            Err(e) => errln!("/title: {e}"),
         }
     }
 
@@ -380,7 +380,7 @@ impl Repl {
             return match sessions.get(n.wrapping_sub(1)) {
                 Some(s) => Some(s.id.clone()),
                 None => {
-                    eprintln!("/resume: no session number {n}");
+                    errln!("/resume: no session number {n}");
                     None
                 }
             };
@@ -389,11 +389,11 @@ impl Repl {
             Ok(Some(s)) if s.id != current => Some(s.id),
             Ok(Some(_)) => None,
             Ok(None) => {
-                eprintln!("/resume: no session matches `{answer}`");
+                errln!("/resume: no session matches `{answer}`");
                 None
             }
             Err(e) => {
-                eprintln!("/resume: {e}");
+                errln!("/resume: {e}");
                 None
             }
         }
@@ -435,7 +435,7 @@ impl Repl {
             self.info.context_window,
             cost,
         );
-        eprintln!("{line}");
+        errln!("{line}");
     }
 
     /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
@@ -476,7 +476,7 @@ impl Repl {
                 }
                 Some((request, answer)) = questions.approvals.recv() => {
                     renderer.pause_live();
-                    eprintln!(
+                    errln!(
                         "\n⚠ dangerous command ({}):\n    {}",
                         crate::render::style::visible_controls(&request.reason, "    "),
                         crate::render::style::visible_controls(&request.command, "    ")

@@ -156,7 +156,7 @@ impl SessionInfo {
                     self.models.describe()
                 );
             }
-            Err(e) => eprintln!("/model: {e:#}"),
+            Err(e) => errln!("/model: {e:#}"),
         }
     }
 

@@ -99,10 +99,10 @@ pub async fn offer_if_unconfigured(
     p.say("No model provider is configured yet.");
     if !p.confirm("Run the setup wizard now?", true)? {
         // One sentence per line (issue 20 item 10: the two used to run together).
-        eprintln!(
+        errln!(
             "Setup skipped. Run `hermes setup` when you are ready, or configure a provider yourself:"
         );
-        eprintln!("{}", configure_options());
+        errln!("{}", configure_options());
         return Ok(None);
     }
     let (plan, pull) = interview(&app, chat, &SetupArgs::default(), &mut p).await?;
@@ -395,9 +395,26 @@ async fn choose_model(
                 "Base URL of the server",
                 Some(chat.base_url.as_deref().unwrap_or(CUSTOM_DEFAULT_URL)),
             )?;
-            let key =
-                p.secret("API key (leave empty when the server needs none; typing is hidden): ")?;
-            let key = (!key.is_empty()).then_some(key);
+            // A key already configured for a custom server stays unless another is typed
+            // (the user pass of issue 20: Enter here deleted it).
+            let configured = app.config.model.to_config();
+            let current = configured
+                .api_key
+                .filter(|k| !k.trim().is_empty())
+                .filter(|_| {
+                    configured
+                        .provider
+                        .as_deref()
+                        .and_then(hermes_llm::model_choice::provider_id)
+                        .is_none_or(|p| p == "custom")
+                });
+            let question = if current.is_some() {
+                "API key (Enter keeps the configured one; typing is hidden): "
+            } else {
+                "API key (leave empty when the server needs none; typing is hidden): "
+            };
+            let key = p.secret(question)?;
+            let key = if key.is_empty() { current } else { Some(key) };
             let model = pick_model(p, &url, key.as_deref(), "default", true).await?;
             plan.base_url = Some(url);
             plan.config_api_key = key;

@@ -155,7 +155,7 @@ fn gateway_config(app: &App, profile: Option<&str>) -> Result<GatewayConfig> {
     let (config, warnings) = GatewayConfig::from_config(&app.config, &app.env, profile)
         .map_err(|e| anyhow!("{}: {e}", app.home.config_file().display()))?;
     for w in warnings {
-        eprintln!("warning: {}: {w}", app.home.config_file().display());
+        errln!("warning: {}: {w}", app.home.config_file().display());
     }
     Ok(config)
 }
@@ -224,7 +224,7 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
         let adapter = hermes_gateway::platforms::webhook::WebhookAdapter::bind(settings)
             .await
             .map_err(|e| anyhow!("cannot set up the webhook adapter: {e}"))?;
-        eprintln!("webhook listening on http://{}{path}", adapter.local_addr());
+        errln!("webhook listening on http://{}{path}", adapter.local_addr());
         out.push(Arc::new(adapter));
     }
     Ok(out)
@@ -318,7 +318,7 @@ fn spawn_api(
             }
         };
         let shown = listener.local_addr().unwrap_or(addr);
-        eprintln!("API server listening on http://{shown}");
+        errln!("API server listening on http://{shown}");
         let result = hermes_gateway::api::serve_on(listener, state, cancel.clone()).await;
         if result.is_err() {
             cancel.cancel();
@@ -369,13 +369,13 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             let adapters = build_adapters(&app).await?;
             for adapter in &adapters {
                 if adapter.name() != "webhook" {
-                    eprintln!("{}: connecting", adapter.name());
+                    errln!("{}: connecting", adapter.name());
                 }
             }
             let cancel = CancellationToken::new();
             tokio::spawn(stop_on_signal(cancel.clone()));
             serve(&app, profile, args, config, adapters, cancel).await?;
-            eprintln!("gateway stopped");
+            errln!("gateway stopped");
             Ok(0)
         }
         // Answered above.
@@ -420,7 +420,7 @@ pub(crate) async fn serve(
     // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
     let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
     for e in hook_errors {
-        eprintln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
+        errln!("warning: hook {} skipped: {}", e.path.display(), e.reason);
     }
     kit.opts.hooks = hooks.clone();
     let store = kit.store.clone();
@@ -436,10 +436,10 @@ pub(crate) async fn serve(
     let cron = GatewayCron::prepare(app, args, outbox)?;
     let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
     let cron_task = if scheduler_on {
-        eprintln!("cron scheduler: on (`hermes cron list` shows the jobs)");
+        errln!("cron scheduler: on (`hermes cron list` shows the jobs)");
         Some(cron.spawn(cancel.clone()))
     } else {
-        eprintln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
+        errln!("cron scheduler: off (cron.enabled: false); `hermes cron tick` runs due jobs");
         None
     };
     // Also with the API server alone: `gateway:startup` fires whenever the gateway starts.
@@ -505,6 +505,6 @@ async fn stop_on_signal(cancel: CancellationToken) {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    eprintln!("stopping: interrupting running turns…");
+    errln!("stopping: interrupting running turns…");
     cancel.cancel();
 }

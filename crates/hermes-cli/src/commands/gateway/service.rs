@@ -98,7 +98,7 @@ fn systemd_available() -> std::result::Result<(), String> {
 
 /// Says that systemd is not there and shows the unit to use elsewhere; exit code 1.
 fn without_systemd(reason: &str, profile: Option<&str>, home: &std::path::Path) -> i32 {
-    eprintln!(
+    errln!(
         "cannot manage the gateway as a service: {reason}. Run `hermes gateway run` under your own supervisor; as a systemd user unit it would be:"
     );
     print!("{}", unit_text(profile, home));
@@ -124,7 +124,7 @@ pub fn install(profile: Option<&str>, home: &std::path::Path) -> Result<i32> {
         match systemctl(&args) {
             Ok((true, _)) => {}
             Ok((false, out)) => {
-                eprintln!("error: systemctl --user {} failed: {out}", args.join(" "));
+                errln!("error: systemctl --user {} failed: {out}", args.join(" "));
                 return Ok(1);
             }
             Err(reason) => return Ok(without_systemd(&reason, profile, home)),
@@ -148,7 +148,7 @@ pub fn uninstall(profile: Option<&str>, home: &std::path::Path) -> Result<i32> {
     }
     match systemctl(&["disable", "--now", &name]) {
         Ok((true, _)) => {}
-        Ok((false, out)) => eprintln!("warning: systemctl --user disable --now {name}: {out}"),
+        Ok((false, out)) => errln!("warning: systemctl --user disable --now {name}: {out}"),
         Err(reason) => return Ok(without_systemd(&reason, profile, home)),
     }
     std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
@@ -165,7 +165,7 @@ pub fn control(profile: Option<&str>, home: &std::path::Path, verb: &str) -> Res
     let path = unit_path(profile)?;
     let name = service_name(profile);
     if !path.exists() {
-        eprintln!(
+        errln!(
             "{name} is not installed; `hermes gateway install` sets it up (or run `hermes gateway run`)"
         );
         return Ok(1);
@@ -181,7 +181,7 @@ pub fn control(profile: Option<&str>, home: &std::path::Path, verb: &str) -> Res
             Ok(0)
         }
         Ok((false, out)) => {
-            eprintln!("error: systemctl --user {verb} {name} failed: {out}");
+            errln!("error: systemctl --user {verb} {name} failed: {out}");
             Ok(1)
         }
         Err(reason) => Ok(without_systemd(&reason, profile, home)),

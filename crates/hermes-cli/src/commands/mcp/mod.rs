@@ -168,11 +168,11 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                     0
                 }
                 Some(ServerState::Failed(e)) => {
-                    eprintln!("MCP server `{name}` failed: {e}");
+                    errln!("MCP server `{name}` failed: {e}");
                     1
                 }
                 other => {
-                    eprintln!("MCP server `{name}` did not become ready: {other:?}");
+                    errln!("MCP server `{name}` did not become ready: {other:?}");
                     1
                 }
             };
