@@ -68,7 +68,23 @@ impl Agent {
     /// Runs one turn for `input`: persists the user message, loops model calls and tool
     /// batches within the iteration budget, and emits events to `events` (a closed channel is
     /// ignored). Returns how the turn ended; the same outcome is sent as `TurnFinished`.
+    ///
+    /// Every log record of the turn carries the session id (a `turn{session=…}` span), so
+    /// `hermes logs --session <id>` finds them, as Python Hermes tags its lines.
     pub async fn run_turn(
+        &mut self,
+        input: &str,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: CancellationToken,
+    ) -> TurnOutcome {
+        use tracing::Instrument;
+        let span = tracing::info_span!("turn", session = %self.session_id);
+        self.run_turn_traced(input, events, cancel)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_turn_traced(
         &mut self,
         input: &str,
         events: &UnboundedSender<AgentEvent>,
@@ -157,6 +173,7 @@ impl Agent {
                     break;
                 }
                 Err(CallFailure::Failed(e)) => {
+                    tracing::warn!(class = ?e.class, status = ?e.status, error = %e.message, "model call failed");
                     final_text = format!("The model call failed: {e}");
                     outcome = TurnOutcome::Failed;
                     break;

@@ -84,7 +84,13 @@ fn init_logging(cli: &Cli) {
     let env = |default: &str| {
         EnvFilter::try_from_env("HERMES_LOG").unwrap_or_else(|_| EnvFilter::new(default))
     };
-    let conversation = matches!(cli.command, None | Some(Command::Chat { .. }));
+    // Conversations, and the reports that say in their own lines what is wrong (doctor,
+    // status), draw no log line on the terminal (the user pass of issue 20: doctor showed
+    // each MCP problem three times, twice as raw records).
+    let conversation = matches!(
+        cli.command,
+        None | Some(Command::Chat { .. } | Command::Doctor { .. } | Command::Status(_))
+    );
     let verbose = cli.conversation().verbose;
     let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref());
     let redactor = std::sync::Arc::new(

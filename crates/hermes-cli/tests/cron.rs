@@ -345,3 +345,43 @@ async fn create_writes_python_fields() {
     );
     assert_eq!(env.jobs().len(), 1);
 }
+
+/// Python Hermes' edit flags (the switching pass of issue 17): `--add-skill`,
+/// `--remove-skill`, `--clear-skills`, `--no-agent` and `--agent`.
+#[tokio::test]
+async fn edit_takes_python_hermes_skill_and_agent_flags() {
+    let env = Env::new().await;
+    let id = created_id(&env.run_ok(&["cron", "create", "every 1d", "digest"]).await);
+    env.run_ok(&["cron", "edit", &id, "--add-skill", "a", "--add-skill", "b"])
+        .await;
+    assert_eq!(env.jobs()[0]["skills"], serde_json::json!(["a", "b"]));
+    env.run_ok(&[
+        "cron",
+        "edit",
+        &id,
+        "--remove-skill",
+        "a",
+        "--add-skill",
+        "c",
+    ])
+    .await;
+    assert_eq!(env.jobs()[0]["skills"], serde_json::json!(["b", "c"]));
+    env.run_ok(&["cron", "edit", &id, "--no-agent", "--script", "x.sh"])
+        .await;
+    assert_eq!(env.jobs()[0]["no_agent"], true);
+    env.run_ok(&["cron", "edit", &id, "--agent", "--clear-skills"])
+        .await;
+    let job = &env.jobs()[0];
+    assert_eq!(job["no_agent"], false);
+    assert!(
+        job["skills"].as_array().is_none_or(|a| a.is_empty()),
+        "{job}"
+    );
+    let both = hermes(
+        env.home.path(),
+        env.cwd.path(),
+        &["cron", "edit", &id, "--agent", "--no-agent"],
+    )
+    .await;
+    assert!(!both.status.success());
+}

@@ -230,3 +230,25 @@ async fn a_file_in_place_of_the_prompt_cache_folder_is_named() {
         "{text}"
     );
 }
+
+/// A dead MCP server is one FAIL line of the report, not raw log records besides it (the
+/// user pass of issue 20: each problem was shown three times).
+#[tokio::test]
+async fn a_dead_mcp_server_is_one_report_line_without_log_records() {
+    let env = Env::with_config(
+        "mcp_servers:\n  deadhttp:\n    url: http://127.0.0.1:9/mcp\n  deadcmd:\n    command: /bin/false\n",
+    )
+    .await;
+    let out = env.run(&["doctor"]).await;
+    let err = common::stderr(&out);
+    for level in [" WARN ", " ERROR ", "rmcp::"] {
+        assert!(!err.contains(level), "a log record on stderr:\n{err}");
+    }
+    let report = stdout(&out);
+    assert_eq!(
+        report.lines().filter(|l| l.contains("deadhttp")).count(),
+        1,
+        "{report}"
+    );
+    assert!(!report.contains("rmcp::"), "{report}");
+}

@@ -84,6 +84,27 @@ async fn chat_q_with_dead_mcp_and_provider_prints_no_log_line_and_logs_to_file()
     let shown = stdout(&shown);
     assert!(!shown.trim().is_empty(), "{shown}");
     assert!(!shown.contains(" INFO "), "{shown}");
+    // The turn's records carry its session id, so `--session` finds them (the user pass of
+    // issue 20: no line of hermes' did).
+    let sid = log
+        .split("session=")
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .next()
+        })
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| panic!("no record names its session: {log}"))
+        .to_string();
+    let by_session = hermes(
+        env.home.path(),
+        env.cwd.path(),
+        &["logs", "--session", &sid],
+    )
+    .await;
+    let by_session = stdout(&by_session);
+    assert!(!by_session.trim().is_empty(), "nothing for {sid}");
+    assert!(by_session.lines().all(|l| l.contains(&sid)), "{by_session}");
 }
 
 /// Runs the REPL on a pty in `env`: sends `hello`, waits for an error on the screen, lets the

@@ -355,15 +355,17 @@ fn job_workdir(ctx: &ToolContext, given: Option<String>) -> Result<Option<String
     ))
 }
 
-/// This session's toolsets a job may run with: all of the session's but `cronjob` itself
-/// (`None` when the context does not say, in tests).
+/// This session's toolsets (`None` when the context does not say, in tests).
 fn session_toolsets(ctx: &ToolContext) -> Option<Vec<String>> {
-    ctx.session_toolsets.as_ref().map(|sets| {
-        sets.iter()
-            .filter(|s| s.as_str() != CRONJOB_TOOLSET)
-            .cloned()
-            .collect()
-    })
+    ctx.session_toolsets.as_ref().map(|sets| sets.to_vec())
+}
+
+/// Of `sets`, those a headless run can have at all ([`crate::CRON_TOOLSET`]'s).
+fn runnable(sets: &[String]) -> Vec<String> {
+    sets.iter()
+        .filter(|s| crate::CRON_TOOLSET.includes.contains(&s.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// `sets` without the toolsets this session does not have.
@@ -400,12 +402,18 @@ fn granted_toolsets(
             }
             Ok(Some(r))
         }
-        None if own.is_empty() => Err(
-            "this session has no toolset a job could run with; the user can make the job \
-             with `hermes cron create`"
-                .to_string(),
-        ),
-        None => Ok(Some(own)),
+        None => {
+            let runnable = runnable(&own);
+            if runnable.is_empty() {
+                return Err(format!(
+                    "none of this session's toolsets ({}) is one a scheduled run can have \
+                     ({}); the user can make the job with `hermes cron create`",
+                    own.join(", "),
+                    crate::CRON_TOOLSET.includes.join(", ")
+                ));
+            }
+            Ok(Some(runnable))
+        }
     }
 }
 

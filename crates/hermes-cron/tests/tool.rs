@@ -358,7 +358,13 @@ async fn a_job_gets_no_toolset_its_session_lacks() {
 
     f.ctx.session_toolsets = Some(Arc::new(vec!["cronjob".into()]));
     let (err, v) = f.call(create(json!({}))).await;
-    assert!(err && v.as_str().unwrap().contains("no toolset"), "{v}");
+    assert!(
+        err && v
+            .as_str()
+            .unwrap()
+            .contains("none of this session's toolsets"),
+        "{v}"
+    );
 }
 
 /// URL deliveries the agent asks for are POSTs hermes makes outside the sandbox: refused

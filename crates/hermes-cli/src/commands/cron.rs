@@ -74,12 +74,27 @@ pub enum CronCmd {
         /// Replace the skills with these; repeatable.
         #[arg(long = "skill")]
         skills: Vec<String>,
+        /// Add a skill to the job's; repeatable (Python Hermes' flag).
+        #[arg(long = "add-skill", conflicts_with = "skills")]
+        add_skills: Vec<String>,
+        /// Remove a skill from the job's; repeatable.
+        #[arg(long = "remove-skill", conflicts_with = "skills")]
+        remove_skills: Vec<String>,
+        /// Remove every skill of the job.
+        #[arg(long, conflicts_with_all = ["skills", "add_skills", "remove_skills"])]
+        clear_skills: bool,
         /// New run limit.
         #[arg(long)]
         repeat: Option<u32>,
         /// New script (a file under HERMES_HOME/scripts/).
         #[arg(long)]
         script: Option<String>,
+        /// Run only the script, with no model call.
+        #[arg(long, conflicts_with = "agent")]
+        no_agent: bool,
+        /// Give the script's output to the model again (undoes `--no-agent`).
+        #[arg(long)]
+        agent: bool,
         /// New working directory (absolute; an empty value clears it).
         #[arg(long)]
         workdir: Option<String>,
@@ -187,18 +202,28 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
             name,
             deliver,
             skills,
+            add_skills,
+            remove_skills,
+            clear_skills,
             repeat,
             script,
+            no_agent,
+            agent,
             workdir,
         } => {
             if let Some(d) = deliver {
                 Target::parse_list(d)?;
             }
-            let patch = JobPatch {
+            let mut patch = JobPatch {
                 name: name.clone(),
                 prompt: prompt.clone(),
                 schedule: schedule.clone(),
-                skills: (!skills.is_empty()).then(|| skills.clone()),
+                skills: if *clear_skills {
+                    Some(Vec::new())
+                } else {
+                    (!skills.is_empty()).then(|| skills.clone())
+                },
+                no_agent: (*no_agent || *agent).then_some(*no_agent),
                 model: flags.model.clone().map(Some),
                 deliver: deliver.clone(),
                 repeat: repeat.map(Some),
@@ -217,7 +242,18 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &CronCmd) -> Re
                 ..JobPatch::default()
             };
             let key = job.clone();
+            let (add, remove) = (add_skills.clone(), remove_skills.clone());
             blocking(Box::new(move || {
+                if !add.is_empty() || !remove.is_empty() {
+                    let mut list = s.get(&key)?.skills;
+                    list.retain(|k| !remove.contains(k));
+                    for k in add {
+                        if !list.contains(&k) {
+                            list.push(k);
+                        }
+                    }
+                    patch.skills = Some(list);
+                }
                 let job = s.edit(&key, patch, now, tz)?;
                 Ok(format!(
                     "updated job {} \"{}\"; next run {}",

@@ -388,9 +388,14 @@ async fn check_mcp(app: &App, report: &mut Report) {
                     crate::assembly::mcp::exposed_tool_count(&manager, &r.name)
                 ),
             ),
-            hermes_mcp::server::ServerState::Failed(e) => {
-                report.add(Level::Broken, format!("MCP server {}: {e}", r.name))
-            }
+            hermes_mcp::server::ServerState::Failed(e) => report.add(
+                Level::Broken,
+                format!(
+                    "MCP server {}: {}",
+                    r.name,
+                    crate::assembly::mcp::friendly_reason(e)
+                ),
+            ),
             other => report.add(Level::Warn, format!("MCP server {}: {other:?}", r.name)),
         }
     }
