@@ -339,3 +339,28 @@ async fn tools_list_shows_toolsets_availability_and_reasons() {
         .unwrap();
     assert!(terminal.contains("off: toolset not enabled"), "{text}");
 }
+
+/// A skill in `skills.disabled` is marked in `skills list` and refused by `-s`, as Python
+/// refuses it (the switching pass of issue 17).
+#[tokio::test]
+async fn a_disabled_skill_is_marked_and_refused_by_dash_s() {
+    let env = Env::with_config("skills:\n  disabled: [brand-guidelines]\n").await;
+    let src = copy_fixture("anthropics-skills/brand-guidelines", env.cwd.path());
+    let install = env.run(&["skills", "install", src.to_str().unwrap()]).await;
+    assert!(install.status.success(), "{}", stderr(&install));
+    let list = stdout(&env.run(&["skills", "list"]).await);
+    let line = list
+        .lines()
+        .find(|l| l.contains("brand-guidelines"))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(line.contains("(disabled)"), "{list}");
+    let chat = env
+        .run(&["chat", "-q", "make a slide", "-s", "brand-guidelines"])
+        .await;
+    assert!(!chat.status.success());
+    assert!(stderr(&chat).contains("disabled"), "{}", stderr(&chat));
+    assert!(
+        env.mock.requests().is_empty(),
+        "no model call for a refused skill"
+    );
+}

@@ -56,6 +56,9 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         &app.home,
         args.skills.as_deref().unwrap_or_default(),
         query,
+        &app.config
+            .skills
+            .disabled_for(Some(crate::assembly::runtime::SKILLS_PLATFORM)),
     )?;
     // MCP elicitation asks the user only when there is one at a terminal.
     let elicitor = std::io::IsTerminal::is_terminal(&std::io::stdin()).then(|| {

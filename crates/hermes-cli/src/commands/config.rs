@@ -74,7 +74,7 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
         ConfigCmd::Show => {
             let app = App::load(profile)?;
             app.warn_config();
-            print!("{}", redacted_yaml(&app.config));
+            outln!("{}", redacted_yaml(&app.config).trim_end());
             Ok(0)
         }
         ConfigCmd::Check => {
@@ -122,10 +122,27 @@ pub(crate) fn redacted_yaml(config: &Config) -> String {
             hermes_protocol::secrets::mask_secret_fields(&mut tree, &|v| {
                 hermes_llm::mask_secret(v)
             });
+            drop_nulls(&mut tree);
             yaml_serde::to_string(&tree).unwrap_or_default()
         }
         // Never print the unmasked tree.
         Err(e) => format!("# config could not be shown: {e}\n"),
+    }
+}
+
+/// Removes the keys whose value is unset (`null`), at every depth: `config show` lists what
+/// is set and the defaults that have a value, not 55 lines of `null` (the user pass of
+/// issue 20).
+fn drop_nulls(value: &mut yaml_serde::Value) {
+    match value {
+        yaml_serde::Value::Mapping(map) => {
+            map.retain(|_, v| !v.is_null());
+            for (_, v) in map.iter_mut() {
+                drop_nulls(v);
+            }
+        }
+        yaml_serde::Value::Sequence(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 
@@ -379,6 +396,17 @@ pub(crate) fn dotenv_set(text: &str, key: &str, value: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `config show` lists set values only: no `null` line (55 of 106 lines were).
+    #[test]
+    fn shown_config_has_no_null_lines() {
+        let shown = redacted_yaml(&Config::default());
+        assert!(!shown.contains("null"), "{shown}");
+        assert!(
+            shown.contains("max_turns"),
+            "defaults with a value stay: {shown}"
+        );
+    }
 
     #[test]
     fn env_lines_are_replaced_added_and_removed_in_place() {

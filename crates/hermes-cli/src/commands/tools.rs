@@ -87,7 +87,7 @@ fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
     }
     let store = app.open_store()?;
     let registry = build_registry(app, args, Some(store))?;
-    print!("{}", list_text(app, args, &registry, platform)?);
+    outln!("{}", list_text(app, args, &registry, platform)?.trim_end());
     Ok(0)
 }
 

@@ -204,6 +204,8 @@ pub struct LearningInfo {
     home: HermesHome,
     memory: MemoryConfig,
     preload_skills: Vec<String>,
+    /// `skills.disabled` for the CLI.
+    disabled: std::collections::BTreeSet<String>,
 }
 
 impl LearningInfo {
@@ -213,6 +215,10 @@ impl LearningInfo {
             home: app.home.clone(),
             memory: app.config.memory.clone(),
             preload_skills: args.skills.clone().unwrap_or_default(),
+            disabled: app
+                .config
+                .skills
+                .disabled_for(Some(crate::assembly::runtime::SKILLS_PLATFORM)),
         }
     }
 
@@ -223,7 +229,7 @@ impl LearningInfo {
 
     /// `/skills`: the installed skills.
     pub fn skills_text(&self) -> String {
-        crate::views::skills::list_text(&self.home.skills_dir())
+        crate::views::skills::list_text(&self.home.skills_dir(), &self.disabled)
     }
 
     /// `/<name> [instruction]`: the user message loading skill `name`, or `None` when no
@@ -231,6 +237,11 @@ impl LearningInfo {
     pub fn skill_message(&self, name: &str, instruction: &str) -> Option<Result<String, String>> {
         let catalog = hermes_context::skills::SkillCatalog::load_cached(&self.home.skills_dir());
         catalog.find(name)?;
+        if self.disabled.contains(name) {
+            return Some(Err(format!(
+                "skill `{name}` is disabled (skills.disabled in config.yaml)"
+            )));
+        }
         Some(hermes_context::skill_invocation_message(
             &self.home,
             name,
@@ -245,6 +256,6 @@ impl LearningInfo {
     /// An unknown `-s` skill (reported once; the list is then dropped).
     pub fn first_message(&mut self, text: &str) -> Result<String> {
         let skills = std::mem::take(&mut self.preload_skills);
-        crate::views::skills::preload_message(&self.home, &skills, text)
+        crate::views::skills::preload_message(&self.home, &skills, text, &self.disabled)
     }
 }

@@ -10,7 +10,7 @@ use hermes_protocol::HermesHome;
 
 /// The listing of `hermes skills list` and `/skills`: `category/name  description` per line,
 /// then one line per `SKILL.md` that failed to load.
-pub fn list_text(root: &Path) -> String {
+pub fn list_text(root: &Path, disabled: &std::collections::BTreeSet<String>) -> String {
     let catalog = SkillCatalog::load(root);
     let mut out = String::new();
     if catalog.skills.is_empty() {
@@ -31,7 +31,12 @@ pub fn list_text(root: &Path) -> String {
             .join(" ");
         let short: String = desc.chars().take(90).collect();
         let ellipsis = if desc.chars().count() > 90 { "…" } else { "" };
-        out.push_str(&format!("{label:<36} {short}{ellipsis}\n"));
+        let off = if disabled.contains(&s.name) {
+            "(disabled) "
+        } else {
+            ""
+        };
+        out.push_str(&format!("{label:<36} {off}{short}{ellipsis}\n"));
     }
     for e in &catalog.errors {
         out.push_str(&format!("skipped {}: {}\n", e.path.display(), e.message));
@@ -44,12 +49,23 @@ pub fn list_text(root: &Path) -> String {
 ///
 /// # Errors
 /// An unknown or invalid skill name.
-pub fn preload_message(home: &HermesHome, skills: &[String], text: &str) -> Result<String> {
+pub fn preload_message(
+    home: &HermesHome,
+    skills: &[String],
+    text: &str,
+    disabled: &std::collections::BTreeSet<String>,
+) -> Result<String> {
     let names: Vec<&str> = skills
         .iter()
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
         .collect();
+    if let Some(off) = names.iter().find(|n| disabled.contains(**n)) {
+        anyhow::bail!(
+            "-s {off}: the skill is disabled (skills.disabled in config.yaml; `hermes config \
+             edit` to enable it)"
+        );
+    }
     let Some((last, first)) = names.split_last() else {
         return Ok(text.to_string());
     };

@@ -66,7 +66,11 @@ pub fn run(profile: Option<&str>, action: &SkillsCmd) -> Result<i32> {
             words,
         )),
         SkillsCmd::List => {
-            print!("{}", list_text(&root));
+            let disabled = app
+                .config
+                .skills
+                .disabled_for(Some(crate::assembly::runtime::SKILLS_PLATFORM));
+            outln!("{}", list_text(&root, &disabled).trim_end());
             Ok(0)
         }
         SkillsCmd::Show { name } => {
