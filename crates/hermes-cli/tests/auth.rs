@@ -201,3 +201,39 @@ async fn the_pool_strategy_lives_in_config_yaml_as_python_keeps_it() {
         );
     }
 }
+
+/// Keys of a named custom provider go to its `custom:<name>` pool, as Python Hermes keeps
+/// them, and a chat on that provider with no other key sends the pooled one (the switching
+/// pass of issue 17).
+#[tokio::test]
+async fn a_named_custom_providers_pooled_key_is_added_and_used() {
+    let env = Env::new().await;
+    let config = format!(
+        "model:\n  provider: custom:mocky\n  default: mock-model\ncustom_providers:\n  - name: mocky\n    base_url: {}\n",
+        env.mock.base_url()
+    );
+    std::fs::write(env.home.home().config_file(), config).unwrap();
+    let out = env
+        .run_ok(&[
+            "auth",
+            "add",
+            "custom:mocky",
+            "--key",
+            "sk-mocky-pooled-000111",
+        ])
+        .await;
+    assert!(stdout(&out).contains("custom:mocky"), "{}", stdout(&out));
+    env.mock
+        .push(hermes_testkit::MockResponse::text("pooled ok"));
+    let chat = env.run_ok(&["chat", "-q", "hi"]).await;
+    assert_eq!(stdout(&chat).trim(), "pooled ok");
+    let sent = env.mock.captured();
+    let auth = sent
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .flat_map(|r| r.headers.iter())
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert_eq!(auth, "Bearer sk-mocky-pooled-000111");
+}

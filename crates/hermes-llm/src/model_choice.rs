@@ -154,6 +154,7 @@ pub fn resolve_choice(
             env: ctx.env.clone(),
             local_model_available: ctx.local_model_available.clone(),
             file: None,
+            pool_keys: BTreeMap::new(),
         },
         Some(p) => {
             known_provider(p)?;
@@ -165,6 +166,7 @@ pub fn resolve_choice(
                 env: ctx.env.clone(),
                 local_model_available: ctx.local_model_available.clone(),
                 file: None,
+                pool_keys: BTreeMap::new(),
             }
         }
     };

@@ -257,3 +257,55 @@ fn openai_is_python_hermes_openai_api() {
         assert_eq!(rt.base_url, "https://api.openai.com/v1");
     }
 }
+
+/// A key kept only in auth.json's credential pool (what Python Hermes' `hermes auth add`
+/// does) is used when config.yaml and the environment have none (the switching pass of
+/// issue 17), for a hosted provider and for a named custom one.
+#[test]
+fn a_pooled_key_alone_is_used() {
+    let mut inputs = ResolveInputs {
+        provider: Some("openrouter".into()),
+        pool_keys: [
+            (
+                "openrouter".to_string(),
+                "sk-or-v1-poolonly00001111".to_string(),
+            ),
+            (
+                "custom:mocky".to_string(),
+                "sk-mocky-pool-key-2222".to_string(),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..ResolveInputs::default()
+    };
+    let rt = resolve(&inputs).unwrap();
+    assert_eq!(rt.api_key.as_deref(), Some("sk-or-v1-poolonly00001111"));
+    assert!(
+        rt.trace.join("\n").contains("credential pool"),
+        "{:?}",
+        rt.trace
+    );
+    // The environment still wins over the pool.
+    inputs
+        .env
+        .insert("OPENROUTER_API_KEY".into(), "sk-or-v1-fromenv000033".into());
+    assert_eq!(
+        resolve(&inputs).unwrap().api_key.as_deref(),
+        Some("sk-or-v1-fromenv000033")
+    );
+    let file = hermes_protocol::config::Config::parse(
+        "custom_providers:\n  - name: mocky\n    base_url: http://127.0.0.1:9/v1\n",
+        std::path::Path::new("c.yaml"),
+    )
+    .unwrap()
+    .config;
+    let inputs = ResolveInputs {
+        provider: Some("custom:mocky".into()),
+        file: Some(file),
+        pool_keys: inputs.pool_keys.clone(),
+        ..ResolveInputs::default()
+    };
+    let rt = resolve(&inputs).unwrap();
+    assert_eq!(rt.api_key.as_deref(), Some("sk-mocky-pool-key-2222"));
+}

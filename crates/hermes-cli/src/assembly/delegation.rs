@@ -77,6 +77,7 @@ fn provider_client(app: &App) -> Option<Arc<dyn ModelClient>> {
         env: app.env.clone(),
         local_model_available: None,
         file: Some(app.config.clone()),
+        pool_keys: hermes_llm::runtime::pool_keys(&app.home.auth_file()),
     };
     let built = hermes_llm::resolve(&inputs)
         .map_err(|e| e.to_string())

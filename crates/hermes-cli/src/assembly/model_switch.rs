@@ -135,6 +135,7 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         env: app.env.clone(),
         local_model_available: crate::assembly::runtime::local_model_path(app),
         file: Some(app.config.clone()),
+        pool_keys: hermes_llm::runtime::pool_keys(&app.home.auth_file()),
     };
     let rt = hermes_llm::resolve(&inputs)?;
 
@@ -167,11 +168,12 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         }
     }
     table.remove("model");
-    if let Some(p) = &choice.provider {
-        table.insert(
-            "provider".into(),
-            serde_json::json!(hermes_llm::runtime::stored_provider_name(p)),
-        );
+    let stored = choice
+        .provider
+        .as_deref()
+        .map(hermes_llm::runtime::stored_provider_name);
+    if let Some(p) = &stored {
+        table.insert("provider".into(), serde_json::json!(p));
     }
     table.insert("default".into(), serde_json::json!(choice.model));
     if let Some(u) = base_url {
@@ -180,7 +182,7 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
     // Only the changed keys' lines when the file allows it (comments and layout kept); else
     // the whole file is rewritten from the parsed settings.
     let mut set: Vec<(&str, &str)> = Vec::new();
-    if let Some(p) = &choice.provider {
+    if let Some(p) = &stored {
         set.push(("provider", p));
     }
     set.push(("default", &choice.model));

@@ -39,6 +39,7 @@ pub fn resolve_runtime(app: &App, args: &ChatArgs) -> Result<Runtime> {
         env: app.env.clone(),
         local_model_available: local_model_path(app),
         file: Some(app.config.clone()),
+        pool_keys: hermes_llm::runtime::pool_keys(&app.home.auth_file()),
     };
     Ok(hermes_llm::resolve(&inputs)?)
 }

@@ -51,11 +51,20 @@ pub enum AuthCmd {
     Other(Vec<String>),
 }
 
+/// The pool a key goes to: a provider's id, or `custom:<name>` for a named custom provider
+/// (Python Hermes keeps those keys under that name, and hermes uses them for it).
 fn require_provider(name: &str) -> Result<String> {
-    provider_id(name).with_context(|| {
+    let trimmed = name.trim();
+    if let Some(custom) = trimmed
+        .strip_prefix("custom:")
+        .filter(|n| !n.trim().is_empty())
+    {
+        return Ok(format!("custom:{}", custom.trim()));
+    }
+    provider_id(trimmed).with_context(|| {
         format!(
-            "`{name}` is not a provider that takes API keys; use one of: openrouter, openai, \
-             anthropic, nous, deepseek, gemini, xai, custom"
+            "`{name}` is not a provider that takes API keys; use one of: openrouter, \
+             openai-api, anthropic, nous, deepseek, gemini, xai, custom, custom:<name>"
         )
     })
 }

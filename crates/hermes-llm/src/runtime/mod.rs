@@ -109,6 +109,37 @@ pub struct ResolveInputs {
     /// The whole `config.yaml`, for `provider: custom:<name>` (its `providers:` and
     /// `custom_providers:` entries); `None` knows no named custom providers.
     pub file: Option<Config>,
+    /// The first `auth.json` key of each provider (`openrouter`, `custom:<name>`; see
+    /// [`pool_keys`]), used when neither config.yaml nor the environment has one: Python
+    /// Hermes' `hermes auth add` keeps keys only there (the switching pass of issue 17).
+    pub pool_keys: BTreeMap<String, String>,
+}
+
+/// The first key of each provider's pool in `auth.json` at `path` ([`ResolveInputs::pool_keys`]);
+/// empty when the file is missing or unreadable (the client reports a broken file when it
+/// builds the pool).
+pub fn pool_keys(path: &std::path::Path) -> BTreeMap<String, String> {
+    crate::credentials::CredentialPool::load(path)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| {
+            let key = p.credentials.first()?.key.clone();
+            Some((p.provider.to_ascii_lowercase(), key))
+        })
+        .collect()
+}
+
+/// The pooled key of `provider`, recorded in the trace.
+fn pooled_key(inputs: &ResolveInputs, provider: &str, trace: &mut Vec<String>) -> Option<String> {
+    let key = inputs
+        .pool_keys
+        .get(&provider.to_ascii_lowercase())
+        .filter(|k| !k.trim().is_empty())?;
+    trace.push(format!(
+        "API key from auth.json's credential pool ({})",
+        mask_secret(key)
+    ));
+    Some(key.trim().to_string())
 }
 
 /// Why no runtime could be resolved; every message says what to do.
@@ -528,12 +559,15 @@ fn resolve_with_section(inputs: &ResolveInputs) -> Result<Runtime, ResolveError>
                             trace.push(format!("API key from {var} ({})", mask_secret(&k)));
                             k
                         }
-                        None => {
-                            return Err(ResolveError::MissingApiKey {
-                                provider: h.id.to_string(),
-                                env_var: h.env_vars.join(" or "),
-                            });
-                        }
+                        None => match pooled_key(inputs, h.id, &mut trace) {
+                            Some(k) => k,
+                            None => {
+                                return Err(ResolveError::MissingApiKey {
+                                    provider: h.id.to_string(),
+                                    env_var: h.env_vars.join(" or "),
+                                });
+                            }
+                        },
                     }
                 }
             };
@@ -729,12 +763,15 @@ fn named_custom_runtime(
             trace.push(format!("API key from config.yaml ({})", mask_secret(&k)));
             Some(k)
         }
-        (None, None, None) => {
-            if let Some(var) = &c.key_env {
-                trace.push(format!("{var} is not set: no API key"));
+        (None, None, None) => match pooled_key(inputs, &format!("custom:{}", c.name), trace) {
+            Some(k) => Some(k),
+            None => {
+                if let Some(var) = &c.key_env {
+                    trace.push(format!("{var} is not set: no API key"));
+                }
+                None
             }
-            None
-        }
+        },
     };
     let api_mode = match c.api_mode.as_deref() {
         Some("bedrock_converse") => {
