@@ -10,7 +10,8 @@
 //!   point (REPL, `chat -q`, cron, the gateway);
 //! - `views/`: text views of `HERMES_HOME` shared by subcommands and slash commands;
 //! - `config_edit/`: comment-preserving edits of `config.yaml`;
-//! - `render/`: drawing on the terminal (Markdown, skins, tool lines, status line, output).
+//! - `render/`: drawing on the terminal (Markdown, skins, tool lines, status line, output);
+//! - `masking`: the secrets masked on every line written to the terminal.
 
 // `render` first: it defines the `outln!` macro every later module uses.
 #[macro_use]
@@ -20,6 +21,7 @@ mod assembly;
 mod commands;
 mod config_edit;
 mod logfile;
+mod masking;
 mod repl;
 mod setup;
 mod views;
@@ -126,7 +128,7 @@ fn init_logging(cli: &Cli) {
             .log_internal_errors(false)
             .with_filter(LevelFilter::WARN)
     });
-    render::output::set_redactor(redactor.clone());
+    masking::set_redactor(redactor.clone());
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(|| render::output::MaskedStderr)

@@ -95,7 +95,7 @@ pub fn friendly_reason(error: &str) -> String {
             _ => {}
         }
     }
-    let out = crate::render::output::mask(&out.split_whitespace().collect::<Vec<_>>().join(" "));
+    let out = crate::masking::mask(&out.split_whitespace().collect::<Vec<_>>().join(" "));
     if out.chars().count() > 160 {
         let cut: String = out.chars().take(159).collect();
         return format!("{cut}…");

@@ -3,32 +3,10 @@
 //! quietly instead.
 
 use std::io::Write;
-use std::sync::{Arc, OnceLock};
 
-use hermes_protocol::SecretRedactor;
+use crate::masking::mask;
 
-/// The home's secrets, known once logging is set up (`main`).
-static REDACTOR: OnceLock<Arc<SecretRedactor>> = OnceLock::new();
-
-/// Sets the redactor every line written to the terminal goes through (once per process).
-pub fn set_redactor(redactor: Arc<SecretRedactor>) {
-    let _ = REDACTOR.set(redactor);
-}
-
-/// `text` as it may reach the terminal: every secret value of the home replaced by its
-/// marker, and secret-looking assignments and tokens masked (`hermes_llm::redact_secrets`:
-/// `api_key=…` in a URL, `Bearer …`), as in the log files. Command output, warnings and
-/// error lines all pass through here, so a key in a server URL or an error message is not
-/// shown (the user pass of issue 20).
-pub fn mask(text: &str) -> String {
-    let known = match REDACTOR.get() {
-        Some(r) => r.redact(text),
-        None => std::borrow::Cow::Borrowed(text),
-    };
-    hermes_llm::redact_secrets(&known)
-}
-
-/// Writes `text` and a newline to stdout, secrets masked ([`mask`]); a closed pipe ends the
+/// Writes `text` and a newline to stdout, secrets masked ([`crate::masking::mask`]); a closed pipe ends the
 /// process with status 0, as with other command-line tools.
 pub fn line(text: String) {
     let mut out = std::io::stdout().lock();
@@ -39,13 +17,13 @@ pub fn line(text: String) {
     }
 }
 
-/// Writes `text` and a newline to stderr, secrets masked ([`mask`]); a closed stderr is
+/// Writes `text` and a newline to stderr, secrets masked ([`crate::masking::mask`]); a closed stderr is
 /// ignored.
 pub fn err_line(text: String) {
     let _ = writeln!(std::io::stderr().lock(), "{}", mask(&text));
 }
 
-/// A writer for the stderr log layer: each formatted record masked ([`mask`]) as a whole
+/// A writer for the stderr log layer: each formatted record masked ([`crate::masking::mask`]) as a whole
 /// (tracing-subscriber writes one record in one call).
 pub struct MaskedStderr;
 

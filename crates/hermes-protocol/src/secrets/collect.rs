@@ -143,14 +143,66 @@ fn plainly_not_secret(value: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c == '-' || c == '_')
 }
 
+/// The credentials inside a URL whatever its field's name: the password of
+/// `scheme://user:pass@host` and the values of secret-named query parameters
+/// (`?access_token=…`, `&api_key=…`), labelled under `path` (the attack pass of issue 18:
+/// `model.base_url`, `web.searxng_url` and MCP server URLs carried them unmasked).
+fn url_credentials(value: &str, path: &str, out: &mut Vec<(String, String)>) {
+    if let Some(password) = url_password(value) {
+        out.push((format!("{path}.password"), password.to_string()));
+    }
+    if !value.contains("://") {
+        return;
+    }
+    let query = value.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    let query = query.split('#').next().unwrap_or_default();
+    for pair in query.split('&') {
+        if let Some((name, v)) = pair.split_once('=')
+            && is_secret_name(name)
+            && !v.is_empty()
+        {
+            out.push((format!("{path}.{name}"), v.to_string()));
+        }
+    }
+}
+
+/// The values an argument list passes after a secret-named flag (`--token X`,
+/// `--api-key=X`), as MCP servers' `args` do.
+fn flag_values(items: &[Node], path: &str, out: &mut Vec<(String, String)>) {
+    let mut after_flag: Option<String> = None;
+    for item in items {
+        let Node::Str(s) = item else {
+            after_flag = None;
+            continue;
+        };
+        if let Some(flag) = after_flag.take() {
+            out.push((format!("{path}.{flag}"), s.clone()));
+            continue;
+        }
+        let Some(flag) = s.strip_prefix("--").or_else(|| s.strip_prefix('-')) else {
+            continue;
+        };
+        match flag.split_once('=') {
+            Some((name, v)) if is_secret_name(name) && !v.is_empty() => {
+                out.push((format!("{path}.{name}"), v.to_string()));
+            }
+            None if is_secret_name(flag) => after_flag = Some(flag.to_string()),
+            _ => {}
+        }
+    }
+}
+
 fn walk(node: &Node, path: &str, scope: Scope, out: &mut Vec<(String, String)>) {
     match node {
         Node::Str(s) => match scope {
             Scope::All => out.push((path.to_string(), s.clone())),
             Scope::Loose if !plainly_not_secret(s) => out.push((path.to_string(), s.clone())),
-            _ => {}
+            _ => url_credentials(s, path, out),
         },
         Node::List(items) => {
+            if path.ends_with("args") {
+                flag_values(items, path, out);
+            }
             for (i, item) in items.iter().enumerate() {
                 let child = if path.is_empty() {
                     i.to_string()
@@ -243,13 +295,7 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     collect_env(&process_env, "", &mut out);
-    if let Ok(text) = std::fs::read_to_string(home.config_file())
-        && let Ok(value) = yaml_serde::from_str::<yaml_serde::Value>(&text)
-    {
-        let mut found = Vec::new();
-        walk(&Node::from(&value), "", Scope::Names, &mut found);
-        out.extend(found.into_iter().map(|(l, v)| (l, expand(&v, &env_vars))));
-    }
+    collect_config(home, &env_vars, "", &mut out);
     collect_json(&home.auth_file(), "auth.json", &mut out);
     collect_token_dir(&home.root().join("mcp-tokens"), "mcp-tokens", &mut out);
     let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -257,6 +303,30 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
         collect_other_home(other, &mut out);
     }
     out
+}
+
+/// The secrets of `home`'s `config.yaml` (see [`collect_secrets`]), `${VAR}` references
+/// expanded with `env_vars`, labelled `<prefix><path>`.
+fn collect_config(
+    home: &HermesHome,
+    env_vars: &BTreeMap<String, String>,
+    prefix: &str,
+    out: &mut Vec<(String, String)>,
+) {
+    let Ok(text) = std::fs::read_to_string(home.config_file()) else {
+        return;
+    };
+    let Ok(value) = yaml_serde::from_str::<yaml_serde::Value>(&text) else {
+        return;
+    };
+    let mut found = Vec::new();
+    walk(&Node::from(&value), "", Scope::Names, &mut found);
+    for (label, v) in found {
+        let v = expand(&v, env_vars);
+        // A reference expanded into a URL or argument list may carry credentials itself.
+        url_credentials(&v, &format!("{prefix}{label}"), out);
+        out.push((format!("{prefix}{label}"), v));
+    }
 }
 
 /// Whether environment variable `name=value` holds a secret: a secret name
@@ -312,9 +382,11 @@ fn collect_other_home(root: &Path, out: &mut Vec<(String, String)>) {
         format!("{name}/")
     };
     let other = HermesHome::new(root);
-    if let Ok(text) = std::fs::read_to_string(other.env_file()) {
-        collect_env(&parse_env_file(&text), &prefix, out);
-    }
+    let env_vars = std::fs::read_to_string(other.env_file())
+        .map(|t| parse_env_file(&t))
+        .unwrap_or_default();
+    collect_env(&env_vars, &prefix, out);
+    collect_config(&other, &env_vars, &format!("{prefix}config.yaml."), out);
     collect_json(&other.auth_file(), &format!("{prefix}auth.json"), out);
     collect_token_dir(
         &root.join("mcp-tokens"),
@@ -473,6 +545,59 @@ mod tests {
         ] {
             assert_eq!(url_password(v), None, "{v}");
         }
+    }
+
+    /// Credentials that are not under a secret-named field (the attack pass of issue 18):
+    /// URL passwords, secret-named query parameters, `--token X` in MCP args, and the
+    /// config.yaml keys of the other homes the session can see.
+    #[test]
+    fn credentials_inside_urls_args_and_other_homes_configs_are_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = HermesHome::new(dir.path().join("hh"));
+        std::fs::create_dir_all(home.root()).unwrap();
+        std::fs::write(
+            home.env_file(),
+            "MCP_TOKEN=tok-verysecret-0123456789abcdef\n",
+        )
+        .unwrap();
+        std::fs::write(
+            home.config_file(),
+            "model:\n  provider: custom\n  base_url: http://bob:basecanary0015pw@127.0.0.1:9/v1\n\
+             web:\n  searxng_url: http://u:searxcanary0019pw@127.0.0.1:9/\n\
+             mcp_servers:\n  argsrv:\n    command: python3\n    args: [srv.py, --token, argcanary0020token, --api-key=argcanary0023eq, --plain, visible-value]\n\
+               urlsrv:\n    url: \"http://127.0.0.1:9/mcp?access_token=urlcanary0021token&page=2\"\n\
+               envtok:\n    url: \"http://127.0.0.1:9/mcp?token=${MCP_TOKEN}\"\n",
+        )
+        .unwrap();
+        let side = home.root().join("profiles/side");
+        std::fs::create_dir_all(&side).unwrap();
+        std::fs::write(
+            side.join("config.yaml"),
+            "model:\n  api_key: sk-test-canarySIDECFG0043\n",
+        )
+        .unwrap();
+        let found = collect_secrets(&home);
+        let values: Vec<&str> = found.iter().map(|(_, v)| v.as_str()).collect();
+        for secret in [
+            "basecanary0015pw",
+            "searxcanary0019pw",
+            "argcanary0020token",
+            "argcanary0023eq",
+            "urlcanary0021token",
+            "tok-verysecret-0123456789abcdef",
+            "sk-test-canarySIDECFG0043",
+        ] {
+            assert!(
+                values.contains(&secret),
+                "{secret} not collected: {found:?}"
+            );
+        }
+        assert!(!values.contains(&"visible-value"), "{found:?}");
+        assert!(!values.contains(&"2"), "{found:?}");
+        assert!(
+            found.iter().all(|(l, _)| !l.contains("canary")),
+            "labels never hold values: {found:?}"
+        );
     }
 
     #[test]
