@@ -231,12 +231,19 @@ impl SandboxPolicy {
                 p.display()
             ));
         }
+        if is_process_file(&canonical) {
+            return Err(format!(
+                "reading {} is denied by the sandbox: a process's own files under /proc \
+                 (environment, memory, open files) hold its secrets",
+                path.display()
+            ));
+        }
         Ok(canonical)
     }
 
     /// True when [`SandboxPolicy::check_read`] allows `canonical` (already canonical).
     pub fn may_read_canonical(&self, canonical: &Path) -> bool {
-        !self.deny_read.iter().any(|d| is_within(canonical, d))
+        !self.deny_read.iter().any(|d| is_within(canonical, d)) && !is_process_file(canonical)
     }
 
     /// Checks that the agent may write `path` and returns its canonical form: never inside a
@@ -315,6 +322,17 @@ pub fn secret_paths(home: &HermesHome, user_home: Option<&Path>) -> Vec<PathBuf>
     out
 }
 
+/// Whether `canonical` lies in a process's folder of `/proc` (`/proc/<pid>/…`; `self`
+/// resolves to one): the file tools run in hermes' own process, outside Landlock, and the
+/// environment of another hermes (its exported keys) was readable there (the attack pass of
+/// issue 18). `/proc/cpuinfo` and the like stay readable.
+fn is_process_file(canonical: &Path) -> bool {
+    let mut parts = canonical.components().skip(1);
+    matches!(parts.next(), Some(std::path::Component::Normal(p)) if p == "proc")
+        && matches!(parts.next(), Some(std::path::Component::Normal(p))
+            if p.to_str().is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())))
+}
+
 fn resolve(path: &Path) -> Result<PathBuf, String> {
     canonicalize_lenient(path).map_err(|e| format!("cannot resolve path {}: {e}", path.display()))
 }
@@ -336,6 +354,34 @@ fn push_forms(out: &mut Vec<PathBuf>, p: &Path) {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// The file tools read no process's files under /proc, hermes' own and another
+    /// hermes' included (the attack pass of issue 18); machine-wide files stay readable.
+    #[test]
+    fn process_files_under_proc_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let p = policy(
+            SandboxMode::WorkspaceWrite,
+            d,
+            d,
+            &d.join("hh"),
+            &d.join("uh"),
+        );
+        let me = std::process::id();
+        for path in [
+            "/proc/self/environ".to_string(),
+            format!("/proc/{me}/environ"),
+            format!("/proc/{me}/maps"),
+            "/proc/1/cmdline".to_string(),
+            "/proc/thread-self/environ".to_string(),
+        ] {
+            let err = p.check_read(Path::new(&path)).unwrap_err();
+            assert!(err.contains("/proc"), "{path}: {err}");
+        }
+        assert!(p.check_read(Path::new("/proc/cpuinfo")).is_ok());
+        assert!(!p.may_read_canonical(Path::new("/proc/1/environ")));
+    }
 
     fn policy(mode: SandboxMode, ws: &Path, tmp: &Path, hh: &Path, uh: &Path) -> SandboxPolicy {
         SandboxPolicy::new(&PolicyInputs {
