@@ -328,7 +328,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         id: CommandId::SetHome,
         name: "sethome",
-        aliases: &[],
+        aliases: &["set-home"],
         args_hint: "",
         args: ArgSpec::None,
         help: "make this chat the home channel for deliveries",

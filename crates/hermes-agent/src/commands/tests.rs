@@ -216,11 +216,17 @@ fn completion_offers_names_then_aliases_of_the_surface() {
     assert_eq!(names("/RE", Surface::Gateway), ["retry", "reset"]);
     assert_eq!(
         names("s", Surface::Gateway),
-        ["status", "stop", "sethome", "start"]
+        ["status", "stop", "sethome", "set-home", "start"]
     );
     assert_eq!(names("zz", Surface::Cli), Vec::<&str>::new());
     assert_eq!(
         names("", Surface::Cli).len(),
         commands(Surface::Cli).count()
     );
+}
+
+/// Python Hermes' `/set-home` spelling is `/sethome` (HERMES_SURFACE lists it as the alias).
+#[test]
+fn set_home_is_an_alias_of_sethome() {
+    assert_eq!(lookup("set-home").map(|c| c.id), Some(CommandId::SetHome));
 }

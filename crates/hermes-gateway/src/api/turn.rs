@@ -227,6 +227,9 @@ pub(crate) fn spawn_turn(
             session_id,
             guards,
         } = prepared;
+        // One line per request and per answer in the log, as for chat platforms: the
+        // session and sizes, never the text (the user pass of issue 20).
+        tracing::info!(platform = "api", session = %session_id, chars = input.chars().count(), "message received");
         let (inner_tx, mut inner_rx) = unbounded_channel();
         let mut finished = None;
         let mut forward = |e: AgentEvent| match e {
@@ -252,7 +255,13 @@ pub(crate) fn spawn_turn(
             TurnOutcome::Interrupted => {
                 tracing::info!(session = %session_id, "API turn interrupted");
             }
-            other => tracing::debug!(session = %session_id, outcome = ?other, "API turn ended"),
+            other => {
+                let chars = match &finished {
+                    Some(AgentEvent::TurnFinished { final_text, .. }) => final_text.chars().count(),
+                    _ => 0,
+                };
+                tracing::info!(platform = "api", session = %session_id, outcome = ?other, chars, "reply sent");
+            }
         }
         drop(agent);
         guards.release().await;
