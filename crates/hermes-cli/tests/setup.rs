@@ -356,3 +356,31 @@ async fn the_wizard_keeps_the_configured_key_on_enter() {
     assert_eq!(m.default.as_deref(), Some("m2"));
     assert_eq!(m.api_key.as_deref(), Some("sk-keep-me-0123456789"));
 }
+
+/// Enter at the provider question keeps the provider in use, even when `.env` has a key for
+/// another one (the user pass of issue 20).
+#[tokio::test]
+async fn the_wizard_offers_the_provider_in_use_first() {
+    let mock = MockProvider::start().await;
+    mock.set_models(serde_json::json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}));
+    let home = TempHome::new().unwrap();
+    std::fs::write(
+        home.home().config_file(),
+        format!(
+            "model:\n  provider: custom\n  base_url: {}\n  default: m1\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.home().env_file(),
+        "OPENROUTER_API_KEY=sk-or-v1-elsewhere-0001\n",
+    )
+    .unwrap();
+    let answers = format!("\n{}\n\n2\n\nn\n", mock.base_url());
+    let out = hermes_stdin(home.path(), &["setup"], &answers).await;
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let m = config(&home).model.to_config();
+    assert_eq!(m.provider.as_deref(), Some("custom"));
+    assert_eq!(m.default.as_deref(), Some("m2"));
+}

@@ -369,7 +369,15 @@ async fn choose_model(
         "custom — an OpenAI-compatible server you run (llama.cpp, vLLM, Ollama, LM Studio)"
             .to_string(),
     );
-    if let Some(flag) = chat.provider.as_deref().and_then(canonical_provider) {
+    // The provider named by the flag, else the one in use, is offered first (the user pass
+    // of issue 20: a key in `.env` for another provider took precedence).
+    let configured = app.config.model.to_config().provider;
+    if let Some(flag) = chat
+        .provider
+        .as_deref()
+        .or(configured.as_deref())
+        .and_then(canonical_provider)
+    {
         default = match flag {
             CanonicalProvider::Local => Some(0),
             CanonicalProvider::Hosted(id) => ids.iter().position(|i| i == id),
