@@ -332,21 +332,28 @@ fn first_run_declined_says_so_on_its_own_line() {
     assert!(!text.contains("❯"), "no chat was started: {text}");
 }
 
-/// Running the wizard again to change the model of a custom server: Enter at the key
-/// question keeps the configured key (the user pass of issue 20: it was deleted).
-#[tokio::test]
-async fn the_wizard_keeps_the_configured_key_on_enter() {
+/// A home set up for a custom server (a mock listing models `m1` and `m2`, default `m1`),
+/// with `extra` lines in its `model:` section.
+async fn custom_server_home(extra: &str) -> (MockProvider, TempHome) {
     let mock = MockProvider::start().await;
     mock.set_models(serde_json::json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}));
     let home = TempHome::new().unwrap();
     std::fs::write(
         home.home().config_file(),
         format!(
-            "model:\n  provider: custom\n  base_url: {}\n  api_key: sk-keep-me-0123456789\n  default: m1\n",
+            "model:\n  provider: custom\n  base_url: {}\n{extra}  default: m1\n",
             mock.base_url()
         ),
     )
     .unwrap();
+    (mock, home)
+}
+
+/// Running the wizard again to change the model of a custom server: Enter at the key
+/// question keeps the configured key (the user pass of issue 20: it was deleted).
+#[tokio::test]
+async fn the_wizard_keeps_the_configured_key_on_enter() {
+    let (mock, home) = custom_server_home("  api_key: sk-keep-me-0123456789\n").await;
     let answers = format!("custom\n{}\n\n2\n\nn\n", mock.base_url());
     let out = hermes_stdin(home.path(), &["setup"], &answers).await;
     let shown = stdout(&out);
@@ -361,17 +368,7 @@ async fn the_wizard_keeps_the_configured_key_on_enter() {
 /// another one (the user pass of issue 20).
 #[tokio::test]
 async fn the_wizard_offers_the_provider_in_use_first() {
-    let mock = MockProvider::start().await;
-    mock.set_models(serde_json::json!({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}));
-    let home = TempHome::new().unwrap();
-    std::fs::write(
-        home.home().config_file(),
-        format!(
-            "model:\n  provider: custom\n  base_url: {}\n  default: m1\n",
-            mock.base_url()
-        ),
-    )
-    .unwrap();
+    let (mock, home) = custom_server_home("").await;
     std::fs::write(
         home.home().env_file(),
         "OPENROUTER_API_KEY=sk-or-v1-elsewhere-0001\n",

@@ -218,32 +218,33 @@ impl CronjobTool {
                 if patch == JobPatch::default() && toolsets.is_none() {
                     return Err("`update` needs at least one field to change".into());
                 }
-                // A job re-prompted or re-tooled from here gets at most this session's
-                // toolsets, whatever it had (a job the user made with a terminal must not
-                // run the model's prompt with it).
-                if toolsets.is_some() || patch.prompt.is_some() {
-                    let current = match toolsets {
-                        Some(t) if !t.is_empty() => Some(t),
-                        _ => {
-                            let key = key.clone();
-                            let job = self.blocking(move |s, _, _| s.get(&key)).await?;
-                            job.enabled_toolsets
-                                .map(|sets| narrowed_toolsets(ctx, sets))
-                        }
-                    };
-                    patch.enabled_toolsets = Some(granted_toolsets(ctx, current)?);
-                }
-                // A new prompt or folder runs under the job's folder: it must lie where this
-                // session may write (a job without one gets the session's).
-                if patch.prompt.is_some() || patch.workdir.is_some() {
-                    let current = match &patch.workdir {
-                        Some(w) => w.clone(),
-                        None => {
-                            let key = key.clone();
-                            self.blocking(move |s, _, _| s.get(&key)).await?.workdir
-                        }
-                    };
-                    patch.workdir = Some(job_workdir(ctx, current)?);
+                // What the job has now, read once, when the checks below need it.
+                let job = if toolsets.is_some() || patch.prompt.is_some() || patch.workdir.is_some()
+                {
+                    let key = key.clone();
+                    Some(self.blocking(move |s, _, _| s.get(&key)).await?)
+                } else {
+                    None
+                };
+                if let Some(job) = job {
+                    // A job re-prompted or re-tooled from here gets at most this session's
+                    // toolsets, whatever it had (a job the user made with a terminal must
+                    // not run the model's prompt with it).
+                    if toolsets.is_some() || patch.prompt.is_some() {
+                        let current = match toolsets {
+                            Some(t) if !t.is_empty() => Some(t),
+                            _ => job
+                                .enabled_toolsets
+                                .map(|sets| narrowed_toolsets(ctx, sets)),
+                        };
+                        patch.enabled_toolsets = Some(granted_toolsets(ctx, current)?);
+                    }
+                    // A new prompt or folder runs under the job's folder: it must lie where
+                    // this session may write (a job without one gets the session's).
+                    if patch.prompt.is_some() || patch.workdir.is_some() {
+                        let current = patch.workdir.clone().unwrap_or(job.workdir);
+                        patch.workdir = Some(job_workdir(ctx, current)?);
+                    }
                 }
                 if let Some(d) = &patch.deliver {
                     self.check_deliver(ctx, d).await?;

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use hermes_protocol::config::{Config, CustomProvider, ModelConfig};
 
 mod client;
+mod names;
 pub use client::{ClientOptions, build_client, build_client_with, credential_pool};
+pub use names::{pool_keys, provider_id, section_for, stored_provider_name};
 
 use crate::redact::mask_secret;
 
@@ -113,20 +115,6 @@ pub struct ResolveInputs {
     /// [`pool_keys`]), used when neither config.yaml nor the environment has one: Python
     /// Hermes' `hermes auth add` keeps keys only there (the switching pass of issue 17).
     pub pool_keys: BTreeMap<String, String>,
-}
-
-/// The first key of each provider's pool in `auth.json` at `path` ([`ResolveInputs::pool_keys`]);
-/// empty when the file is missing or unreadable (the client reports a broken file when it
-/// builds the pool).
-pub fn pool_keys(path: &std::path::Path) -> BTreeMap<String, String> {
-    crate::credentials::CredentialPool::load(path)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|p| {
-            let key = p.credentials.first()?.key.clone();
-            Some((p.provider.to_ascii_lowercase(), key))
-        })
-        .collect()
 }
 
 /// The pooled key of `provider`, recorded in the trace.
@@ -353,17 +341,6 @@ pub fn canonical_provider(name: &str) -> Option<CanonicalProvider> {
     }
 }
 
-/// The name to write into `config.yaml` or `cron/jobs.json` for a provider the user typed: a
-/// hosted provider's id as Python Hermes spells it (`openai` → `openai-api`, `claude` →
-/// `anthropic`), so that both programs accept the file; anything else as typed (server
-/// aliases such as `ollama` and `custom:<name>` keep their meaning).
-pub fn stored_provider_name(name: &str) -> String {
-    match canonical_provider(name) {
-        Some(CanonicalProvider::Hosted(id)) => id.to_string(),
-        _ => name.trim().to_string(),
-    }
-}
-
 /// The default inference URL of a hosted provider (`deepseek` →
 /// `https://api.deepseek.com/v1`), from hermes' table or Python Hermes' registry; `None` for
 /// custom servers, the embedded model and unknown names. Python Hermes writes it into every
@@ -411,35 +388,6 @@ fn pick(
         return Some(v);
     }
     None
-}
-
-/// The provider id a name resolves to (`claude` → `anthropic`; server aliases → `custom`;
-/// `local`), `None` for an unknown name.
-pub fn provider_id(name: &str) -> Option<String> {
-    Some(match canonical_provider(name)? {
-        CanonicalProvider::Hosted(id) => id.to_string(),
-        CanonicalProvider::Custom { .. } => "custom".to_string(),
-        CanonicalProvider::Local => "local".to_string(),
-    })
-}
-
-/// The `model:` section to resolve `provider` with: `configured` (config.yaml's) when it is
-/// about the same provider, else only its provider-neutral keys (`max_tokens`), so that a key
-/// or base URL meant for one provider is never sent to another.
-pub fn section_for(configured: &ModelConfig, provider: &str) -> ModelConfig {
-    let same = configured
-        .provider
-        .as_deref()
-        .and_then(provider_id)
-        .is_some_and(|p| Some(p) == provider_id(provider));
-    if same {
-        configured.clone()
-    } else {
-        ModelConfig {
-            max_tokens: configured.max_tokens,
-            ..ModelConfig::default()
-        }
-    }
 }
 
 /// Resolves the runtime (see the module doc for the order). Errors say how to fix the setup.
