@@ -139,7 +139,7 @@ async fn stalled_stream_times_out_and_the_retry_answers() {
     let st = statuses(&events);
     assert!(
         st.iter()
-            .any(|s| s.starts_with("network error, retrying in")),
+            .any(|s| s.starts_with("no data from the provider, retrying in")),
         "{st:?}"
     );
     assert_eq!(h.mock.requests().len(), 2);
@@ -217,7 +217,7 @@ async fn slow_loris_headers_hit_the_read_timeout() {
     let st = statuses(&events);
     assert_eq!(
         st.iter()
-            .filter(|s| s.starts_with("network error, retrying in"))
+            .filter(|s| s.starts_with("no data from the provider, retrying in"))
             .count(),
         3,
         "{st:?}"

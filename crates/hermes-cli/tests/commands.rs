@@ -176,41 +176,65 @@ async fn config_edit_opens_the_editor_then_checks_the_file() {
 #[tokio::test]
 async fn tools_enable_and_disable_change_config_and_show_in_the_list() {
     let env = Env::new().await;
+    let config = || -> serde_json::Value {
+        yaml_serde::from_str(&std::fs::read_to_string(env.home.home().config_file()).unwrap())
+            .unwrap()
+    };
     let out = env.run(&["tools", "disable", "web"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
+    // The terminal's own list, as in Python Hermes: `platform_toolsets.cli`, the default
+    // composite spelled out without `web`; nothing global that the gateway reads.
+    let cli: Vec<String> =
+        serde_json::from_value(config()["platform_toolsets"]["cli"].clone()).unwrap();
+    assert!(!cli.contains(&"web".to_string()), "{cli:?}");
+    assert!(cli.contains(&"terminal".to_string()), "{cli:?}");
+    assert!(cli.contains(&"cronjob".to_string()), "{cli:?}");
+    assert_eq!(
+        config()["agent"]["disabled_toolsets"],
+        serde_json::Value::Null
+    );
     let list = stdout(&env.run_ok(&["tools", "list"]).await);
-    assert!(
-        list.contains("Disabled toolsets (agent.disabled_toolsets): web"),
-        "{list}"
+    assert!(list.contains("platform_toolsets.cli"), "{list}");
+    let line = |list: &str, tool: &str| {
+        list.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(tool))
+            .unwrap_or_else(|| panic!("{tool}: {list}"))
+            .to_string()
+    };
+    assert!(line(&list, "web_extract").contains("off:"), "{list}");
+    assert!(line(&list, "terminal").contains(" on"), "{list}");
+    // A chat platform without a list of its own still gets the web tools.
+    let telegram = stdout(
+        &env.run_ok(&["tools", "list", "--platform", "telegram"])
+            .await,
     );
-    assert!(
-        list.contains("web_extract") && list.contains("off: in agent.disabled_toolsets"),
-        "{list}"
-    );
+    assert!(line(&telegram, "web_extract").contains(" on"), "{telegram}");
     env.run_ok(&["tools", "enable", "web"]).await;
     let list = stdout(&env.run_ok(&["tools", "list"]).await);
-    assert!(!list.contains("Disabled toolsets"), "{list}");
+    assert!(line(&list, "web_extract").contains(" on"), "{list}");
 
-    // A toolset outside the default is added to `toolsets:`.
-    env.run_ok(&["tools", "disable", "memory"]).await;
+    // Enabling a toolset that `agent.disabled_toolsets` turns off everywhere takes it out
+    // of that list, or the change could never take effect.
+    let file = env.home.home().config_file();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}agent:\n  disabled_toolsets: [memory, todo]\n"),
+    )
+    .unwrap();
     env.run_ok(&["tools", "enable", "memory"]).await;
-    let config: serde_json::Value =
-        yaml_serde::from_str(&std::fs::read_to_string(env.home.home().config_file()).unwrap())
-            .unwrap();
     assert_eq!(
-        config["agent"]["disabled_toolsets"],
-        serde_json::Value::Null,
-        "{config}"
+        config()["agent"]["disabled_toolsets"],
+        serde_json::json!(["todo"])
     );
+    let list = stdout(&env.run_ok(&["tools", "list"]).await);
+    assert!(line(&list, "memory").contains(" on"), "{list}");
 
     // Per platform: Python's `platform_toolsets.<platform>`, the composite spelled out.
     env.run_ok(&["tools", "disable", "memory", "--platform", "telegram"])
         .await;
-    let config: serde_json::Value =
-        yaml_serde::from_str(&std::fs::read_to_string(env.home.home().config_file()).unwrap())
-            .unwrap();
     let telegram: Vec<String> =
-        serde_json::from_value(config["platform_toolsets"]["telegram"].clone()).unwrap();
+        serde_json::from_value(config()["platform_toolsets"]["telegram"].clone()).unwrap();
     assert!(!telegram.contains(&"memory".to_string()), "{telegram:?}");
     assert!(telegram.contains(&"terminal".to_string()), "{telegram:?}");
 

@@ -209,3 +209,61 @@ async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
     assert!(path.starts_with(&editor_dir), "{}", path.display());
     assert!(!path.exists(), "{} was left behind", path.display());
 }
+
+/// Issue 20: what is typed while an answer runs is not echoed into it, and every finished
+/// line is sent, in order, once the turn ends; an unfinished one waits at the next prompt.
+#[tokio::test(flavor = "multi_thread")]
+async fn lines_typed_during_a_turn_are_queued_not_echoed() {
+    let env = common::Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_wait",
+        "terminal",
+        r#"{"command":"touch started.flag && sleep 3"}"#,
+    )]));
+    env.mock.push(MockResponse::text("done waiting"));
+    env.mock.push(MockResponse::text("answer one"));
+    env.mock.push(MockResponse::text("answer two"));
+    env.mock.push(MockResponse::text("answer three"));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    let flag = cwd.join("started.flag");
+
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home, &cwd, &[]);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+        t.send("wait a little\r");
+        wait_until("the tool to start", || flag.exists());
+        t.send("queued first\r");
+        t.send("queued second\r");
+        t.send("third par");
+        t.wait_for("done waiting");
+        t.wait_for("answer one");
+        t.wait_for("answer two");
+        // The unfinished line is at the prompt, editable: finishing it sends all of it.
+        t.send("t\r");
+        t.wait_for("answer three");
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+        let before_answer = t.seen.split("done waiting").next().unwrap().to_string();
+        assert!(
+            !before_answer.contains("queued first"),
+            "typed text was echoed into the turn:\n{before_answer}"
+        );
+    })
+    .await
+    .unwrap();
+
+    let users: Vec<String> = env.mock.requests().iter().map(last_user_text).collect();
+    assert_eq!(
+        users,
+        [
+            "wait a little",
+            "wait a little",
+            "queued first",
+            "queued second",
+            "third part"
+        ],
+        "{users:?}"
+    );
+}

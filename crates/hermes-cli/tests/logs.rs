@@ -107,6 +107,25 @@ async fn chat_q_with_dead_mcp_and_provider_prints_no_log_line_and_logs_to_file()
     assert!(by_session.lines().all(|l| l.contains(&sid)), "{by_session}");
 }
 
+/// Issue 20: an MCP server that never answers `initialize` costs the session its discovery
+/// wait, and is named in one line instead of being dropped silently; the turn still runs.
+#[tokio::test]
+async fn chat_q_names_an_mcp_server_that_never_answers_initialize() {
+    let env =
+        Env::with_config("mcp_servers:\n  mute:\n    command: sh\n    args: ['-c', 'sleep 60']\n")
+            .await;
+    env.mock
+        .push(hermes_testkit::MockResponse::text("the answer"));
+    let out = env.run(&["chat", "-q", "hello"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "the answer");
+    let err = stderr(&out);
+    let told: Vec<&str> = err.lines().filter(|l| l.contains("`mute`")).collect();
+    assert_eq!(told.len(), 1, "{err}");
+    assert!(told[0].contains("has not answered within 5 s"), "{err}");
+    assert_no_log_line(&err);
+}
+
 /// Runs the REPL on a pty in `env`: sends `hello`, waits for an error on the screen, lets the
 /// session run `linger` more (background reconnects), quits, and returns all it drew.
 fn repl_screen(env: &Env, linger: Duration) -> String {

@@ -54,11 +54,25 @@ async fn model_set_persists_and_the_next_chat_uses_it() {
     let env = Env::new().await;
     let out = env.run(&["model", "set", "second-model"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The provider lists only `mock-model`: a note, and the choice is still written.
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
     assert!(
-        stdout(&out).starts_with("default model set to second-model on custom"),
+        lines[0].starts_with("note: `second-model` is not among the 1 models"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("default model set to second-model on custom"),
+        "{text}"
+    );
+    // A listed model gets no note.
+    let out = env.run(&["model", "set", "mock-model"]).await;
+    assert!(
+        stdout(&out).starts_with("default model set to mock-model"),
         "{}",
         stdout(&out)
     );
+    env.run_ok(&["model", "set", "second-model"]).await;
     let config = std::fs::read_to_string(env.home.home().config_file()).unwrap();
     assert!(config.contains("default: second-model"), "{config}");
     assert!(

@@ -177,12 +177,21 @@ impl RecoveryPolicy {
 
 /// The status line for a retry, e.g. "rate limited, retrying in 7 s (2/3)": what went wrong in
 /// a few words (from the error class), the wait rounded up to whole seconds, and the retry
-/// number out of `agent.api_max_retries` (issue 3, FEATURES §2). Classes without a phrase of
-/// their own read "request failed (<class>)".
+/// number out of `agent.api_max_retries` (issue 3, FEATURES §2). A provider silent past
+/// `model.stream_idle_timeout` reads "no data from the provider" (it is a `timeout`-class
+/// error like a dropped connection, but the network is fine; issue 20). Classes without a
+/// phrase of their own read "request failed (<class>)".
 pub fn retry_status(err: &LlmError, wait: Duration, attempt: u32, max: u32) -> String {
     let what = match err.class {
         ErrorClass::RateLimit => "rate limited".to_string(),
         ErrorClass::Overloaded => "provider overloaded".to_string(),
+        ErrorClass::Timeout
+            if err
+                .message
+                .starts_with(crate::transport::IDLE_MESSAGE_PREFIX) =>
+        {
+            "no data from the provider".to_string()
+        }
         ErrorClass::Timeout => "network error".to_string(),
         ErrorClass::ServerError => "provider error".to_string(),
         other => format!("request failed ({})", other.as_str()),

@@ -161,14 +161,17 @@ async fn finish(
     split_response(response, cancel).await
 }
 
+/// How the message of a provider-silence error starts ([`idle_error`]); the retry status line
+/// ([`crate::retry_status`]) tells such a cut from a network failure by it.
+pub(crate) const IDLE_MESSAGE_PREFIX: &str = "the provider sent no data for";
+
 /// The `timeout`-class error of a provider silent for `idle`.
 fn idle_error(idle: Duration, when: &str) -> LlmError {
     LlmError::new(
         ErrorClass::Timeout,
         None,
         format!(
-            "the provider sent no data for {} s {when} (model.stream_idle_timeout); the call \
-             was cut",
+            "{IDLE_MESSAGE_PREFIX} {} s {when} (model.stream_idle_timeout); the call was cut",
             idle.as_secs_f64()
         ),
     )

@@ -57,13 +57,26 @@ pub async fn start_for_session(
     opts.facts.elicitor = requests.elicitor;
     let manager = McpManager::start(specs, opts).await;
     for r in manager.reports() {
-        if let ServerState::Failed(e) = &r.state {
-            tracing::warn!(server = %r.name, error = %e, "MCP server did not start");
-            errln!(
-                "warning: MCP server `{}` did not start: {} (details: `hermes logs`)",
-                r.name,
-                friendly_reason(&e.to_string())
-            );
+        match &r.state {
+            ServerState::Failed(e) => {
+                tracing::warn!(server = %r.name, error = %e, "MCP server did not start");
+                errln!(
+                    "warning: MCP server `{}` did not start: {} (details: `hermes logs`)",
+                    r.name,
+                    friendly_reason(&e.to_string())
+                );
+            }
+            // Still connecting or not answering `initialize`: the session does not wait
+            // longer, and says so once (issue 20); the REPL tells when it is ready.
+            ServerState::Starting => {
+                tracing::warn!(server = %r.name, wait_s = DISCOVERY_WAIT.as_secs(), "MCP server still starting");
+                errln!(
+                    "warning: MCP server `{}` has not answered within {} s; going on without it, its tools join when it is ready",
+                    r.name,
+                    DISCOVERY_WAIT.as_secs()
+                );
+            }
+            _ => {}
         }
     }
     Some(manager)

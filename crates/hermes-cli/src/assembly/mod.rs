@@ -124,24 +124,28 @@ pub struct AgentKit {
 }
 
 impl AgentKit {
-    /// Resolves the runtime, connects, selects tools, starts MCP servers; headless: MCP
-    /// elicitation requests are declined (cron, the gateway).
+    /// Resolves the runtime, connects, selects tools, starts MCP servers for the gateway
+    /// (and the cron jobs it runs): headless, MCP elicitation requests are declined; the
+    /// toolsets are [`crate::assembly::tools::base_toolsets`], each platform's
+    /// `platform_toolsets` narrowing them per chat.
     pub async fn prepare(app: &App, args: &ChatArgs) -> Result<AgentKit> {
-        AgentKit::prepare_with(app, args, None).await
+        let (toolsets, _) = crate::assembly::tools::base_toolsets(app, args);
+        AgentKit::prepare_with(app, args, toolsets, None).await
     }
 
-    /// [`Self::prepare`] with the front end's answerer of MCP elicitation requests (the
-    /// REPL's user); MCP sampling requests are served by the session's model.
-    pub async fn prepare_with(
+    /// [`Self::prepare`] for `toolsets`, with the front end's answerer of MCP elicitation
+    /// requests (the REPL's user; `None` declines them); MCP sampling requests are served by
+    /// the session's model.
+    async fn prepare_with(
         app: &App,
         args: &ChatArgs,
+        toolsets: Vec<String>,
         elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
     ) -> Result<AgentKit> {
         let mut runtime = resolve_runtime(app, args)?;
         resolve_context_window(app, &mut runtime).await;
         tracing::info!(trace = ?runtime.trace, "runtime resolved");
         let client = build_client(app, &runtime)?;
-        let (toolsets, _) = crate::assembly::tools::enabled_toolsets(app, args);
         let store = app.open_store()?;
         let registry = crate::assembly::tools::build_registry(app, args, Some(store.clone()))?;
         let selection = registry
@@ -267,7 +271,8 @@ pub async fn build_agent(
     elicitor: Option<Arc<dyn hermes_mcp::elicitation::Elicitor>>,
     clarifier: Option<Arc<dyn hermes_tools::Clarifier>>,
 ) -> Result<(Agent, AgentKit)> {
-    let mut kit = AgentKit::prepare_with(app, args, elicitor).await?;
+    let (toolsets, _) = crate::assembly::tools::enabled_toolsets(app, args);
+    let mut kit = AgentKit::prepare_with(app, args, toolsets, elicitor).await?;
     sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd, &kit.tools);
     if let Some(clarifier) = clarifier {
         for tool in &mut kit.tools {

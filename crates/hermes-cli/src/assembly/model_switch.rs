@@ -5,10 +5,11 @@
 //! (FEATURES §1 CLI `model`, `/model`; issue 3 item 4).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hermes_llm::model_choice::{ChoiceContext, provider_id, section_for};
-use hermes_llm::{ModelChoice, ModelClient, ResolveInputs, Runtime};
+use hermes_llm::{ApiMode, ModelChoice, ModelClient, ResolveInputs, Runtime};
 
 use crate::assembly::app::App;
 
@@ -36,6 +37,89 @@ pub fn resolve_choice(app: &App, current: &Runtime, choice: &ModelChoice) -> Res
         current,
         choice,
     )?)
+}
+
+/// How long a provider's model list (`GET {base_url}/models`) is waited for: the setup
+/// wizard's picker, `/model`, `hermes model set` and model-name completion.
+pub const MODEL_LIST_WAIT: Duration = Duration::from_secs(10);
+
+/// Whether a provider speaking `api_mode` lists its models on the OpenAI-compatible
+/// `/models` route.
+pub fn lists_models(api_mode: ApiMode) -> bool {
+    matches!(
+        api_mode,
+        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
+    )
+}
+
+/// The model ids `GET {base_url}/models` lists (OpenAI-compatible servers: `data[].id`), or
+/// why not. Waits at most `wait`.
+///
+/// # Errors
+/// The request failed, was refused or was not answered in time.
+pub async fn list_models(
+    base_url: &str,
+    api_key: Option<&str>,
+    wait: Duration,
+) -> Result<Vec<String>> {
+    let mut config = hermes_llm::OpenAiChatConfig::new(base_url, "");
+    config.api_key = api_key.map(str::to_string);
+    config.timeouts = hermes_llm::Timeouts::all(wait);
+    let client = hermes_llm::OpenAiChatClient::new(config).map_err(|e| anyhow::anyhow!("{e}"))?;
+    match tokio::time::timeout(wait, client.list_models()).await {
+        Ok(Ok(models)) => Ok(models),
+        Ok(Err(e)) => Err(anyhow::anyhow!("{e}")),
+        Err(_) => Err(anyhow::anyhow!("no answer within {} s", wait.as_secs())),
+    }
+}
+
+/// How long `/model` and `hermes model set` wait for the model list before going on.
+const CHECK_WAIT: Duration = Duration::from_secs(5);
+
+/// A note when runtime `rt`'s model is not among those its provider lists (issue 20: `/model`
+/// and `hermes model set` took any name), with up to three similar names; or when the list
+/// could not be had. `None` when the model is listed, the provider lists none (Anthropic,
+/// the embedded model) or lists nothing. Like Python Hermes for custom endpoints, the model
+/// is still used as typed: a server may serve models it does not list.
+pub async fn listing_note(rt: &Runtime) -> Option<String> {
+    if !lists_models(rt.api_mode) || rt.base_url.is_empty() {
+        return None;
+    }
+    let models = match list_models(&rt.base_url, rt.api_key.as_deref(), CHECK_WAIT).await {
+        Ok(models) => models,
+        Err(e) => {
+            return Some(format!(
+                "note: could not check `{}` against {}/models ({e}); it is used as typed",
+                rt.model,
+                rt.base_url.trim_end_matches('/')
+            ));
+        }
+    };
+    unlisted_note(&rt.model, &rt.base_url, &models)
+}
+
+/// The note of [`listing_note`] for a provider at `base_url` listing `models`.
+fn unlisted_note(model: &str, base_url: &str, models: &[String]) -> Option<String> {
+    if models.is_empty() || models.iter().any(|m| m == model) {
+        return None;
+    }
+    let mut near: Vec<(f64, &String)> = models
+        .iter()
+        .map(|m| (strsim::jaro_winkler(model, m), m))
+        .filter(|(score, _)| *score > 0.75)
+        .collect();
+    near.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let similar = if near.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = near.iter().take(3).map(|(_, m)| format!("`{m}`")).collect();
+        format!("; similar: {}", names.join(", "))
+    };
+    Some(format!(
+        "note: `{model}` is not among the {} models {}/models lists{similar}; it is used as typed",
+        models.len(),
+        base_url.trim_end_matches('/')
+    ))
 }
 
 /// What the REPL needs to switch models: the settings it started with and the runtime in use.
@@ -78,11 +162,13 @@ impl ModelSwitcher {
 
     /// `/model WORDS`: resolves and connects the new model; on success it becomes current and
     /// the client is returned for [`hermes_agent::AgentHandle::set_client`].
-    pub async fn switch(&mut self, words: &str) -> Result<Arc<dyn ModelClient>> {
+    /// Also the [`listing_note`] of the new model, when there is one.
+    pub async fn switch(&mut self, words: &str) -> Result<(Arc<dyn ModelClient>, Option<String>)> {
         let choice = parse_choice(words)?;
         let (client, rt) = self.connect(&choice).await?;
+        let note = listing_note(&rt).await;
         self.current = rt;
-        Ok(client)
+        Ok((client, note))
     }
 
     /// Resolves `choice` against the current runtime and connects it, changing nothing: the
@@ -104,22 +190,15 @@ const PREVIOUS_PROVIDER_KEYS: [&str; 5] = [
     "credential_strategy",
 ];
 
-/// `hermes model set [PROVIDER] MODEL [--base-url URL]`: checks the choice by resolution,
-/// then writes `model:` in config.yaml (`provider`, `default`, `base_url`). When the provider
-/// changes, the keys that belonged to the old one (`base_url`, `api_mode`, `api_key`,
-/// `api_keys`, `credential_strategy`) are removed and named. Only the lines of those keys
-/// change (comments and layout kept, [`crate::config_edit::keys`]); a `model:` section this
-/// cannot edit line by line makes it rewrite the file without comments, and say so. Returns
-/// the lines to print.
-pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec<String>> {
+/// The runtime `hermes model set WORDS [--base-url URL]` writes, resolved as a session
+/// resolves it from config.yaml after the change, without writing anything.
+///
+/// # Errors
+/// An unknown provider, a missing key or a malformed choice (what to do is in the message).
+pub fn resolve_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Runtime> {
     let choice = parse_choice(words)?;
     let section = app.config.model.to_config();
     let provider = choice.provider.clone().or_else(|| section.provider.clone());
-    let provider_changes = match (&choice.provider, &section.provider) {
-        (Some(new), Some(old)) => provider_id(new) != provider_id(old),
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
     let mut check = match &provider {
         Some(p) => section_for(&section, p),
         None => section.clone(),
@@ -137,8 +216,25 @@ pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec
         file: Some(app.config.clone()),
         pool_keys: hermes_llm::runtime::pool_keys(&app.home.auth_file()),
     };
-    let rt = hermes_llm::resolve(&inputs)?;
+    Ok(hermes_llm::resolve(&inputs)?)
+}
 
+/// `hermes model set [PROVIDER] MODEL [--base-url URL]`: checks the choice by resolution,
+/// then writes `model:` in config.yaml (`provider`, `default`, `base_url`). When the provider
+/// changes, the keys that belonged to the old one (`base_url`, `api_mode`, `api_key`,
+/// `api_keys`, `credential_strategy`) are removed and named. Only the lines of those keys
+/// change (comments and layout kept, [`crate::config_edit::keys`]); a `model:` section this
+/// cannot edit line by line makes it rewrite the file without comments, and say so. Returns
+/// the lines to print.
+pub fn set_default(app: &App, words: &str, base_url: Option<&str>) -> Result<Vec<String>> {
+    let rt = resolve_default(app, words, base_url)?;
+    let choice = parse_choice(words)?;
+    let section = app.config.model.to_config();
+    let provider_changes = match (&choice.provider, &section.provider) {
+        (Some(new), Some(old)) => provider_id(new) != provider_id(old),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
     let path = app.home.config_file();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let mut doc: serde_json::Value = if text.trim().is_empty() {
@@ -324,6 +420,26 @@ mod tests {
             std::fs::read_to_string(app.home.config_file()).unwrap(),
             "# my settings\nmodel:\n  provider: anthropic   # the box under the desk\n  default: claude-sonnet-4\n\n# short loops\nagent:\n  max_turns: 7  # enough\n"
         );
+    }
+
+    #[test]
+    fn an_unlisted_model_gets_a_note_with_the_similar_names() {
+        let models: Vec<String> = ["gpt-4.1", "gpt-4.1-mini", "o3", "claude-sonnet-4"]
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        let base = "http://127.0.0.1:9/v1/";
+        assert_eq!(unlisted_note("gpt-4.1", base, &models), None);
+        assert_eq!(unlisted_note("anything", base, &[]), None, "lists nothing");
+        let note = unlisted_note("gpt-4.l", base, &models).unwrap();
+        assert!(
+            note.contains("not among the 4 models http://127.0.0.1:9/v1/models lists"),
+            "{note}"
+        );
+        assert!(note.contains("similar: `gpt-4.1`"), "{note}");
+        assert!(!note.contains("claude"), "{note}");
+        let note = unlisted_note("zzzz", base, &models).unwrap();
+        assert!(!note.contains("similar"), "{note}");
     }
 
     #[test]

@@ -59,11 +59,27 @@ pub fn build_registry(
     Ok(registry)
 }
 
-/// The toolsets to enable and where the choice came from: `-t`, config `toolsets:`, or the
-/// default — `hermes-cli`, or for the embedded model the tools sized to it
-/// ([`local_default_toolsets`]).
+/// The toolsets a terminal session (the REPL, `chat -q`) enables and where the choice came
+/// from: `-t`, config `platform_toolsets.cli` (what `hermes tools enable|disable` writes, as
+/// in Python Hermes), config `toolsets:`, or the default — `hermes-cli`, or for the embedded
+/// model the tools sized to it ([`local_default_toolsets`]).
 pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static str) {
-    let (mut toolsets, source) = match &args.toolsets {
+    if args.toolsets.is_none()
+        && let Some(list) = platform_toolsets(app, TERMINAL_PLATFORM)
+    {
+        return (with_cronjob(list), "config.yaml platform_toolsets.cli");
+    }
+    base_toolsets(app, args)
+}
+
+/// The `platform_toolsets` key of the terminal (Python Hermes' platform name `cli`).
+pub const TERMINAL_PLATFORM: &str = "cli";
+
+/// The toolsets of every surface before its own `platform_toolsets.<platform>` list: `-t`,
+/// config `toolsets:`, or the default (see [`enabled_toolsets`]). The gateway and cron start
+/// from this, so the terminal's `platform_toolsets.cli` never narrows a chat platform.
+pub fn base_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static str) {
+    let (toolsets, source) = match &args.toolsets {
         Some(t) => (t.clone(), "-t/--toolsets"),
         None if !app.config.toolsets.is_empty() => {
             (app.config.toolsets.clone(), "config.yaml toolsets")
@@ -76,11 +92,33 @@ pub fn enabled_toolsets(app: &App, args: &ChatArgs) -> (Vec<String>, &'static st
             ),
         },
     };
-    // Interactive sessions may schedule work; cron runs never get this tool.
-    if toolsets.iter().any(|t| t == hermes_tools::DEFAULT_TOOLSET) {
+    (with_cronjob(toolsets), source)
+}
+
+/// `toolsets` plus the cronjob toolset when the default one is in it (interactive sessions
+/// may schedule work; cron runs never get this tool).
+fn with_cronjob(mut toolsets: Vec<String>) -> Vec<String> {
+    if toolsets.iter().any(|t| t == hermes_tools::DEFAULT_TOOLSET)
+        && !toolsets.iter().any(|t| t == hermes_cron::CRONJOB_TOOLSET)
+    {
         toolsets.push(hermes_cron::CRONJOB_TOOLSET.to_string());
     }
-    (toolsets, source)
+    toolsets
+}
+
+/// The `platform_toolsets.<platform>` list of config.yaml, when it has one (Python Hermes'
+/// key; non-string items are skipped).
+pub fn platform_toolsets(app: &App, platform: &str) -> Option<Vec<String>> {
+    app.config
+        .platform_toolsets
+        .as_ref()
+        .and_then(|v| v.get(platform))
+        .and_then(|v| v.as_sequence())
+        .map(|s| {
+            s.iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect()
+        })
 }
 
 /// The default toolsets when the session runs on the embedded provider: none for a model

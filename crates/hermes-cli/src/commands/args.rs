@@ -184,6 +184,62 @@ mod tests {
         }
     }
 
+    /// Python Hermes 0.19.0's sub-commands (aliases after `|`) of the commands hermes has,
+    /// from its argparse tree (`hermes_cli/subcommands/*.py`).
+    const PYTHON_TREES: &[(&str, &str)] = &[
+        (
+            "gateway",
+            "run start stop restart status install uninstall list setup migrate-legacy enroll",
+        ),
+        (
+            "cron",
+            "list create|add edit pause resume run remove|rm|delete status runs|history tick",
+        ),
+        (
+            "sessions",
+            "list export delete prune archive optimize repair stats rename browse",
+        ),
+        (
+            "config",
+            "show edit get set unset path env-path check migrate",
+        ),
+        (
+            "skills",
+            "browse search install inspect list check update audit uninstall reset \
+             list-modified diff opt-out opt-in repair-official publish snapshot tap config",
+        ),
+        (
+            "mcp",
+            "serve add remove|rm list|ls test configure|config login reauth picker catalog install",
+        ),
+        ("tools", "list disable enable post-setup"),
+        ("auth", "add list remove reset status logout spotify"),
+        ("memory", "setup status off reset"),
+        ("pairing", "list approve revoke clear-pending"),
+    ];
+
+    #[test]
+    fn every_python_subcommand_runs_or_is_answered() {
+        // Issue 20: "Every other Hermes command … either works or answers, in one line, what
+        // to use instead": each name (and alias) is a real sub-command or a redirect.
+        let root = Cli::command();
+        let redirected = crate::commands::redirect::redirected_paths();
+        let mut missing = Vec::new();
+        for (parent, names) in PYTHON_TREES {
+            let cmd = root
+                .find_subcommand(parent)
+                .unwrap_or_else(|| panic!("{parent}"));
+            for spelling in names.split_whitespace().flat_map(|n| n.split('|')) {
+                let real = cmd.find_subcommand(spelling).is_some();
+                let answered = redirected.iter().any(|p| p == &[*parent, spelling]);
+                if !real && !answered {
+                    missing.push(format!("{parent} {spelling}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "neither run nor answered: {missing:?}");
+    }
+
     #[test]
     fn the_near_misses_offered_are_the_parsers_commands() {
         let names = crate::commands::redirect::command_names::<super::Command>();

@@ -1,6 +1,8 @@
-//! `hermes logs [NAME] [-n N] [-f] [--level L] [--session ID]`: shows the internal logs in
-//! `HERMES_HOME/logs/` (flags as in Python Hermes 0.19.0's `hermes logs`). `NAME` is `agent`
-//! (default), `errors`, or `list` (the files with their sizes).
+//! `hermes logs [NAME] [-n N] [-f] [--level L] [--session ID] [--since T] [--component C]`:
+//! shows the internal logs in `HERMES_HOME/logs/` (flags as in Python Hermes 0.19.0's
+//! `hermes logs`, `hermes_cli/logs.py`). `NAME` is `agent` (default), `errors`, `gateway`
+//! (the gateway's lines of `agent.log`: hermes writes one main log where Python Hermes adds a
+//! `gateway.log`), or `list` (the files with their sizes).
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
@@ -29,6 +31,41 @@ pub struct LogsArgs {
     /// Only lines containing this session id (substring).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Only lines from the last TIME: a number and a unit, `s`, `m`, `h` or `d` (`30m`, `2d`).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only lines of one component: gateway, agent, tools, cli or cron.
+    #[arg(long, value_name = "NAME")]
+    pub component: Option<String>,
+}
+
+/// The `tracing` targets (crate names) of each `--component` name. Python Hermes' names
+/// (`COMPONENT_PREFIXES` in `hermes_logging.py`) map onto the crates doing that work.
+const COMPONENTS: &[(&str, &[&str])] = &[
+    ("gateway", &["hermes_gateway"]),
+    ("agent", &["hermes_agent", "hermes_llm", "hermes_context"]),
+    ("tools", &["hermes_tools", "hermes_mcp"]),
+    ("cli", &["hermes_cli", "hermes"]),
+    ("cron", &["hermes_cron"]),
+];
+
+/// The cut-off of `--since`: `<n><s|m|h|d>` before now (Python Hermes' `_parse_since`);
+/// `None` for any other text.
+fn since_cutoff(
+    text: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let text = text.trim().to_ascii_lowercase();
+    let unit = text.chars().last()?;
+    let value: i64 = text[..text.len() - unit.len_utf8()].trim().parse().ok()?;
+    let span = match unit {
+        's' => chrono::Duration::try_seconds(value)?,
+        'm' => chrono::Duration::try_minutes(value)?,
+        'h' => chrono::Duration::try_hours(value)?,
+        'd' => chrono::Duration::try_days(value)?,
+        _ => return None,
+    };
+    now.checked_sub_signed(span)
 }
 
 /// Severity rank of a level name (TRACE 0 … ERROR 4); `None` for an unknown name.
@@ -44,18 +81,39 @@ fn rank(level: &str) -> Option<u8> {
 }
 
 /// The filter of one `hermes logs` call.
+#[derive(Default)]
 struct Filter {
     min: Option<u8>,
     session: Option<String>,
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    targets: Option<&'static [&'static str]>,
 }
 
 impl Filter {
-    /// Whether a line (`<timestamp> <LEVEL> <target>: <message>`) passes; a line without a
-    /// level (a continuation) passes the level test.
+    /// Whether a line (`<timestamp> <LEVEL> <target>: <message>`, the target possibly after
+    /// span names ending in `:`) passes. A line without a timestamp or level (a continuation)
+    /// passes the time and level tests, as in Python Hermes; the component test needs the
+    /// target, so such a line fails it.
     fn keep(&self, line: &str) -> bool {
-        if let Some(min) = self.min {
-            let level = line.split_whitespace().nth(1).and_then(rank);
-            if level.is_some_and(|l| l < min) {
+        let mut words = line.split_whitespace();
+        let stamp = words.next();
+        let level = words.next();
+        if let (Some(since), Some(stamp)) = (self.since, stamp) {
+            let at = chrono::DateTime::parse_from_rfc3339(stamp);
+            if at.is_ok_and(|at| at < since) {
+                return false;
+            }
+        }
+        if let Some(min) = self.min
+            && level.and_then(rank).is_some_and(|l| l < min)
+        {
+            return false;
+        }
+        if let Some(targets) = self.targets {
+            let target = words.find(|w| w.starts_with("hermes") && w.ends_with(':'));
+            let crate_name =
+                target.map(|t| t.trim_end_matches(':').split("::").next().unwrap_or(""));
+            if !crate_name.is_some_and(|c| targets.contains(&c)) {
                 return false;
             }
         }
@@ -84,10 +142,33 @@ pub fn run(profile: Option<&str>, args: &LogsArgs) -> Result<i32> {
         }
         return Ok(0);
     }
+    let mut component = args.component.as_deref();
     let file = match args.log_name.as_str() {
         "agent" => crate::logfile::AGENT_LOG,
         "errors" => crate::logfile::ERRORS_LOG,
-        other => bail!("unknown log `{other}`: use agent, errors or list"),
+        "gateway" => {
+            component = Some("gateway");
+            crate::logfile::AGENT_LOG
+        }
+        other => bail!("unknown log `{other}`: use agent, errors, gateway or list"),
+    };
+    let targets = match component {
+        Some(name) => Some(
+            COMPONENTS
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, t)| *t)
+                .with_context(|| {
+                    format!("--component {name}: use gateway, agent, tools, cli or cron")
+                })?,
+        ),
+        None => None,
+    };
+    let since = match &args.since {
+        Some(t) => Some(since_cutoff(t, chrono::Utc::now()).with_context(|| {
+            format!("--since {t}: use a number and s, m, h or d (30m, 1h, 2d)")
+        })?),
+        None => None,
     };
     let min = match &args.level {
         Some(l) => Some(
@@ -98,6 +179,8 @@ pub fn run(profile: Option<&str>, args: &LogsArgs) -> Result<i32> {
     let filter = Filter {
         min,
         session: args.session.clone(),
+        since,
+        targets,
     };
     let path = dir.join(file);
     if !path.exists() && !args.follow {
@@ -157,9 +240,37 @@ mod tests {
         let f = Filter {
             min: rank("warning"),
             session: Some("abc".into()),
+            ..Filter::default()
         };
         assert!(f.keep("2026-12-01T18:37:29Z  WARN hermes_mcp: lost session=abc1"));
         assert!(!f.keep("2026-12-01T18:37:29Z  INFO hermes_mcp: ok session=abc1"));
         assert!(!f.keep("2026-12-01T18:37:29Z ERROR hermes_mcp: lost session=zzz"));
+    }
+
+    #[test]
+    fn since_and_component_filters() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-01T19:00:00Z")
+            .unwrap()
+            .to_utc();
+        let f = Filter {
+            since: since_cutoff("30m", now),
+            targets: Some(COMPONENTS[0].1),
+            ..Filter::default()
+        };
+        let gateway = "2026-12-01T18:45:00.123456Z  INFO turn{session=s1}: hermes_gateway::runner: reply sent";
+        assert!(f.keep(gateway));
+        assert!(
+            !f.keep(&gateway.replace("18:45", "18:15")),
+            "older than 30 min"
+        );
+        assert!(!f.keep("2026-12-01T18:45:00Z  INFO hermes_agent::turn: done"));
+        assert!(!f.keep("a continuation line without target"));
+        assert_eq!(
+            since_cutoff("2D", now),
+            Some(now - chrono::Duration::days(2))
+        );
+        for bad in ["", "h", "1w", "-", "1.5h", "99999999999999999d", "1é"] {
+            assert_eq!(since_cutoff(bad, now), None, "{bad}");
+        }
     }
 }

@@ -84,6 +84,12 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ModelCm
                 words = format!("{p} {words}");
             }
             let base_url = base_url.as_deref().or(args.base_url.as_deref());
+            // The provider's own list is asked first (a note, never a refusal).
+            if let Ok(rt) = crate::assembly::model_switch::resolve_default(&app, &words, base_url)
+                && let Some(note) = crate::assembly::model_switch::listing_note(&rt).await
+            {
+                outln!("{note}");
+            }
             match crate::assembly::model_switch::set_default(&app, &words, base_url) {
                 Ok(lines) => {
                     for l in lines {

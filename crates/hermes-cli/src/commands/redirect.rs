@@ -192,6 +192,10 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "edit a server with `hermes mcp remove NAME` then `hermes mcp add NAME …`, or `hermes config edit`",
     ),
     (
+        &["mcp", "config"],
+        "edit a server with `hermes mcp remove NAME` then `hermes mcp add NAME …`, or `hermes config edit`",
+    ),
+    (
         &["mcp", "reauth"],
         "use `hermes mcp logout NAME` then `hermes mcp login NAME`",
     ),
@@ -216,6 +220,58 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "no skills hub; `hermes skills list` shows the installed ones",
     ),
     (&["skills", "uninstall"], "use `hermes skills remove NAME`"),
+    (
+        &["skills", "check"],
+        "no skills hub to check for updates; reinstall a newer copy with `hermes skills install <dir|git URL> --force`",
+    ),
+    (
+        &["skills", "update"],
+        "no skills hub to update from; reinstall a newer copy with `hermes skills install <dir|git URL> --force`",
+    ),
+    (
+        &["skills", "audit"],
+        "`hermes skills install` scans a skill before copying it; reinstall with `--force` to scan an installed one again",
+    ),
+    (
+        &["skills", "reset"],
+        "hermes ships no bundled skills to reset; `hermes skills remove NAME` deletes an installed one",
+    ),
+    (
+        &["skills", "list-modified"],
+        "hermes ships no bundled skills, so none is modified; `hermes skills list` shows the installed ones",
+    ),
+    (
+        &["skills", "diff"],
+        "hermes ships no bundled skills to compare with; `hermes skills show NAME` prints one",
+    ),
+    (
+        &["skills", "opt-out"],
+        "hermes ships no bundled skills to sync; `skills.disabled` in config.yaml hides a skill",
+    ),
+    (
+        &["skills", "opt-in"],
+        "hermes ships no bundled skills to sync; `hermes skills install <dir|git URL>` adds one",
+    ),
+    (
+        &["skills", "repair-official"],
+        "hermes ships no bundled skills to repair; `hermes skills install <dir|git URL> --force` replaces one",
+    ),
+    (
+        &["skills", "publish"],
+        "no skills hub to publish to; share the skill's folder or a git repository (`hermes skills install <git URL>`)",
+    ),
+    (
+        &["skills", "snapshot"],
+        "`hermes backup` saves HERMES_HOME, skills included, and `hermes import` restores it",
+    ),
+    (
+        &["skills", "tap"],
+        "no skill sources to tap; `hermes skills install <git URL>#<folder>` installs from any repository",
+    ),
+    (
+        &["skills", "config"],
+        "`skills.disabled` in config.yaml lists the skills left out (`hermes config edit`)",
+    ),
     (&["skills", "inspect"], "use `hermes skills show NAME`"),
     (
         &["memory", "setup"],
@@ -238,6 +294,10 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "use `hermes auth remove <provider> <n>`",
     ),
     (&["auth", "status"], "use `hermes auth list`"),
+    (
+        &["auth", "logout"],
+        "use `hermes auth remove <provider> <n>`; a key in .env goes with `hermes config unset <NAME>`",
+    ),
     (&["auth", "spotify"], "Spotify is not supported"),
 ];
 

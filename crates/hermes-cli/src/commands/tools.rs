@@ -1,10 +1,10 @@
 //! `hermes tools list|enable|disable` (FEATURES §1, §4; names as in Python Hermes 0.19.0):
 //! the toolsets, every tool, whether a session would get it, and why not, from the registry
 //! and toolset choice sessions use (`crate::assembly::tools`), so the listing and a real
-//! session agree. `enable`/`disable NAME…` change `config.yaml` (comments kept): for the
-//! terminal (`--platform cli`, the default) `toolsets:` and `agent.disabled_toolsets`; for a
-//! gateway platform its `platform_toolsets.<platform>` list (Python's key), which the
-//! gateway applies to that platform's chats.
+//! session agree. `enable`/`disable NAME…` change `config.yaml` (comments kept): the
+//! `platform_toolsets.<platform>` list (Python Hermes' key) of the terminal (`--platform
+//! cli`, the default) or of a gateway platform, whose chats alone it narrows; enabling one
+//! also takes it out of `agent.disabled_toolsets` (off everywhere).
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -12,7 +12,9 @@ use hermes_tools::{Registry, TOOLSET_DEFS, ToolsetSelection};
 
 use crate::assembly::app::App;
 use crate::assembly::args::ChatArgs;
-use crate::assembly::tools::{build_registry, enabled_toolsets};
+use crate::assembly::tools::{
+    TERMINAL_PLATFORM, base_toolsets, build_registry, enabled_toolsets, platform_toolsets,
+};
 
 /// `hermes tools …`
 #[derive(Debug, Subcommand)]
@@ -91,20 +93,6 @@ fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
     Ok(0)
 }
 
-/// The `platform_toolsets.<platform>` list of config.yaml, when it has one.
-fn platform_list(app: &App, platform: &str) -> Option<Vec<String>> {
-    app.config
-        .platform_toolsets
-        .as_ref()
-        .and_then(|v| v.get(platform))
-        .and_then(|v| v.as_sequence())
-        .map(|s| {
-            s.iter()
-                .filter_map(|i| i.as_str().map(str::to_string))
-                .collect()
-        })
-}
-
 /// Every `platform_toolsets` entry of config.yaml: platform and its toolsets, in file order.
 fn platform_lists(app: &App) -> Vec<(String, Vec<String>)> {
     let Some(map) = app
@@ -127,23 +115,16 @@ fn platform_lists(app: &App) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The toolset lists of a `config.yaml` after enabling or disabling `name`.
-#[derive(Debug, Clone, PartialEq)]
-struct Lists {
-    enabled: Vec<String>,
-    disabled: Vec<String>,
-}
-
-/// Whether every tool of toolset `name` is in the selection `lists`.
-fn covered(registry: &Registry, lists: &Lists, name: &str) -> bool {
+/// Whether every tool of toolset `name` is in the selection of toolsets `enabled`.
+fn covered(registry: &Registry, enabled: &[String], name: &str) -> bool {
     let want = registry
         .select(&ToolsetSelection::new([name], Vec::<String>::new()))
         .map(|s| s.names())
         .unwrap_or_default();
     let have = registry
         .select(&ToolsetSelection::new(
-            lists.enabled.clone(),
-            lists.disabled.clone(),
+            enabled.to_vec(),
+            Vec::<String>::new(),
         ))
         .map(|s| {
             let mut n = s.names();
@@ -177,48 +158,36 @@ fn expand(name: &str, out: &mut Vec<String>) {
     }
 }
 
-/// `lists` with toolset `name` on (`enable`) or off.
-fn toggled(
-    registry: &Registry,
-    lists: &Lists,
-    name: &str,
-    enable: bool,
-    use_disabled: bool,
-) -> Lists {
-    let mut out = lists.clone();
+/// The toolsets `enabled` with toolset `name` on (`enable`) or off; turning one off spells out the
+/// composites that hold it, without it.
+fn toggled(registry: &Registry, enabled: &[String], name: &str, enable: bool) -> Vec<String> {
     if enable {
-        out.disabled.retain(|n| n != name);
-        if !covered(registry, &out, name) {
-            out.enabled.push(name.to_string());
+        let mut out = enabled.to_vec();
+        if !covered(registry, enabled, name) {
+            out.push(name.to_string());
         }
-    } else if use_disabled {
-        out.enabled.retain(|n| n != name);
-        if !out.disabled.iter().any(|n| n == name) {
-            out.disabled.push(name.to_string());
+        return out;
+    }
+    let mut out = Vec::new();
+    for n in enabled {
+        if n == name {
+            continue;
         }
-    } else {
-        // No disabled list: composites holding `name` are spelled out without it.
-        let mut enabled = Vec::new();
-        for n in &out.enabled {
-            if n == name {
-                continue;
-            }
-            if TOOLSET_DEFS.iter().any(|d| d.name == n) {
-                let probe = Lists {
-                    enabled: vec![n.clone()],
-                    disabled: Vec::new(),
-                };
-                if covered(registry, &probe, name) {
-                    let mut parts = Vec::new();
-                    expand(n, &mut parts);
-                    enabled.extend(parts.into_iter().filter(|p| p != name));
-                    continue;
+        if TOOLSET_DEFS.iter().any(|d| d.name == n)
+            && covered(registry, std::slice::from_ref(n), name)
+        {
+            let mut parts = Vec::new();
+            expand(n, &mut parts);
+            for part in parts {
+                if part != name && !out.contains(&part) {
+                    out.push(part);
                 }
             }
-            enabled.push(n.clone());
+            continue;
         }
-        enabled.dedup();
-        out.enabled = enabled;
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
     }
     out
 }
@@ -255,13 +224,15 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
     }
     let file = app.home.config_file();
     let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-    let cli_default = || {
-        if app.config.toolsets.is_empty() {
-            vec![hermes_tools::DEFAULT_TOOLSET.to_string()]
+    // A platform without a list of its own starts from what it gets today.
+    let current = platform_toolsets(app, platform).unwrap_or_else(|| {
+        if platform == TERMINAL_PLATFORM {
+            enabled_toolsets(app, &ChatArgs::default()).0
         } else {
-            app.config.toolsets.clone()
+            base_toolsets(app, &ChatArgs::default()).0
         }
-    };
+    });
+    // An empty platform list stays (no toolsets there); an empty disabled list goes.
     let set = |text: &str, path: &[&str], items: &[String]| -> Result<String> {
         let value = serde_json::Value::Array(
             items
@@ -270,7 +241,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
                 .map(serde_json::Value::String)
                 .collect(),
         );
-        let out = if items.is_empty() && path.len() > 1 {
+        let out = if items.is_empty() && path[0] == "agent" {
             crate::config_edit::path::unset_path(text, path)
                 .map(|o| o.unwrap_or_else(|| text.to_string()))
         } else {
@@ -283,26 +254,22 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
             )
         })
     };
-    if platform == "cli" {
-        let mut lists = Lists {
-            enabled: cli_default(),
-            disabled: app.config.agent.disabled_toolsets.clone(),
-        };
-        for name in names {
-            lists = toggled(&registry, &lists, name, enable, true);
-        }
-        text = set(&text, &["toolsets"], &lists.enabled)?;
-        text = set(&text, &["agent", "disabled_toolsets"], &lists.disabled)?;
-    } else {
-        let current = platform_list(app, platform).unwrap_or_else(cli_default);
-        let mut lists = Lists {
-            enabled: current,
-            disabled: Vec::new(),
-        };
-        for name in names {
-            lists = toggled(&registry, &lists, name, enable, false);
-        }
-        text = set(&text, &["platform_toolsets", platform], &lists.enabled)?;
+    let mut enabled = current;
+    for name in names {
+        enabled = toggled(&registry, &enabled, name, enable);
+    }
+    text = set(&text, &["platform_toolsets", platform], &enabled)?;
+    // `agent.disabled_toolsets` turns a toolset off everywhere, after the platform lists: one
+    // just enabled here leaves it, or the change could never take effect (Python Hermes'
+    // `_save_platform_tools` does the same).
+    let disabled = &app.config.agent.disabled_toolsets;
+    if enable && names.iter().any(|n| disabled.contains(n)) {
+        let remaining: Vec<String> = disabled
+            .iter()
+            .filter(|d| !names.contains(d))
+            .cloned()
+            .collect();
+        text = set(&text, &["agent", "disabled_toolsets"], &remaining)?;
     }
     hermes_protocol::private_fs::create_dir_all(app.home.root())?;
     hermes_protocol::private_fs::write_atomic(&file, &text)
@@ -383,17 +350,19 @@ fn list_text(
     registry: &Registry,
     platform: Option<&str>,
 ) -> Result<String> {
-    let (mut enabled, source) = enabled_toolsets(app, args);
-    let mut source = source.to_string();
-    if let Some(p) = platform.filter(|p| *p != "cli") {
-        match platform_list(app, p) {
-            Some(list) => {
-                enabled = list;
-                source = format!("platform_toolsets.{p}");
-            }
-            None => source = format!("{source}; no platform_toolsets.{p} entry"),
+    let (enabled, source) = match platform.filter(|p| *p != TERMINAL_PLATFORM) {
+        None => {
+            let (enabled, source) = enabled_toolsets(app, args);
+            (enabled, source.to_string())
         }
-    }
+        Some(p) => match platform_toolsets(app, p) {
+            Some(list) => (list, format!("platform_toolsets.{p}")),
+            None => {
+                let (enabled, source) = base_toolsets(app, args);
+                (enabled, format!("{source}; no platform_toolsets.{p} entry"))
+            }
+        },
+    };
     let disabled = app.config.agent.disabled_toolsets.clone();
     let sel = registry
         .select(&ToolsetSelection::new(enabled.clone(), disabled.clone()))

@@ -9,7 +9,7 @@
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use super::code::CodeBlock;
-use super::style::{Line, Rgb, Span, Style, line_width, truncate, width, wrap};
+use super::style::{Line, Rgb, Span, Style, line_width, width, wrap};
 use crate::render::skin::Skin;
 
 /// The colors Markdown is drawn with (from the skin).
@@ -432,6 +432,10 @@ impl<'t> Doc<'t> {
         self.lines.push(first);
     }
 
+    /// Draws a table: column widths from the header row and the room alone (never from the
+    /// rows below it), so a table streamed row by row draws each row as it arrives and the
+    /// finished table looks the same (issue 20 item 2); cell text longer than its column is
+    /// wrapped inside the column, never cut.
     fn draw_table(&mut self, t: Table) {
         let cols = t.rows.iter().map(Vec::len).max().unwrap_or(0);
         if cols == 0 {
@@ -439,50 +443,58 @@ impl<'t> Doc<'t> {
         }
         let (first, rest) = self.prefixes();
         let room = self.width.saturating_sub(line_width(&rest));
-        let mut widths = vec![1usize; cols];
-        for row in &t.rows {
-            for (i, cell) in row.iter().enumerate() {
-                widths[i] = widths[i].max(line_width(cell));
-            }
-        }
-        let sep = 3 * (cols - 1);
-        while widths.iter().sum::<usize>() + sep > room {
-            let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
-                break;
-            };
-            if w <= 3 {
-                break;
-            }
-            widths[i] = w - 1;
-        }
+        let header: Vec<usize> = (0..cols)
+            .map(|i| {
+                t.rows
+                    .first()
+                    .and_then(|h| h.get(i))
+                    .map_or(1, |c| line_width(c))
+            })
+            .collect();
+        let widths = column_widths(&header, room);
         let border = Style::fg(self.theme.dim);
         let mut out = Vec::new();
         for (r, row) in t.rows.iter().enumerate() {
-            let mut line: Line = Vec::new();
-            for (i, w) in widths.iter().enumerate() {
-                if i > 0 {
-                    line.push(Span::new(" │ ", border));
-                }
-                let cell = row.get(i).map(Vec::as_slice).unwrap_or_default();
-                let mut spans = fit(cell, *w);
-                if r == 0 {
-                    for s in &mut spans {
-                        s.style.bold = true;
+            let cells: Vec<Vec<Line>> = widths
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    let mut lines = wrap(
+                        row.get(i).map(Vec::as_slice).unwrap_or_default(),
+                        *w,
+                        &[],
+                        &[],
+                    );
+                    if r == 0 {
+                        for s in lines.iter_mut().flatten() {
+                            s.style.bold = true;
+                        }
+                    }
+                    lines
+                })
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+            for k in 0..height {
+                let mut line: Line = Vec::new();
+                for (i, w) in widths.iter().enumerate() {
+                    if i > 0 {
+                        line.push(Span::new(" │ ", border));
+                    }
+                    let spans = cells[i].get(k).cloned().unwrap_or_default();
+                    let pad = w.saturating_sub(line_width(&spans));
+                    let (left, right) = match t.aligns.get(i) {
+                        Some(Alignment::Right) => (pad, 0),
+                        Some(Alignment::Center) => (pad / 2, pad - pad / 2),
+                        _ => (0, pad),
+                    };
+                    line.push(Span::plain(&" ".repeat(left)));
+                    line.extend(spans);
+                    if i + 1 < widths.len() {
+                        line.push(Span::plain(&" ".repeat(right)));
                     }
                 }
-                let pad = w.saturating_sub(line_width(&spans));
-                let (left, right) = match t.aligns.get(i) {
-                    Some(Alignment::Right) => (pad, 0),
-                    Some(Alignment::Center) => (pad / 2, pad - pad / 2),
-                    _ => (0, pad),
-                };
-                line.push(Span::plain(&" ".repeat(left)));
-                line.extend(spans);
-                if i + 1 < widths.len() {
-                    line.push(Span::plain(&" ".repeat(right)));
-                }
+                out.push(line);
             }
-            out.push(line);
             if r == 0 {
                 let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
                 out.push(vec![Span::new(&rule.join("─┼─"), border)]);
@@ -496,24 +508,40 @@ impl<'t> Doc<'t> {
     }
 }
 
-/// Cuts spans to `max` columns, marking a cut with `…`.
-fn fit(spans: &[Span], max: usize) -> Vec<Span> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    let total = line_width(spans);
-    for s in spans {
-        let w = width(&s.text);
-        if total <= max || used + w < max {
-            out.push(s.clone());
-            used += w;
-            continue;
+/// The width guessed for a table's columns but the last, in columns (they most often hold
+/// names, numbers and flags; the last one a description).
+const GUESS_COLUMN: usize = 12;
+/// Widest the last column gets, in columns.
+const MAX_LAST_COLUMN: usize = 48;
+/// Narrowest column a table is shrunk to when the room is short.
+const MIN_COLUMN: usize = 3;
+
+/// Column widths of a table whose header cells are `header` columns wide, in `room` columns
+/// (the ` │ ` separators included). Only the header is known when a streamed table starts,
+/// so: every column but the last gets its header's width or [`GUESS_COLUMN`] (at most an
+/// even share of the room), the last one the rest (at most [`MAX_LAST_COLUMN`], at least its
+/// header and an even share); when that is too wide, the widest columns give up columns down
+/// to [`MIN_COLUMN`]. Cells wrap inside their columns.
+fn column_widths(header: &[usize], room: usize) -> Vec<usize> {
+    let cols = header.len().max(1);
+    let avail = room.saturating_sub(3 * (cols - 1));
+    let share = (avail / cols).max(MIN_COLUMN);
+    let mut widths: Vec<usize> = header
+        .iter()
+        .take(cols - 1)
+        .map(|h| (*h).max(GUESS_COLUMN.min(share)))
+        .collect();
+    let last_header = header.last().copied().unwrap_or(1);
+    let rest = avail.saturating_sub(widths.iter().sum::<usize>());
+    widths.push(rest.min(MAX_LAST_COLUMN).max(last_header).max(share));
+    while widths.iter().sum::<usize>() > avail {
+        let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
+            break;
+        };
+        if w <= MIN_COLUMN {
+            break;
         }
-        let room = max.saturating_sub(used);
-        out.push(Span {
-            text: truncate(&s.text, room),
-            style: s.style,
-        });
-        break;
+        widths[i] = w - 1;
     }
-    out
+    widths
 }

@@ -292,6 +292,13 @@ impl Renderer {
         self.live_drawn = true;
     }
 
+    /// Shows the spinner with `label` until the next event draws something or the op ends:
+    /// for a control op that may take a while without telling anything, such as `/new` or
+    /// `/resume` while the session left is reviewed for memory and skills (issue 20).
+    pub fn wait_with(&mut self, label: &str) {
+        self.set_live(label.to_string());
+    }
+
     /// Clears the spinner and flushes held text before something else talks to the user
     /// (an approval question); the spinner comes back with the next tool or model event.
     pub fn pause_live(&mut self) {

@@ -15,7 +15,9 @@
 //! the prefix's lines are the finished block's lines. Held back, never for more than a line:
 //! the word being typed, an opening delimiter that a later character could still close (`**`,
 //! `` ` ``, `[`, `~~`, `<`), a line that may be a table's header row (it has a `|`) and a line
-//! whose first word may still turn out to start a new block (`-`, `1.`, `#`, `>`, a fence). An
+//! whose first word may still turn out to start a new block (`-`, `1.`, `#`, `>`, a fence).
+//! A table is drawn row by row once its delimiter row has come (its column widths depend on
+//! the header row only); the row being typed is held. An
 //! opener held longer than a line is taken literally (escaped), so the screen and the text
 //! agree from then on. Setext headings (`Title` over `---`) would reach back into a line
 //! already drawn; their underline is read as its own block (a rule) instead.
@@ -187,7 +189,10 @@ impl MarkdownStream {
         // Each round either draws and returns or escapes one opener (held too long).
         for _ in 0..32 {
             let scan = Scan::of(&self.buf);
-            if !matches!(scan.first, Some(Top::Paragraph | Top::List | Top::Quote)) {
+            if !matches!(
+                scan.first,
+                Some(Top::Paragraph | Top::List | Top::Quote | Top::Table)
+            ) {
                 return;
             }
             let open_end = scan.second.is_none();
@@ -195,7 +200,16 @@ impl MarkdownStream {
                 .second
                 .map_or(self.buf.len(), |s| line_start(&self.buf, s));
             let width = self.live.as_ref().map_or(self.width, |l| l.width);
-            match stable_cut(&self.buf[..end], open_end, width, &scan) {
+            let cut = if scan.first == Some(Top::Table) {
+                // Whole rows only (a row's cells are final once its line is), and only once
+                // the whole lines alone are a table (its delimiter row has ended).
+                let rows = self.buf[..end].rfind('\n').map_or(0, |i| i + 1);
+                let whole = Scan::of(&self.buf[..rows]).first == Some(Top::Table);
+                Cut::At(if whole { rows } else { 0 })
+            } else {
+                stable_cut(&self.buf[..end], open_end, width, &scan)
+            };
+            match cut {
                 Cut::At(0) => return,
                 Cut::At(cut) => {
                     let lines = render_doc(&self.buf[..cut], &self.theme, width);
@@ -341,6 +355,8 @@ enum Top {
     Paragraph,
     List,
     Quote,
+    /// Drawn row by row: its column widths come from the header row alone.
+    Table,
     Other,
 }
 
@@ -387,6 +403,7 @@ impl Scan {
                             Tag::Paragraph => Top::Paragraph,
                             Tag::List(_) => Top::List,
                             Tag::BlockQuote(_) => Top::Quote,
+                            Tag::Table(_) => Top::Table,
                             _ => Top::Other,
                         };
                         top(&mut scan, kind, range.start);

@@ -219,6 +219,46 @@ fn finished_blocks_show_before_the_answer_ends() {
 }
 
 #[test]
+fn a_table_streams_row_by_row_and_wraps_long_cells() {
+    // Issue 20 item 2: a table is not held until it ends; only the row being typed waits.
+    let (mut r, cap) = renderer(opts(40, true, ToolProgress::All), Skin::builtin_default());
+    r.handle(&AgentEvent::TurnStarted {
+        session_id: "s".into(),
+    });
+    r.handle(&AgentEvent::TextDelta {
+        text: "| tool | what it does |\n|---|---|\n| `patch` | edits a file in place |\n| `ter"
+            .into(),
+    });
+    let (text, _) = screen(&cap.bytes(), 40);
+    assert!(text.contains("patch"), "the finished row shows:\n{text}");
+    assert!(!text.contains("ter"), "the row being typed waits:\n{text}");
+    r.handle(&AgentEvent::TextDelta {
+        text: "minal` | runs a shell command inside the sandbox, with a timeout |\n\nafter".into(),
+    });
+    r.handle(&AgentEvent::TurnFinished {
+        outcome: TurnOutcome::Completed,
+        final_text: String::new(),
+        usage: Usage::default(),
+    });
+    let (text, _) = screen(&cap.bytes(), 40);
+    // The long cell wraps inside its column; no word is cut off with `…`.
+    assert!(!text.contains('…'), "{text}");
+    for word in ["runs", "sandbox,", "timeout", "after"] {
+        assert!(text.contains(word), "{word} missing:\n{text}");
+    }
+    assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    // Streamed or whole, the same screen.
+    let whole = render_events(
+        &turn(&[
+            "| tool | what it does |\n|---|---|\n| `patch` | edits a file in place |\n| `terminal` | runs a shell command inside the sandbox, with a timeout |\n\nafter",
+        ]),
+        opts(40, true, ToolProgress::All),
+    );
+    let (expected, _) = screen(&whole.bytes(), 40);
+    assert_eq!(text, expected);
+}
+
+#[test]
 fn without_markdown_the_text_passes_through_unchanged() {
     let cap = render_events(
         &turn(&["**a**\n", "- b"]),

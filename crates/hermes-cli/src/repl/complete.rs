@@ -72,13 +72,9 @@ impl HermesCompleter {
         };
         let fetched = self.fetched.clone();
         runtime.spawn(async move {
-            let mut config = hermes_llm::OpenAiChatConfig::new(base_url, "");
-            config.api_key = key;
-            config.timeouts = hermes_llm::Timeouts::all(std::time::Duration::from_secs(10));
-            let Ok(client) = hermes_llm::OpenAiChatClient::new(config) else {
-                return;
-            };
-            match client.list_models().await {
+            let wait = crate::assembly::model_switch::MODEL_LIST_WAIT;
+            match crate::assembly::model_switch::list_models(&base_url, key.as_deref(), wait).await
+            {
                 Ok(models) => *fetched.lock().unwrap_or_else(|e| e.into_inner()) = models,
                 Err(e) => tracing::debug!(error = %e, "model list for completion unavailable"),
             }

@@ -43,6 +43,11 @@ pub enum Change {
         /// Server name.
         name: String,
     },
+    /// Never told up or down before (still starting when the session began), now ready.
+    Ready {
+        /// Server name.
+        name: String,
+    },
 }
 
 impl Change {
@@ -61,6 +66,9 @@ impl Change {
             Change::Back { name } => {
                 format!("MCP server `{name}` is back ({} tools)", tools(name))
             }
+            Change::Ready { name } => {
+                format!("MCP server `{name}` is ready ({} tools)", tools(name))
+            }
         }
     }
 }
@@ -76,7 +84,7 @@ fn up(state: &ServerState) -> Option<bool> {
 
 /// The changes between what was `told` and the servers' `states` now, updating `told`:
 /// up → failed is [`Change::Lost`], unknown → failed [`Change::DidNotStart`], down → ready
-/// [`Change::Back`]; a state that stays the same (however often it is seen) and the
+/// [`Change::Back`], unknown → ready [`Change::Ready`]; a state that stays the same (however often it is seen) and the
 /// in-between states (starting, disabled, stopped) are no change.
 pub fn diff<'a>(
     told: &mut Told,
@@ -97,6 +105,7 @@ pub fn diff<'a>(
                 error: e.clone(),
             }),
             (Some(false), ServerState::Ready) => changes.push(Change::Back { name }),
+            (None, ServerState::Ready) => changes.push(Change::Ready { name }),
             _ => {}
         }
     }
@@ -155,6 +164,7 @@ mod tests {
         assert_eq!(
             lines,
             vec![
+                "MCP server `files` is ready (3 tools)".to_string(),
                 "MCP server `files` lost (connection refused); reconnecting in the background"
                     .to_string(),
                 "MCP server `files` is back (3 tools)".to_string(),
@@ -171,5 +181,16 @@ mod tests {
         assert!(first[0].contains("did not start"), "{first:?}");
         assert!(step(&mut told, &failed).is_empty());
         assert!(step(&mut told, &ServerState::Disabled).is_empty());
+    }
+
+    #[test]
+    fn a_server_still_starting_at_the_start_is_told_ready_once() {
+        let mut told = Told::new();
+        assert!(step(&mut told, &ServerState::Starting).is_empty());
+        assert_eq!(
+            step(&mut told, &ServerState::Ready),
+            vec!["MCP server `files` is ready (3 tools)".to_string()]
+        );
+        assert!(step(&mut told, &ServerState::Ready).is_empty());
     }
 }

@@ -19,6 +19,7 @@ pub mod mcp_watch;
 pub mod session;
 pub mod slash;
 pub mod terminate;
+pub mod typeahead;
 
 use std::sync::Arc;
 
@@ -82,6 +83,10 @@ pub async fn start(app: &App, args: &ChatArgs) -> Result<i32> {
     run(handle, questions, info, watch, args.quiet, args.verbose).await
 }
 
+/// The spinner's label while the session being left is closed (its end-of-session review of
+/// memory and skills can take a model call).
+const CLOSING_LABEL: &str = "closing the session…";
+
 /// What the REPL loop keeps between inputs.
 struct Repl {
     handle: AgentHandle,
@@ -93,6 +98,8 @@ struct Repl {
     quiet: bool,
     /// A `/title` given before the session's first message, set once it is stored.
     pending_title: Option<String>,
+    /// Lines typed while the last turn ran, sent next in order ([`crate::repl::typeahead`]).
+    queued: std::collections::VecDeque<String>,
 }
 
 /// Runs the REPL until `/quit`, Ctrl-D, or Ctrl-C on an empty prompt.
@@ -138,13 +145,21 @@ pub async fn run(
         watch,
         quiet,
         pending_title: None,
+        queued: std::collections::VecDeque::new(),
     };
     let mut pending = String::new();
     let mut ctrl_c_armed = false;
 
     loop {
         repl.tell_mcp_changes();
-        let signal = tokio::task::block_in_place(|| editor.read_line(&prompt));
+        // A line typed while the last turn ran goes first, shown as if typed at this prompt.
+        let signal = match repl.queued.pop_front() {
+            Some(line) => {
+                println!("{}{line}", repl.display.skin.prompt_symbol);
+                Ok(Signal::Success(line))
+            }
+            None => tokio::task::block_in_place(|| editor.read_line(&prompt)),
+        };
         let line = match signal {
             Ok(Signal::Success(line)) => line,
             Ok(Signal::CtrlC) => {
@@ -270,6 +285,9 @@ pub async fn run(
         };
         let model_turn = matches!(op, Op::UserInput { .. } | Op::Retry);
         let was_stored = repl.session_stored();
+        if matches!(op, Op::NewSession) {
+            repl.renderer.wait_with(CLOSING_LABEL);
+        }
         repl.handle.submit(op);
         if !repl.wait_for_turn().await {
             break;
@@ -402,6 +420,7 @@ impl Repl {
     /// Switches to session `id` in place (the current one is closed as `/new` closes it)
     /// and shows where the conversation was. Returns false when the agent task is gone.
     async fn resume(&mut self, id: &str) -> bool {
+        self.renderer.wait_with(CLOSING_LABEL);
         self.handle.submit(Op::Resume {
             session: id.to_string(),
         });
@@ -440,7 +459,16 @@ impl Repl {
 
     /// Shows events until the turn ends; Ctrl-C interrupts it. Returns false when the agent
     /// task is gone.
+    /// Lines typed meanwhile are queued in `self.queued`, not echoed.
     async fn wait_for_turn(&mut self) -> bool {
+        let mut typed = crate::repl::typeahead::TypeAhead::start();
+        let alive = self.show_turn(&mut typed).await;
+        self.queued.extend(typed.finish());
+        alive
+    }
+
+    /// The event loop of [`Self::wait_for_turn`].
+    async fn show_turn(&mut self, typed: &mut crate::repl::typeahead::TypeAhead) -> bool {
         let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let renderer = &mut self.renderer;
@@ -454,6 +482,7 @@ impl Repl {
                             renderer.warning_line(&line);
                         }
                     }
+                    typed.collect();
                     renderer.tick();
                 }
                 event = handle.next_event() => match event {
@@ -468,14 +497,19 @@ impl Repl {
                 },
                 Some((request, answer)) = questions.elicitations.recv() => {
                     renderer.pause_live();
+                    typed.pause();
                     let _ = answer.send(crate::repl::mcp_elicit::ask_on_terminal(&request));
+                    typed.resume();
                 }
                 Some((request, answer)) = questions.clarifications.recv() => {
                     renderer.pause_live();
+                    typed.pause();
                     let _ = answer.send(crate::repl::clarify_prompt::ask_on_terminal(&request));
+                    typed.resume();
                 }
                 Some((request, answer)) = questions.approvals.recv() => {
                     renderer.pause_live();
+                    typed.pause();
                     errln!(
                         "\n⚠ dangerous command ({}):\n    {}",
                         crate::render::style::visible_controls(&request.reason, "    "),
@@ -487,6 +521,7 @@ impl Repl {
                         let _ = std::io::stdin().read_line(&mut line);
                         line
                     });
+                    typed.resume();
                     let _ = answer.send(parse_answer(&reply));
                 }
                 _ = tokio::signal::ctrl_c() => {

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use hermes_llm::ApiMode;
 use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 use hermes_store::SessionStore;
@@ -146,7 +145,10 @@ impl SessionInfo {
             return;
         }
         match self.models.switch(words).await {
-            Ok(client) => {
+            Ok((client, note)) => {
+                if let Some(note) = note {
+                    println!("{note}");
+                }
                 self.model = client.model().to_string();
                 self.provider = client.provider().to_string();
                 self.context_window = client.context_window();
@@ -185,10 +187,7 @@ fn completion_sources(app: &App, kit: &AgentKit) -> crate::repl::complete::Sourc
             .iter()
             .filter_map(|f| f.default.clone()),
     );
-    let lists = matches!(
-        rt.api_mode,
-        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
-    );
+    let lists = crate::assembly::model_switch::lists_models(rt.api_mode);
     crate::repl::complete::Sources {
         commands: crate::repl::slash::command_names(),
         skills_dir: Some(app.home.skills_dir()),

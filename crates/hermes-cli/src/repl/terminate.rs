@@ -32,8 +32,10 @@ pub fn exit_cleanly_on_signals() {
     }
 }
 
-/// Ends every MCP stdio server, then the process with `status`.
+/// Puts the terminal's echo back, ends every MCP stdio server, then the process with
+/// `status`.
 pub fn end_children_and_exit(status: i32) -> ! {
+    crate::repl::typeahead::restore_terminal();
     hermes_mcp::stdio::terminate_all_children(CHILD_GRACE);
     std::process::exit(status)
 }

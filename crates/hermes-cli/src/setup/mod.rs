@@ -446,7 +446,7 @@ async fn choose_model(
                 &facts.base_url,
                 key.as_deref(),
                 &facts.default_model,
-                providers::lists_models(facts.api_mode),
+                crate::assembly::model_switch::lists_models(facts.api_mode),
             )
             .await?;
             plan.model = Some(model);
@@ -483,7 +483,13 @@ async fn pick_model(
     let mut shown: Vec<String> = Vec::new();
     if list {
         p.say(&format!("Asking {base_url}/models for the model list…"));
-        match providers::list_models(base_url, key).await {
+        match crate::assembly::model_switch::list_models(
+            base_url,
+            key,
+            crate::assembly::model_switch::MODEL_LIST_WAIT,
+        )
+        .await
+        {
             Ok(models) if !models.is_empty() => {
                 if !models.contains(&default) {
                     default = models[0].clone();

@@ -1,9 +1,9 @@
 //! What the wizard offers: the providers hermes resolves (FEATURES §2; the ids, key variables,
 //! base URLs and default models come from `hermes_llm::resolve`, so they cannot drift from
-//! what a session will use) and the models a provider lists on `GET {base_url}/models`.
+//! what a session will use); the models a provider lists come from
+//! `crate::assembly::model_switch::list_models`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use hermes_llm::{ApiMode, ResolveError, ResolveInputs};
@@ -19,9 +19,6 @@ pub const HOSTED: &[&str] = &[
     "gemini",
     "xai",
 ];
-
-/// How long the wizard waits for a provider's model list before offering the default.
-const MODEL_LIST_WAIT: Duration = Duration::from_secs(10);
 
 /// The settings of one hosted provider, as resolution sees them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,28 +66,6 @@ pub fn hosted(provider: &str) -> Result<Hosted> {
         default_model: rt.model,
         api_mode: rt.api_mode,
     })
-}
-
-/// The model ids `GET {base_url}/models` lists (OpenAI-compatible servers: `data[].id`), or
-/// why not. Waits at most [`MODEL_LIST_WAIT`].
-pub async fn list_models(base_url: &str, api_key: Option<&str>) -> Result<Vec<String>> {
-    let mut config = hermes_llm::OpenAiChatConfig::new(base_url, "");
-    config.api_key = api_key.map(str::to_string);
-    config.timeouts = hermes_llm::Timeouts::all(MODEL_LIST_WAIT);
-    let client = hermes_llm::OpenAiChatClient::new(config).map_err(|e| anyhow!("{e}"))?;
-    match tokio::time::timeout(MODEL_LIST_WAIT, client.list_models()).await {
-        Ok(Ok(models)) => Ok(models),
-        Ok(Err(e)) => Err(anyhow!("{e}")),
-        Err(_) => Err(anyhow!("no answer within {} s", MODEL_LIST_WAIT.as_secs())),
-    }
-}
-
-/// Whether a provider speaking `api_mode` models on the OpenAI-compatible `/models` route.
-pub fn lists_models(api_mode: ApiMode) -> bool {
-    matches!(
-        api_mode,
-        ApiMode::ChatCompletions | ApiMode::OpenAiResponses
-    )
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ fn describe(spec: &ServerSpec) -> String {
 #[derive(Debug, Subcommand)]
 pub enum McpCmd {
     /// The configured servers.
+    #[command(visible_alias = "ls")]
     List,
     /// Adds a server: `hermes mcp add NAME --url URL` or `hermes mcp add NAME -- CMD ARGS…`.
     Add {
@@ -47,6 +48,7 @@ pub enum McpCmd {
         command: Vec<String>,
     },
     /// Removes a server.
+    #[command(visible_alias = "rm")]
     Remove {
         /// Server name.
         name: String,

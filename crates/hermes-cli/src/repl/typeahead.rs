@@ -1,0 +1,160 @@
+//! Typing while an answer streams (issue 20): what the user types during a turn is neither
+//! echoed into the answer nor lost. While a turn runs, the terminal's echo is off (the line
+//! discipline stays canonical, so Backspace and Ctrl-U still edit the line, and Ctrl-C still
+//! interrupts). Each line finished with Enter is read off the terminal between events and
+//! queued; the REPL sends the queued lines in order once the turn ends, each shown after the
+//! prompt as if typed then. A line not finished yet stays in the terminal's buffer, and the
+//! line editor picks it up as typed text at the next prompt (the kernel hands pending
+//! canonical input over when the editor switches to raw mode).
+//!
+//! The terminal settings saved at the start of a turn are put back when the turn ends, before
+//! a question is asked during it (approvals, clarify, MCP elicitation), when the guard drops
+//! (also on a panic's unwinding) and on the exit paths of `crate::repl::terminate`.
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::sync::Mutex;
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::termios::{LocalModes, OptionalActions, Termios, tcgetattr, tcsetattr};
+
+/// The settings to restore, while echo is off.
+static SAVED: Mutex<Option<Termios>> = Mutex::new(None);
+
+/// Puts back the terminal settings saved when echo was turned off, if it is off (safe to
+/// call from any thread, any number of times).
+pub fn restore_terminal() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(saved) = saved {
+        let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &saved);
+    }
+}
+
+/// Turns the terminal's echo off, saving its settings; nothing when standard input is not a
+/// terminal or echo is off already.
+fn silence() {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return;
+    }
+    let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
+    if saved.is_some() {
+        return;
+    }
+    let Ok(current) = tcgetattr(&stdin) else {
+        return;
+    };
+    let mut quiet = current.clone();
+    quiet
+        .local_modes
+        .remove(LocalModes::ECHO | LocalModes::ECHONL);
+    if tcsetattr(&stdin, OptionalActions::Now, &quiet).is_ok() {
+        *saved = Some(current);
+    }
+}
+
+/// Lines typed during one turn. Created when the turn starts (echo goes off); dropping it
+/// puts the terminal back.
+pub struct TypeAhead {
+    /// Finished lines, oldest first.
+    lines: VecDeque<String>,
+    /// Bytes of a line read without its newline yet.
+    partial: Vec<u8>,
+    /// The terminal said end-of-file (Ctrl-D on an empty line): stop reading this turn.
+    eof: bool,
+}
+
+impl TypeAhead {
+    /// Starts collecting: turns echo off.
+    pub fn start() -> TypeAhead {
+        silence();
+        TypeAhead {
+            lines: VecDeque::new(),
+            partial: Vec::new(),
+            eof: false,
+        }
+    }
+
+    /// Reads the lines finished since the last call, without waiting (call between events).
+    pub fn collect(&mut self) {
+        let stdin = std::io::stdin();
+        let silenced = SAVED.lock().map(|s| s.is_some()).unwrap_or(false);
+        if self.eof || !silenced || !stdin.is_terminal() {
+            return;
+        }
+        loop {
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            match poll(&mut fds, Some(&Timespec::default())) {
+                Ok(n) if n > 0 && fds[0].revents().contains(PollFlags::IN) => {}
+                _ => return,
+            }
+            // Canonical mode: one read returns at most one finished line.
+            let mut buf = [0u8; 4096];
+            match rustix::io::read(&stdin, &mut buf) {
+                Ok(0) | Err(_) => {
+                    self.eof = true;
+                    return;
+                }
+                Ok(n) => self.take_bytes(&buf[..n]),
+            }
+        }
+    }
+
+    fn take_bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' || b == b'\r' {
+                let line = String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned();
+                self.lines.push_back(line);
+            } else {
+                self.partial.push(b);
+            }
+        }
+    }
+
+    /// Puts echo back while the user is asked something during the turn.
+    pub fn pause(&mut self) {
+        self.collect();
+        restore_terminal();
+    }
+
+    /// Turns echo off again after [`Self::pause`].
+    pub fn resume(&mut self) {
+        silence();
+    }
+
+    /// Ends the turn: the terminal is put back, and the finished lines are returned in the
+    /// order typed (blank ones dropped).
+    pub fn finish(mut self) -> VecDeque<String> {
+        self.collect();
+        restore_terminal();
+        std::mem::take(&mut self.lines)
+            .into_iter()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
+    }
+}
+
+impl Drop for TypeAhead {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finished_lines_queue_in_order_and_the_partial_one_waits() {
+        let mut t = TypeAhead {
+            lines: VecDeque::new(),
+            partial: Vec::new(),
+            eof: false,
+        };
+        t.take_bytes(b"first\nsec");
+        t.take_bytes("ond ✓\n\nthi".as_bytes());
+        assert_eq!(t.lines, ["first", "second ✓", ""]);
+        assert_eq!(t.partial, b"thi");
+        assert_eq!(t.finish(), ["first", "second ✓"]);
+    }
+}
