@@ -28,8 +28,6 @@ mod views;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::commands::args::{Cli, Command};
 
 fn main() -> ExitCode {
@@ -37,7 +35,20 @@ fn main() -> ExitCode {
     if let Some(code) = assembly::sandbox::launcher_if_requested() {
         return code;
     }
-    let cli = Cli::parse();
+    let cli = match <Cli as clap::Parser>::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let argv: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let root = <Cli as clap::CommandFactory>::command();
+            if let Some(line) = commands::python_flags::answer(&e, &argv, &root) {
+                errln!("{line}");
+                return ExitCode::from(2);
+            }
+            e.exit()
+        }
+    };
     if let Some(Command::Version) = cli.command {
         println!("hermes {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;

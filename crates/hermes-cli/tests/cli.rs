@@ -154,6 +154,26 @@ async fn broken_config_reports_line_and_column() {
     assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
 }
 
+/// Issue 20 item 10: `config check` suggests the known key an unknown one is a near miss of.
+#[tokio::test]
+async fn config_check_names_the_near_miss_of_an_unknown_key() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.home().config_file(),
+        "toolset: [web]
+",
+    )
+    .unwrap();
+    let out = hermes(home.path(), cwd.path(), &["config", "check"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("warning: unknown key `toolset` (ignored); did you mean `toolsets`?"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[tokio::test]
 async fn version_and_model_show() {
     let env = Env::new().await;

@@ -586,14 +586,12 @@ impl Config {
                 .location()
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
-            // The location is in the message already (`… at line 3 column 7`); it is said
-            // once, before the message (issue 20 item 10).
+            // The location is in the message already (`… at line 3 column 7`, at its end or
+            // before a `, while parsing …` context); it is said once, before the message
+            // (issue 20 item 10).
             let mut message = e.to_string();
             if line > 0 {
-                let suffix = format!(" at line {line} column {column}");
-                if let Some(stripped) = message.strip_suffix(&suffix) {
-                    message = stripped.to_string();
-                }
+                message = message.replacen(&format!(" at line {line} column {column}"), "", 1);
             }
             ConfigError::Parse {
                 path: path.to_path_buf(),
@@ -776,6 +774,15 @@ mod tests {
         let err = Config::parse("agent:\n  max_turns: lots\n", Path::new("c.yaml")).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("line 2"), "{msg}");
+        // A syntax error names its place once; the context's own place stays.
+        let err = Config::parse("model:\n  default: [m\n", Path::new("c.yaml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("c.yaml line 3, column 1: "), "{msg}");
+        assert_eq!(msg.matches("line 3").count(), 1, "{msg}");
+        assert!(
+            msg.contains("while parsing a flow sequence at line 2 column 12"),
+            "{msg}"
+        );
     }
 
     #[test]

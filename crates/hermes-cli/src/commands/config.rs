@@ -88,7 +88,7 @@ pub fn run(profile: Option<&str>, action: Option<&ConfigCmd>) -> Result<i32> {
             match Config::load(&path) {
                 Ok(loaded) => {
                     for w in &loaded.warnings {
-                        outln!("warning: {w}");
+                        outln!("warning: {w}{}", crate::assembly::app::near_miss_hint(w));
                     }
                     for line in loaded.ignored_python.lines() {
                         outln!("not used by hermes: {line}");

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod model;
 pub mod pairing;
 pub mod prompt_size;
+pub mod python_flags;
 pub mod redirect;
 pub mod sessiondb;
 pub mod sessions;
