@@ -192,6 +192,48 @@ fn skill_manage_lifecycle_with_validation() {
     assert!(!home.skills_dir().join("devops/deploy-app").exists());
 }
 
+/// Issue 21: two sessions (or gateway replicas on one shared home) patching one skill at
+/// once never lose an update: each patch reads the file under the skills lock.
+#[test]
+fn concurrent_patches_of_one_skill_all_survive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = HermesHome::new(tmp.path());
+    let steps: String = (0..24).map(|i| format!("step-{i:02}: todo\n")).collect();
+    let md = format!("---\nname: shared\ndescription: A shared skill\n---\n{steps}");
+    SkillManageTool::new(home.skills_dir())
+        .run(&json!({"action": "create", "name": "shared", "content": md}))
+        .unwrap();
+    let threads: Vec<_> = (0..24)
+        .map(|i| {
+            let root = home.skills_dir();
+            std::thread::spawn(move || {
+                // A tool of its own per thread: its own open of the lock file, as in
+                // another process.
+                SkillManageTool::new(root)
+                    .run(&json!({
+                        "action": "patch",
+                        "name": "shared",
+                        "old_string": format!("step-{i:02}: todo"),
+                        "new_string": format!("step-{i:02}: done"),
+                    }))
+                    .unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let text = fs::read_to_string(home.skills_dir().join("shared/SKILL.md")).unwrap();
+    assert_eq!(text.matches(": done").count(), 24, "{text}");
+    assert!(!text.contains("todo"), "{text}");
+    // The lock file is not a skill.
+    assert!(
+        home.skills_dir()
+            .join(hermes_context::skills::SKILLS_LOCK_FILE)
+            .exists()
+    );
+}
+
 #[test]
 fn index_sorts_filters_conditions_and_uses_the_disk_snapshot() {
     let tmp = tempfile::tempdir().unwrap();

@@ -211,24 +211,25 @@ impl Replica {
 }
 
 /// Runs `adapter` (a single-connection platform) whenever this replica (`holder`) holds its
-/// leader lease `leader:<platform>`, until `cancel`: the lease is tried every third of
-/// [`REPLICA_TTL`]; while held it is renewed at that pace, and when a renewal fails the
-/// adapter is stopped (another replica takes over once the lease expires). A replica that
-/// dies stops renewing, so the connection moves to a live one within [`REPLICA_TTL`].
+/// leader lease `leader:<platform>`, until `cancel`: the lease (lasting `ttl`, the gateway
+/// uses [`REPLICA_TTL`]) is tried every third of `ttl`; while held it is renewed at that
+/// pace, and when a renewal fails the adapter is stopped (another replica takes over once
+/// the lease expires). A replica that dies stops renewing, so the connection moves to a live
+/// one within `ttl` and a third.
 pub async fn run_as_leader(
     adapter: Arc<dyn PlatformAdapter>,
     inbound: mpsc::Sender<InboundMessage>,
     cancel: CancellationToken,
     store: Arc<SessionStore>,
     holder: String,
+    ttl: Duration,
 ) {
     let name = leader_name(adapter.name());
-    let step = REPLICA_TTL / 3;
+    let step = ttl / 3;
     let mut announced_follower = false;
     loop {
         let (s, n, h) = (store.clone(), name.clone(), holder.clone());
-        let attempt =
-            tokio::task::spawn_blocking(move || s.acquire_lease(&n, &h, REPLICA_TTL)).await;
+        let attempt = tokio::task::spawn_blocking(move || s.acquire_lease(&n, &h, ttl)).await;
         match attempt {
             Ok(Ok(LeaseAttempt::Acquired(lease))) => {
                 tracing::info!(
@@ -237,13 +238,16 @@ pub async fn run_as_leader(
                 );
                 announced_follower = false;
                 let run = cancel.child_token();
-                let beat =
-                    tokio::spawn(renew_until_lost(store.clone(), lease.clone(), run.clone()));
-                if let Err(e) = adapter.run(inbound.clone(), run.clone()).await {
-                    tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
-                }
-                run.cancel();
-                beat.abort();
+                // The heartbeat runs in this task, beside the connection: whatever ends this
+                // task (the process dying included) ends the renewals too.
+                let beat = renew_until_lost(store.clone(), lease.clone(), run.clone(), ttl);
+                let work = async {
+                    if let Err(e) = adapter.run(inbound.clone(), run.clone()).await {
+                        tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
+                    }
+                    run.cancel();
+                };
+                tokio::join!(work, beat);
                 let s = store.clone();
                 let _ = tokio::task::spawn_blocking(move || s.release_lease(&lease)).await;
             }
@@ -271,21 +275,24 @@ pub async fn run_as_leader(
     }
 }
 
-/// Renews `lease` every third of [`REPLICA_TTL`]; cancels `lost` when it is no longer held
-/// or the store stopped answering for longer than the lease lasts.
-async fn renew_until_lost(store: Arc<SessionStore>, mut lease: Lease, lost: CancellationToken) {
+/// Renews `lease` (lasting `ttl`) every third of `ttl`; cancels `lost` when it is no longer
+/// held or the store stopped answering for longer than the lease lasts.
+async fn renew_until_lost(
+    store: Arc<SessionStore>,
+    mut lease: Lease,
+    lost: CancellationToken,
+    ttl: Duration,
+) {
     let mut last_ok = std::time::Instant::now();
     loop {
         tokio::select! {
             () = lost.cancelled() => return,
-            () = tokio::time::sleep(REPLICA_TTL / 3) => {}
+            () = tokio::time::sleep(ttl / 3) => {}
         }
         let s = store.clone();
         let mut l = lease.clone();
-        let renewed = tokio::task::spawn_blocking(move || {
-            s.renew_lease(&mut l, REPLICA_TTL).map(|ok| (ok, l))
-        })
-        .await;
+        let renewed =
+            tokio::task::spawn_blocking(move || s.renew_lease(&mut l, ttl).map(|ok| (ok, l))).await;
         match renewed {
             Ok(Ok((true, l))) => {
                 lease = l;
@@ -296,7 +303,7 @@ async fn renew_until_lost(store: Arc<SessionStore>, mut lease: Lease, lost: Canc
                 lost.cancel();
                 return;
             }
-            _ if last_ok.elapsed() >= REPLICA_TTL => {
+            _ if last_ok.elapsed() >= ttl => {
                 tracing::warn!(lease = %lease.session_id, "leader lease not renewed in time; stopping the platform connection");
                 lost.cancel();
                 return;

@@ -216,6 +216,90 @@ fn cut_connections_lose_no_acknowledged_message_and_duplicate_none() {
     );
 }
 
+/// Issue 21 item 2, retried by error class: two handles append to one session at once
+/// (serializable transactions on the same rows: `40001` serialization failures) while an
+/// administrator keeps terminating their server processes (`57P01` admin shutdown). Every
+/// append returns an id, none surfaces a raw database error, and stored = acknowledged.
+#[test]
+fn serialization_failures_and_terminated_backends_are_retried() {
+    let Some(dsn) = dsn() else { return };
+    let tag = fresh_schema();
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    let options =
+        PgOptions::new(format!("{dsn}{sep}application_name={tag}")).with_schema(tag.clone());
+    let a = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    let b = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    session(&a, "s");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let kills = Arc::new(AtomicUsize::new(0));
+    let killer = {
+        let (stop, kills, dsn, tag) = (stop.clone(), kills.clone(), dsn.clone(), tag.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let (admin, conn) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(60)).await;
+                    let rows = admin
+                        .query(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                            &[&tag],
+                        )
+                        .await
+                        .unwrap();
+                    kills.fetch_add(rows.len(), Ordering::Relaxed);
+                }
+            });
+        })
+    };
+    let writers: Vec<_> = [a.clone(), b.clone()]
+        .into_iter()
+        .enumerate()
+        .map(|(w, store)| {
+            let kills = kills.clone();
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while (i < 80 || kills.load(Ordering::Relaxed) < 6) && i < 3_000 {
+                    let text = format!("writer {w} message {i}");
+                    let id = store
+                        .append_message("s", &Message::user(text.clone()), None)
+                        .unwrap_or_else(|e| panic!("{text}: {e}"));
+                    out.push((id, text));
+                    i += 1;
+                }
+                out
+            })
+        })
+        .collect();
+    let mut acknowledged: Vec<(i64, String)> = writers
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    killer.join().unwrap();
+    assert!(
+        kills.load(Ordering::Relaxed) >= 6,
+        "too few backends terminated to prove anything"
+    );
+    acknowledged.sort();
+    let stored: Vec<(i64, String)> = a
+        .load_messages("s")
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m.message.text()))
+        .collect();
+    assert_eq!(stored, acknowledged, "stored = acknowledged, each once");
+}
+
 /// The server commits but its reply never arrives (the connection drops first): the retry
 /// finds the write in the write log and returns its id instead of writing it again.
 #[test]

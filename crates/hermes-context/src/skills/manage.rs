@@ -24,6 +24,9 @@ pub const DESCRIPTION_MAX_CHARS: usize = 1_024;
 pub const SKILL_MD_MAX_CHARS: usize = 100_000;
 /// Largest supporting file hermes writes, in bytes.
 pub const SUPPORT_FILE_MAX_BYTES: usize = 1_000_000;
+/// The lock file in the skills folder that `skill_manage` holds while it changes a skill
+/// (`flock(2)`, which also works between machines on NFSv4 and most shared volumes).
+pub const SKILLS_LOCK_FILE: &str = ".skill_manage.lock";
 /// Folders a supporting file may live in.
 pub const SUPPORT_DIRS: [&str; 4] = ["references", "templates", "scripts", "assets"];
 
@@ -101,6 +104,19 @@ pub struct SkillManageTool {
 }
 
 impl SkillManageTool {
+    /// Takes the skills folder's lock (released when the returned file drops), creating the
+    /// folder and the lock file when missing.
+    fn lock(&self) -> Result<fs::File, String> {
+        hermes_protocol::private_fs::create_dir_all(&self.root)
+            .map_err(|e| format!("{}: {e}", self.root.display()))?;
+        let path = self.root.join(SKILLS_LOCK_FILE);
+        let file = hermes_protocol::private_fs::open_append(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.lock()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(file)
+    }
+
     /// A tool writing skills under `root` (`HERMES_HOME/skills`).
     pub fn new(root: impl Into<PathBuf>) -> SkillManageTool {
         SkillManageTool { root: root.into() }
@@ -110,9 +126,14 @@ impl SkillManageTool {
     ///
     /// # Errors
     /// Text for the model; nothing was changed.
+    ///
+    /// Every action holds [`SKILLS_LOCK_FILE`]'s exclusive lock from reading the skill to
+    /// writing it, so two sessions or gateway replicas on one home (a shared volume included)
+    /// never lose each other's change: a `patch` reads the file another one just wrote.
     pub fn run(&self, args: &Value) -> Result<String, String> {
         let action = arg(args, "action")?;
         let name = arg(args, "name")?;
+        let _lock = self.lock()?;
         match action {
             "create" => self.create(name, args),
             "edit" => {

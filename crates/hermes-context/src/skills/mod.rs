@@ -12,7 +12,7 @@ pub use catalog::{
 };
 pub use frontmatter::{FrontmatterError, ParsedSkill, SkillMeta, parse_skill_md};
 pub use manage::{
-    DESCRIPTION_MAX_CHARS, NAME_MAX_CHARS, SKILL_MD_MAX_CHARS, SUPPORT_DIRS,
+    DESCRIPTION_MAX_CHARS, NAME_MAX_CHARS, SKILL_MD_MAX_CHARS, SKILLS_LOCK_FILE, SUPPORT_DIRS,
     SUPPORT_FILE_MAX_BYTES, SkillManageTool, valid_skill_name, validate_skill_md,
 };
 pub use tools::{

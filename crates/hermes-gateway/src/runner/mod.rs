@@ -215,7 +215,12 @@ impl Gateway {
                     self.inner.replica.id().to_string(),
                 );
                 adapters.spawn(crate::replica::run_as_leader(
-                    adapter, tx, token, store, holder,
+                    adapter,
+                    tx,
+                    token,
+                    store,
+                    holder,
+                    crate::replica::REPLICA_TTL,
                 ));
                 continue;
             }

@@ -428,3 +428,34 @@ macro_rules! read {
     }};
 }
 pub(crate) use read;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_are_retried_by_class() {
+        // Transient: retried on the same connection's terms (the write did not commit).
+        for code in ["40001", "40P01", "57014"] {
+            assert_eq!(
+                retried_state(&SqlState::from_code(code)),
+                Some(false),
+                "{code}"
+            );
+        }
+        // The connection is gone or unusable (a write's outcome is unknown).
+        for code in [
+            "57P01", "57P02", "57P03", "25006", "53300", "08006", "08003",
+        ] {
+            assert_eq!(
+                retried_state(&SqlState::from_code(code)),
+                Some(true),
+                "{code}"
+            );
+        }
+        // The caller's mistake or the data's: never retried.
+        for code in ["23505", "42P01", "22P02", "42501"] {
+            assert_eq!(retried_state(&SqlState::from_code(code)), None, "{code}");
+        }
+    }
+}
