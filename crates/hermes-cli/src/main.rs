@@ -82,7 +82,7 @@ fn main() -> ExitCode {
 }
 
 /// Sets up `tracing`: every record goes to `HERMES_HOME/logs/` ([`logfile`]); only commands
-/// that are not a conversation (the gateway, `cron`, `mcp test`, …) also log to stderr, with
+/// that are not a conversation or a report (the gateway, `cron`, …) also log to stderr, with
 /// ANSI colours only when stderr is a terminal. The REPL and `chat` never draw a log line.
 /// `HERMES_LOG` (an `EnvFilter`) overrides the level; the default is `info` for the files
 /// and `warn` (`info` with `-v`) for stderr. Both mask every secret of the home (issue 18
@@ -98,11 +98,16 @@ fn init_logging(cli: &Cli) {
         EnvFilter::try_from_env("HERMES_LOG").unwrap_or_else(|_| EnvFilter::new(default))
     };
     // Conversations, and the reports that say in their own lines what is wrong (doctor,
-    // status), draw no log line on the terminal (the user pass of issue 20: doctor showed
+    // status, `mcp test`), draw no log line on the terminal (the user pass of issue 20: doctor showed
     // each MCP problem three times, twice as raw records).
     let conversation = matches!(
         cli.command,
-        None | Some(Command::Chat { .. } | Command::Doctor { .. } | Command::Status(_))
+        None | Some(
+            Command::Chat { .. }
+                | Command::Doctor { .. }
+                | Command::Status(_)
+                | Command::Mcp { .. }
+        )
     );
     let verbose = cli.conversation().verbose;
     let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref());

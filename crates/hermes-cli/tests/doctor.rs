@@ -252,3 +252,31 @@ async fn a_dead_mcp_server_is_one_report_line_without_log_records() {
     );
     assert!(!report.contains("rmcp::"), "{report}");
 }
+
+/// The user pass of issue 20: a server that never answers `initialize` is reported after the
+/// discovery wait (not after its whole connect timeout of 60 s), and its process is gone
+/// when doctor ends.
+#[tokio::test]
+async fn a_server_that_never_answers_is_reported_and_stopped() {
+    let marker = format!("hermes-doctor-mute-{}", std::process::id());
+    let env = Env::with_config(&format!(
+        "mcp_servers:\n  mute:\n    command: sh\n    args: ['-c', 'sleep 600; : {marker}']\n"
+    ))
+    .await;
+    let out = env.run(&["doctor"]).await;
+    let report = stdout(&out);
+    let line: Vec<&str> = report.lines().filter(|l| l.contains("mute")).collect();
+    assert_eq!(line.len(), 1, "{report}");
+    assert!(
+        line[0].contains("no answer to initialize within 5 s"),
+        "{report}"
+    );
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&marker))
+        .collect();
+    assert!(left.is_empty(), "the server outlived doctor: {left:?}");
+}

@@ -211,7 +211,8 @@ async fn multi_line_paste_history_search_and_prompt_in_the_editor() {
 }
 
 /// Issue 20: what is typed while an answer runs is not echoed into it, and every finished
-/// line is sent, in order, once the turn ends; an unfinished one waits at the next prompt.
+/// line is sent, in order, once the turn ends (a pasted block as one message); an unfinished
+/// one waits at the next prompt.
 #[tokio::test(flavor = "multi_thread")]
 async fn lines_typed_during_a_turn_are_queued_not_echoed() {
     let env = common::Env::new().await;
@@ -235,7 +236,10 @@ async fn lines_typed_during_a_turn_are_queued_not_echoed() {
         t.send("wait a little\r");
         wait_until("the tool to start", || flag.exists());
         t.send("queued first\r");
-        t.send("queued second\r");
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        // Two lines at once are a paste: one message.
+        t.send("pasted one\rpasted two\r");
+        std::thread::sleep(std::time::Duration::from_millis(400));
         t.send("third par");
         t.wait_for("done waiting");
         t.wait_for("answer one");
@@ -261,9 +265,42 @@ async fn lines_typed_during_a_turn_are_queued_not_echoed() {
             "wait a little",
             "wait a little",
             "queued first",
-            "queued second",
+            "pasted one\npasted two",
             "third part"
         ],
         "{users:?}"
     );
+}
+
+/// The user pass of issue 20: Ctrl-C at the dangerous-command question denies the command
+/// and stops the turn (it only echoed `^C`); the REPL goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_the_approval_question_denies_and_interrupts() {
+    let env = common::Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_rm",
+        "terminal",
+        r#"{"command":"rm -rf victim"}"#,
+    )]));
+    env.mock.set_fallback(Some(MockResponse::text("(after)")));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    std::fs::create_dir_all(cwd.join("victim")).unwrap();
+    let victim = cwd.join("victim");
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home, &cwd, &[]);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+        t.send("clean up\r");
+        t.wait_for("run it?");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        t.send("\x03");
+        t.wait_for("interrupted");
+        t.wait_for_prompt_number(2);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+    assert!(victim.exists(), "the denied command did not run");
 }

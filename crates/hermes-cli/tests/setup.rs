@@ -381,3 +381,25 @@ async fn the_wizard_offers_the_provider_in_use_first() {
     assert_eq!(m.provider.as_deref(), Some("custom"));
     assert_eq!(m.default.as_deref(), Some("m2"));
 }
+
+/// `hermes model` on a custom server: Enter at every question keeps the server's URL and
+/// model (the user pass of issue 20: the example URL and `default` were offered instead).
+#[tokio::test]
+async fn the_model_picker_offers_the_configured_server_and_model() {
+    let (mock, home) = custom_server_home("").await;
+    mock.set_models(serde_json::json!({"object": "list", "data": [{"id": "m0"}, {"id": "m1"}]}));
+    let out = hermes_stdin(home.path(), &["model", "pick"], "\n\n\n\n").await;
+    let shown = stdout(&out);
+    assert!(out.status.success(), "{shown}\n{}", stderr(&out));
+    assert!(
+        shown.contains(&format!("Base URL of the server [{}]", mock.base_url())),
+        "{shown}"
+    );
+    let m = config(&home).model.to_config();
+    assert_eq!(m.base_url.as_deref(), Some(mock.base_url().as_str()));
+    assert_eq!(
+        m.default.as_deref(),
+        Some("m1"),
+        "the model in use stays the default"
+    );
+}

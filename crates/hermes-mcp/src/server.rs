@@ -219,7 +219,13 @@ impl McpServer {
             tokio::spawn(close(dead));
         }
         self.set_state(ServerState::Starting);
-        match self.open().await {
+        // A shutdown does not wait out a server that never answers `initialize` (the user
+        // pass of issue 20: `hermes doctor` sat through the whole connect timeout).
+        let opened = tokio::select! {
+            opened = self.open() => opened,
+            () = self.stop.cancelled() => Err("stopped before it answered initialize".to_string()),
+        };
+        match opened {
             Ok(conn) => {
                 let conn = Arc::new(conn);
                 if let Some(caps) = conn

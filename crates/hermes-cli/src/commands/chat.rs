@@ -91,6 +91,7 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
         }
     }
     let mut renderer = display.renderer(Renderer::auto_mode(args.json));
+    crate::repl::terminate::handling_ctrl_c();
     handle.submit(Op::UserInput { text });
     let mut code = 1;
     let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));

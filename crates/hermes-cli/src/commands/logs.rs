@@ -16,7 +16,8 @@ use crate::assembly::app::App;
 /// `hermes logs …`
 #[derive(Debug, Args)]
 pub struct LogsArgs {
-    /// Log to view: `agent` (default), `errors`, or `list` to show the files.
+    /// Log to view: `agent` (default), `errors`, `gateway` (the gateway's lines of agent.log),
+    /// or `list` to show the files.
     #[arg(default_value = "agent")]
     pub log_name: String,
     /// Number of lines to show.
@@ -195,6 +196,10 @@ fn show(path: &Path, filter: &Filter, lines: usize, follow: bool) -> Result<i32>
     let kept: Vec<&str> = text.lines().filter(|l| filter.keep(l)).collect();
     for line in &kept[kept.len().saturating_sub(lines)..] {
         println!("{line}");
+    }
+    // An empty answer says so (on stderr: a pipe gets only log lines).
+    if kept.is_empty() {
+        errln!("no line of {} matches", path.display());
     }
     if !follow {
         return Ok(0);

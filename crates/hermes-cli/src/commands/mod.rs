@@ -40,7 +40,10 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Sessiondb { action }) => sessiondb::run(profile, action),
         Some(Command::Config { action }) => config::run(profile, action.as_ref()),
         Some(Command::Model { action }) => model::run(profile, &chat, action.as_ref()).await,
-        Some(Command::Mcp { action }) => mcp::run(profile, action).await,
+        Some(Command::Mcp { action }) => {
+            crate::repl::terminate::exit_cleanly_on_signals();
+            mcp::run(profile, action).await
+        }
         Some(Command::Memory { action }) => memory::run(profile, action),
         Some(Command::Skills { action }) => skills::run(profile, action),
         Some(Command::Tools { action }) => tools::run(profile, &chat, action.as_ref()),
@@ -49,12 +52,18 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Gateway { action }) => gateway::run(profile, &chat, action).await,
         Some(Command::Pairing { action }) => pairing::run(profile, action),
         Some(Command::Logs(args)) => logs::run(profile, args),
-        Some(Command::Status(args)) => status::run(profile, &chat, args).await,
+        Some(Command::Status(args)) => {
+            crate::repl::terminate::exit_cleanly_on_signals();
+            status::run(profile, &chat, args).await
+        }
         Some(Command::Insights(args)) => insights::run(profile, args),
         Some(Command::Backup(args)) => backup::backup(profile, args),
         Some(Command::Import(args)) => backup::import(profile, args),
         Some(Command::PromptSize(args)) => prompt_size::run(profile, &chat, args),
-        Some(Command::Doctor { fix }) => doctor::run(profile, &chat, *fix).await,
+        Some(Command::Doctor { fix }) => {
+            crate::repl::terminate::exit_cleanly_on_signals();
+            doctor::run(profile, &chat, *fix).await
+        }
         Some(Command::Setup(args)) => {
             let chat = args.over(&chat);
             crate::setup::run(profile, &chat, args).await

@@ -124,6 +124,11 @@ const ANSWERS: &[(&str, &str, &str)] = &[
         "hermes installs a systemd user unit only (`systemctl --user`); a system unit can run `hermes gateway run`",
     ),
     (
+        "gateway run",
+        "--replace",
+        "stop the running gateway first (`hermes gateway stop`, or `hermes gateway restart` for the service)",
+    ),
+    (
         "cron list",
         "--all",
         "`hermes cron list` already lists every job, paused ones included",
@@ -234,8 +239,10 @@ mod tests {
         );
         let line = line_for("-p work setup --reset").unwrap();
         assert!(line.contains("`hermes setup --reset`"), "{line}");
-        let line = line_for("gateway run --replace").unwrap();
+        let line = line_for("gateway run --no-supervise").unwrap();
         assert!(line.contains("`hermes gateway run --help` lists"), "{line}");
+        let line = line_for("gateway run --replace").unwrap();
+        assert!(line.contains("hermes gateway stop"), "{line}");
         let line = line_for("mcp add files --command=npx").unwrap();
         assert!(line.contains("after `--`"), "{line}");
         assert_eq!(line_for("chat --bogus"), None);

@@ -149,6 +149,7 @@ pub async fn run(
     };
     let mut pending = String::new();
     let mut ctrl_c_armed = false;
+    crate::repl::terminate::handling_ctrl_c();
 
     loop {
         repl.tell_mcp_changes();
@@ -515,14 +516,25 @@ impl Repl {
                         crate::render::style::visible_controls(&request.reason, "    "),
                         crate::render::style::visible_controls(&request.command, "    ")
                     );
-                    let reply = tokio::task::block_in_place(|| {
+                    {
+                        use std::io::Write;
                         eprint!("run it? [y]es once / [a]lways this session / [N]o: ");
-                        let mut line = String::new();
-                        let _ = std::io::stdin().read_line(&mut line);
-                        line
-                    });
+                        let _ = std::io::stderr().flush();
+                    }
+                    let reply = crate::repl::typeahead::read_answer();
                     typed.resume();
-                    let _ = answer.send(parse_answer(&reply));
+                    match reply {
+                        Some(reply) => {
+                            let _ = answer.send(parse_answer(&reply));
+                        }
+                        // Ctrl-C: the command is denied and the turn stops, as Ctrl-C stops
+                        // it anywhere else.
+                        None => {
+                            eprintln!();
+                            let _ = answer.send(hermes_tools::Approval::Deny);
+                            handle.interrupt();
+                        }
+                    }
                 }
                 _ = tokio::signal::ctrl_c() => {
                     handle.interrupt();

@@ -12,8 +12,20 @@ use std::time::Duration;
 /// How long servers get to exit after SIGTERM before their groups are killed.
 pub const CHILD_GRACE: Duration = Duration::from_secs(1);
 
-/// Installs the handler (on the running tokio runtime). A signal that cannot be hooked keeps
-/// its default action.
+/// True until the front end handles Ctrl-C itself ([`handling_ctrl_c`]): while a session
+/// starts (MCP servers spawning) Ctrl-C ends the process as its default action would, but
+/// with the servers' process groups (the user pass of issue 20: Ctrl-C during the REPL's
+/// MCP wait left a server running with parent 1).
+static STARTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// From now on the caller handles Ctrl-C (the REPL's prompt and turns, a turn of
+/// `chat -q`): SIGINT no longer ends the process from here.
+pub fn handling_ctrl_c() {
+    STARTING.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs the handler (on the running tokio runtime): SIGTERM and SIGHUP always, SIGINT
+/// until [`handling_ctrl_c`]. A signal that cannot be hooked keeps its default action.
 pub fn exit_cleanly_on_signals() {
     #[cfg(unix)]
     {
@@ -26,6 +38,16 @@ pub fn exit_cleanly_on_signals() {
                 if stream.recv().await.is_some() {
                     tracing::warn!(signal = number, "terminating; stopping MCP servers");
                     end_children_and_exit(128 + number);
+                }
+            });
+        }
+        if let Ok(mut stream) = signal(SignalKind::interrupt()) {
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if STARTING.load(std::sync::atomic::Ordering::SeqCst) {
+                        tracing::info!("interrupted while starting; stopping MCP servers");
+                        end_children_and_exit(130);
+                    }
                 }
             });
         }

@@ -2,8 +2,8 @@
 //! echoed into the answer nor lost. While a turn runs, the terminal's echo is off (the line
 //! discipline stays canonical, so Backspace and Ctrl-U still edit the line, and Ctrl-C still
 //! interrupts). Each line finished with Enter is read off the terminal between events and
-//! queued; the REPL sends the queued lines in order once the turn ends, each shown after the
-//! prompt as if typed then. A line not finished yet stays in the terminal's buffer, and the
+//! queued (lines arriving together, a paste, make one message); the REPL sends the queued
+//! messages in order once the turn ends, each shown after the prompt as if typed then. A line not finished yet stays in the terminal's buffer, and the
 //! line editor picks it up as typed text at the next prompt (the kernel hands pending
 //! canonical input over when the editor switches to raw mode).
 //!
@@ -53,6 +53,53 @@ fn silence() {
     }
 }
 
+/// Reads the answer to a question asked during a turn (an approval) from the terminal, with
+/// echo on: the line, or `None` when Ctrl-C was pressed meanwhile or the input ended (the
+/// user pass of issue 20: Ctrl-C at the approval question only echoed `^C`). Needs the
+/// multi-threaded runtime (the Ctrl-C watch runs beside the blocked read).
+pub fn read_answer() -> Option<String> {
+    use std::io::BufRead;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let watch = tokio::runtime::Handle::try_current().ok().map(|rt| {
+        let flag = interrupted.clone();
+        rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+    });
+    let answer = tokio::task::block_in_place(|| {
+        let stdin = std::io::stdin();
+        loop {
+            if interrupted.load(Ordering::SeqCst) {
+                return None;
+            }
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            let wait = Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            match poll(&mut fds, Some(&wait)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return None,
+            }
+            let mut line = String::new();
+            return match stdin.lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line),
+            };
+        }
+    });
+    if let Some(watch) = watch {
+        watch.abort();
+    }
+    answer
+}
+
 /// Lines typed during one turn. Created when the turn starts (echo goes off); dropping it
 /// puts the terminal back.
 pub struct TypeAhead {
@@ -75,8 +122,19 @@ impl TypeAhead {
         }
     }
 
-    /// Reads the lines finished since the last call, without waiting (call between events).
+    /// Reads the lines finished since the last call, without waiting (call between events,
+    /// every 100 ms or so). Lines that arrived together are one paste, and one message (no
+    /// one types two lines within a tick; a pasted block arrives at once).
     pub fn collect(&mut self) {
+        let before = self.lines.len();
+        self.read_ready();
+        if self.lines.len() > before + 1 {
+            let pasted: Vec<String> = self.lines.drain(before..).collect();
+            self.lines.push_back(pasted.join("\n"));
+        }
+    }
+
+    fn read_ready(&mut self) {
         let stdin = std::io::stdin();
         let silenced = SAVED.lock().map(|s| s.is_some()).unwrap_or(false);
         if self.eof || !silenced || !stdin.is_terminal() {

@@ -399,23 +399,33 @@ async fn choose_model(
             }
         }
         "custom" => {
+            // What a custom server is configured with now is offered first: its URL, key and
+            // model (the user pass of issue 20: Enter here pointed hermes at the example
+            // URL, or deleted the key).
+            let configured = app.config.model.to_config();
+            let custom_now = configured
+                .provider
+                .as_deref()
+                .and_then(hermes_llm::model_choice::provider_id)
+                .is_none_or(|p| p == "custom");
+            let configured_url = configured
+                .base_url
+                .clone()
+                .filter(|u| custom_now && !u.trim().is_empty());
             let url = p.text(
                 "Base URL of the server",
-                Some(chat.base_url.as_deref().unwrap_or(CUSTOM_DEFAULT_URL)),
+                Some(
+                    chat.base_url
+                        .as_deref()
+                        .or(configured_url.as_deref())
+                        .unwrap_or(CUSTOM_DEFAULT_URL),
+                ),
             )?;
-            // A key already configured for a custom server stays unless another is typed
-            // (the user pass of issue 20: Enter here deleted it).
-            let configured = app.config.model.to_config();
             let current = configured
                 .api_key
+                .clone()
                 .filter(|k| !k.trim().is_empty())
-                .filter(|_| {
-                    configured
-                        .provider
-                        .as_deref()
-                        .and_then(hermes_llm::model_choice::provider_id)
-                        .is_none_or(|p| p == "custom")
-                });
+                .filter(|_| custom_now);
             let question = if current.is_some() {
                 "API key (Enter keeps the configured one; typing is hidden): "
             } else {
@@ -423,7 +433,18 @@ async fn choose_model(
             };
             let key = p.secret(question)?;
             let key = if key.is_empty() { current } else { Some(key) };
-            let model = pick_model(p, &url, key.as_deref(), "default", true).await?;
+            let model_now = configured
+                .default
+                .clone()
+                .filter(|m| custom_now && !m.trim().is_empty());
+            let model = pick_model(
+                p,
+                &url,
+                key.as_deref(),
+                model_now.as_deref().unwrap_or("default"),
+                true,
+            )
+            .await?;
             plan.base_url = Some(url);
             plan.config_api_key = key;
             plan.model = Some(model);

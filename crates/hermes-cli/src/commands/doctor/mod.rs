@@ -396,6 +396,15 @@ async fn check_mcp(app: &App, report: &mut Report) {
                     crate::assembly::mcp::friendly_reason(e)
                 ),
             ),
+            hermes_mcp::server::ServerState::Starting => report.add(
+                Level::Warn,
+                format!(
+                    "MCP server {}: no answer to initialize within {} s (`hermes mcp test {}` waits its connect_timeout)",
+                    r.name,
+                    crate::assembly::mcp::DISCOVERY_WAIT.as_secs(),
+                    r.name
+                ),
+            ),
             other => report.add(Level::Warn, format!("MCP server {}: {other:?}", r.name)),
         }
     }

@@ -145,6 +145,10 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
                 .iter()
                 .filter_map(|n| builtin.get(n))
                 .collect();
+            outln!(
+                "connecting to `{name}` (up to {} s, its connect_timeout)…",
+                spec.connect_timeout.as_secs()
+            );
             let manager = McpManager::start(vec![spec], options(&app, &cwd, &builtin, wait)).await;
             let code = match manager.server(name).map(|s| s.state()) {
                 Some(ServerState::Ready) => {
