@@ -88,6 +88,19 @@ def rows(doc):
         add(f"store, {n} messages: file size", "store", "db_mb", "MB", 0)
         add(f"store, {n} messages: search p50", "store", "search_p50_ms", "ms", 2)
         add(f"store, {n} messages: search p99", "store", "search_p99_ms", "ms", 2)
+    pg = doc["results"].get("store_postgres", {}).get("ours")
+    if pg and pg.get("messages"):
+        n = f"{pg['messages']:,}"
+        add(f"PostgreSQL store, {n} messages: insert per message (1 transaction each)",
+            "store_postgres", "insert_us_per_message", "µs", 0, ratio=False)
+        add(f"PostgreSQL store, {n} messages: search p50", "store_postgres", "search_p50_ms", "ms", 2,
+            ratio=False)
+        add(f"PostgreSQL store, {n} messages: search p99", "store_postgres", "search_p99_ms", "ms", 2,
+            ratio=False)
+    mig = doc["results"].get("sessiondb_migrate", {}).get("ours")
+    if mig and mig.get("messages"):
+        add(f"`hermes sessiondb migrate`, {mig['messages']:,} messages SQLite → PostgreSQL",
+            "sessiondb_migrate", "messages_per_s", "messages/s", 0, ratio=False)
     soak = doc["results"].get("soak", {})
     if soak:
         turns = soak.get("ours", {}).get("turns")
@@ -175,11 +188,17 @@ def targets(doc):
         ("gateway idle RSS after 1,000 routed sessions", "≤ 15 MB",
          _get(doc, "gateway", "ours", "idle_rss_mb"), "MB", 15),
     ]
+    pg = doc["results"].get("store_postgres", {}).get("ours", {})
+    if pg:
+        checks.append((f"PostgreSQL FTS p99 at {pg.get('messages', 0):,} messages",
+                       "≤ 20 ms at 1M messages", pg.get("search_p99_ms"), "ms", 20))
     out = []
     for what, target, value, unit, limit in checks:
         met = None if value is None else value <= limit
         if what.startswith("FTS") and store and store.get("messages", 0) < 1_000_000 and met:
             met = None  # a smaller store cannot show the 1M target
+        if what.startswith("PostgreSQL") and pg.get("messages", 0) < 1_000_000 and met:
+            met = None
         if what.startswith("gateway") and _get(doc, "gateway", "ours", "sessions") != 1000 and met:
             met = None  # fewer chats cannot show the 1,000-session target
         out.append({"what": what, "target": target, "value": value, "unit": unit, "met": met})

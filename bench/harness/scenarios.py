@@ -357,3 +357,31 @@ def local_repl_answer(hermes_bin, extra, env, cwd):
         return (seen - sent) * 1000
     finally:
         repl.close()
+
+
+def pg_migrate(hermes_bin, store_bin, dsn, work, messages):
+    """`hermes sessiondb migrate` speed: a state.db of `messages` messages (the store
+    benchmark's corpus, insert-only) copied into a fresh database of the server `dsn`
+    names, verified as the command verifies every copy. Returns messages/s over the
+    command's wall time."""
+    work.mkdir(parents=True, exist_ok=True)
+    db = work / "state.db"
+    store_run([str(store_bin), "--insert-only", "--db", str(db), "--messages", str(messages)])
+    target = f"bench_migrate_{os.getpid()}"
+    subprocess.run(["psql", dsn, "-q", "-c", f"CREATE DATABASE {target}"], check=True,
+                   capture_output=True)
+    to = dsn.rsplit("/", 1)[0] + "/" + target
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(home)}
+    try:
+        start = time.perf_counter()
+        done = subprocess.run([str(hermes_bin), "sessiondb", "migrate", "--from", f"sqlite://{db}",
+                               "--to", to], capture_output=True, text=True, env=env, timeout=7200)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            raise RuntimeError(f"migrate exited {done.returncode}: {done.stderr[-800:]}")
+    finally:
+        subprocess.run(["psql", dsn, "-q", "-c", f"DROP DATABASE IF EXISTS {target}"],
+                       capture_output=True)
+    return {"messages": messages, "wall_s": wall, "messages_per_s": messages / wall}

@@ -183,9 +183,12 @@ impl fmt::Display for GatewayStatus {
     }
 }
 
-/// The pairing overview of `home` now (for the status).
-pub fn pairing_overview(home: &HermesHome) -> Result<PairingOverview, crate::auth::PairingError> {
-    PairingStore::for_home(home.root()).overview(now_unix())
+/// The pairing overview of `home` on `store` now (for the status).
+pub fn pairing_overview(
+    home: &HermesHome,
+    store: &hermes_store::SessionStore,
+) -> Result<PairingOverview, crate::auth::PairingError> {
+    PairingStore::for_store(home.root(), store).overview(now_unix())
 }
 
 /// A platform's home channel (where cron deliveries go), set by `/sethome`.

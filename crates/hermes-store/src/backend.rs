@@ -15,6 +15,7 @@ use hermes_protocol::Message;
 
 use crate::claims::ClaimRecord;
 use crate::cron_runs::CronRun;
+use crate::documents::Document;
 use crate::error::StoreError;
 use crate::gateway::GatewayPeer;
 use crate::leases::{Lease, LeaseAttempt};
@@ -181,6 +182,16 @@ pub trait SessionBackend: Send + Sync {
     -> Result<bool, StoreError>;
     fn prune_claims(&self, before: f64) -> Result<usize, StoreError>;
 
+    // Shared documents (`documents.rs`): versioned texts every process reads and replaces.
+    fn document(&self, scope: &str, name: &str) -> Result<Option<Document>, StoreError>;
+    fn put_document(
+        &self,
+        scope: &str,
+        name: &str,
+        body: &str,
+        expected: Option<i64>,
+    ) -> Result<bool, StoreError>;
+
     // Health and maintenance (`hermes doctor`).
     fn stats(&self) -> Result<StoreStats, StoreError>;
     fn schema_version(&self) -> Result<i64, StoreError>;
@@ -267,6 +278,8 @@ impl SessionBackend for crate::store::SqliteStore {
         fn get_claim(&self, scope: &str, key: &str) -> Result<Option<ClaimRecord>, StoreError>;
         fn adopt_claim(&self, scope: &str, key: &str, from: &str, to: &str) -> Result<bool, StoreError>;
         fn prune_claims(&self, before: f64) -> Result<usize, StoreError>;
+        fn document(&self, scope: &str, name: &str) -> Result<Option<Document>, StoreError>;
+        fn put_document(&self, scope: &str, name: &str, body: &str, expected: Option<i64>) -> Result<bool, StoreError>;
         fn stats(&self) -> Result<StoreStats, StoreError>;
         fn schema_version(&self) -> Result<i64, StoreError>;
         fn schema_check(&self) -> Result<SchemaReport, StoreError>;

@@ -153,6 +153,7 @@ impl SqliteStore {
         store.migrate(path)?;
         crate::leases::create_table(&store)?;
         crate::claims::create_table(&store)?;
+        crate::documents::create_table(&store)?;
         Ok(store)
     }
 

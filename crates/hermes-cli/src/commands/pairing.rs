@@ -78,7 +78,8 @@ fn sync_allowlist(
 /// Runs `hermes pairing …`.
 pub fn run(profile: Option<&str>, action: &PairingCmd) -> Result<i32> {
     let app = App::load(profile)?;
-    let store = PairingStore::for_home(app.home.root());
+    let shared = app.open_store()?;
+    let store = PairingStore::for_store(app.home.root(), &shared);
     store.migrate()?;
     let now = now_unix();
     match action {

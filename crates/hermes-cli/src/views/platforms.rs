@@ -28,7 +28,7 @@ pub fn status_text(
     let (gateway, warnings) = GatewayConfig::from_config(config, env, profile)
         .map_err(|e| anyhow!("{}: {e}", home.config_file().display()))?;
     let routed = store.count_session_keys()?;
-    let pairing = pairing_overview(home)?;
+    let pairing = pairing_overview(home, store)?;
     let mut status = GatewayStatus::collect(&gateway, env, &pairing, routed);
     status.cron_scheduler = hermes_cron::CronSettings::scheduler_enabled(config.cron.as_ref())
         .map_err(|e| anyhow!("{}: {e}", home.config_file().display()))?;

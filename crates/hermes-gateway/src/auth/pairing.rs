@@ -138,6 +138,9 @@ pub enum PairingError {
         /// The rate-limit file holding the lockout.
         file: String,
     },
+    /// The shared pairing document in the session store could not be read or replaced.
+    #[error("shared pairing state: {0}")]
+    Shared(String),
 }
 
 /// Pending codes and approved users of every platform (for `hermes pairing list` and
@@ -156,6 +159,82 @@ pub struct PairingStore {
     dir: PathBuf,
     /// The other pairing directory of the home (Python merges its files into the active one).
     alternate: Option<PathBuf>,
+    /// Gateway replicas on PostgreSQL keep the state in the store instead of the files (see
+    /// [`PairingStore::in_store`]).
+    shared: Option<hermes_store::SessionStore>,
+}
+
+/// The shared document holding the pairing state when it lives in the store: scope and name.
+pub const PAIRING_DOCUMENT: (&str, &str) = ("pairing", "state");
+
+/// How many times a change is re-applied when other processes keep changing the shared
+/// document first.
+const DOCUMENT_RETRIES: usize = 64;
+
+/// The pairing files as one call reads and changes them: the files in the directory (under
+/// the lock), or the file contents held in the store's shared document.
+enum Workspace<'a> {
+    Dir(&'a Path),
+    Document {
+        files: std::collections::BTreeMap<String, Obj>,
+        changed: bool,
+    },
+}
+
+impl Workspace<'_> {
+    fn load(&self, name: &str, kind: Kind) -> Result<Obj, PairingError> {
+        match self {
+            Workspace::Dir(dir) => files::load(&dir.join(name), kind),
+            Workspace::Document { files, .. } => Ok(files.get(name).cloned().unwrap_or_default()),
+        }
+    }
+
+    fn save(&mut self, name: &str, obj: &Obj) -> Result<(), PairingError> {
+        match self {
+            Workspace::Dir(dir) => files::save(dir, &dir.join(name), obj),
+            Workspace::Document { files, changed } => {
+                files.insert(name.to_string(), obj.clone());
+                *changed = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Platforms with a file named `<platform><suffix>`, sorted.
+    fn platforms(&self, suffix: &str) -> Result<Vec<String>, PairingError> {
+        let names: Vec<String> = match self {
+            Workspace::Dir(dir) => match std::fs::read_dir(dir) {
+                Ok(e) => e
+                    .filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(source) => {
+                    return Err(PairingError::Io {
+                        path: dir.to_path_buf(),
+                        source,
+                    });
+                }
+            },
+            Workspace::Document { files, .. } => files.keys().cloned().collect(),
+        };
+        let mut out: Vec<String> = names
+            .iter()
+            .filter_map(|name| name.strip_suffix(suffix).map(String::from))
+            .filter(|p| check_platform(p).is_ok())
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+fn pending_name(platform: &str) -> String {
+    format!("{platform}-pending.json")
+}
+
+fn approved_name(platform: &str) -> String {
+    format!("{platform}-approved.json")
 }
 
 fn check_platform(platform: &str) -> Result<(), PairingError> {
@@ -239,6 +318,7 @@ impl PairingStore {
         PairingStore {
             dir: dir.into(),
             alternate: None,
+            shared: None,
         }
     }
 
@@ -255,7 +335,108 @@ impl PairingStore {
         PairingStore {
             dir,
             alternate: Some(alternate),
+            shared: None,
         }
+    }
+
+    /// The store of a hermes home whose gateway replicas share `store` (PostgreSQL): the
+    /// pending codes, approved users and rate limits are one shared document in it
+    /// ([`PAIRING_DOCUMENT`], the files' contents by file name), replaced by compare-and-swap
+    /// so replicas and `hermes pairing` never lose each other's change. The first use
+    /// copies the home's pairing files in (they are left as they are, for Python Hermes).
+    pub fn in_store(root: &Path, store: hermes_store::SessionStore) -> PairingStore {
+        PairingStore {
+            shared: Some(store),
+            ..PairingStore::for_home(root)
+        }
+    }
+
+    /// The pairing state of a home on `store`: in the store when it is PostgreSQL (gateway
+    /// replicas share it: [`PairingStore::in_store`]), else the home's files
+    /// ([`PairingStore::for_home`], shared with Python Hermes).
+    pub fn for_store(root: &Path, store: &hermes_store::SessionStore) -> PairingStore {
+        if store.provider() == hermes_store::Provider::Postgresql {
+            PairingStore::in_store(root, store.clone())
+        } else {
+            PairingStore::for_home(root)
+        }
+    }
+
+    /// Where the state is, for messages: the directory, or the store's location.
+    pub fn location(&self) -> String {
+        match &self.shared {
+            Some(store) => format!("the shared pairing document in {}", store.location()),
+            None => self.dir.display().to_string(),
+        }
+    }
+
+    /// Runs `change` on the pairing state: the files under the directory's lock, or the
+    /// shared document, re-run from a fresh read when another process replaced it first.
+    fn with<R>(
+        &self,
+        mut change: impl FnMut(&mut Workspace<'_>) -> Result<R, PairingError>,
+    ) -> Result<R, PairingError> {
+        let Some(store) = &self.shared else {
+            let _lock = self.lock()?;
+            return change(&mut Workspace::Dir(&self.dir));
+        };
+        let (scope, name) = PAIRING_DOCUMENT;
+        let shared_err = |e: hermes_store::StoreError| PairingError::Shared(e.to_string());
+        for _ in 0..DOCUMENT_RETRIES {
+            let current = store.document(scope, name).map_err(shared_err)?;
+            let files = match &current {
+                Some(doc) => serde_json::from_str(&doc.body).map_err(|e| {
+                    PairingError::Shared(format!("the shared pairing document is not JSON: {e}"))
+                })?,
+                None => self.files_to_import()?,
+            };
+            let mut ws = Workspace::Document {
+                files,
+                changed: current.is_none(),
+            };
+            let out = change(&mut ws)?;
+            let Workspace::Document { files, changed } = ws else {
+                return Ok(out);
+            };
+            if !changed {
+                return Ok(out);
+            }
+            let body =
+                serde_json::to_string(&files).map_err(|e| PairingError::Shared(e.to_string()))?;
+            if store
+                .put_document(scope, name, &body, current.map(|d| d.version))
+                .map_err(shared_err)?
+            {
+                return Ok(out);
+            }
+        }
+        Err(PairingError::Shared(format!(
+            "the shared pairing document kept changing ({DOCUMENT_RETRIES} tries); try again"
+        )))
+    }
+
+    /// The home's pairing files, by file name (what the shared document starts from).
+    fn files_to_import(&self) -> Result<std::collections::BTreeMap<String, Obj>, PairingError> {
+        let _lock = self.lock()?;
+        let dir = Workspace::Dir(&self.dir);
+        let mut out = std::collections::BTreeMap::new();
+        for p in dir.platforms("-pending.json")? {
+            out.insert(
+                pending_name(&p),
+                dir.load(&pending_name(&p), Kind::Pending)?,
+            );
+        }
+        for p in dir.platforms("-approved.json")? {
+            out.insert(
+                approved_name(&p),
+                dir.load(&approved_name(&p), Kind::Approved)?,
+            );
+        }
+        out.insert(
+            RATE_LIMITS.to_string(),
+            dir.load(RATE_LIMITS, Kind::Limits)?,
+        );
+        Ok(out)
     }
 
     /// The pairing directory of a hermes home, chosen as Python Hermes 0.19.0 chooses it
@@ -280,25 +461,17 @@ impl PairingStore {
         &self.dir
     }
 
-    fn pending_path(&self, platform: &str) -> PathBuf {
-        self.dir.join(format!("{platform}-pending.json"))
-    }
-
-    fn approved_path(&self, platform: &str) -> PathBuf {
-        self.dir.join(format!("{platform}-approved.json"))
-    }
-
-    fn limits_path(&self) -> PathBuf {
+    /// The rate-limit file's path, for messages.
+    pub fn rate_limits_file(&self) -> PathBuf {
         self.dir.join(RATE_LIMITS)
     }
 
-    /// The rate-limit file's path, for messages.
-    pub fn rate_limits_file(&self) -> PathBuf {
-        self.limits_path()
-    }
-
-    fn save(&self, path: &Path, obj: &Obj) -> Result<(), PairingError> {
-        files::save(&self.dir, path, obj)
+    /// Where a lockout is recorded, for the lockout message.
+    fn limits_location(&self) -> String {
+        match &self.shared {
+            Some(_) => format!("{RATE_LIMITS} in {}", self.location()),
+            None => self.rate_limits_file().display().to_string(),
+        }
     }
 
     /// Takes the exclusive cross-process lock on `<dir>/.pairing.lock` (creating the
@@ -322,6 +495,9 @@ impl PairingStore {
     /// stores only) and rewrites files of earlier hermes releases in Python's format. The
     /// gateway calls it at start, `hermes pairing` before each command.
     pub fn migrate(&self) -> Result<(), PairingError> {
+        if self.shared.is_some() {
+            return Ok(());
+        }
         let _lock = self.lock()?;
         if let Some(alt) = &self.alternate {
             files::merge_alternate(&self.dir, alt)?;
@@ -329,23 +505,26 @@ impl PairingStore {
         Ok(())
     }
 
-    /// The pending entries of `platform` with the expired ones (Python's rule) dropped from
-    /// the file. Call under the lock.
-    fn cleanup_expired(&self, platform: &str, now: u64) -> Result<Obj, PairingError> {
-        let path = self.pending_path(platform);
-        let mut pending = files::load(&path, Kind::Pending)?;
+    /// The pending entries of `platform` with the expired ones (Python's rule) dropped.
+    fn cleanup_expired(
+        ws: &mut Workspace<'_>,
+        platform: &str,
+        now: u64,
+    ) -> Result<Obj, PairingError> {
+        let name = pending_name(platform);
+        let mut pending = ws.load(&name, Kind::Pending)?;
         let before = pending.len();
         pending.retain(|_, e| !expired(e, now));
         if pending.len() != before {
-            self.save(&path, &pending)?;
+            ws.save(&name, &pending)?;
         }
         Ok(pending)
     }
 
     /// Records a code request of `user_id` at `now` (and drops request times older than the
-    /// window). Call under the lock.
+    /// window).
     fn record_request(
-        &self,
+        ws: &mut Workspace<'_>,
         limits: &mut Obj,
         platform: &str,
         user_id: &str,
@@ -356,7 +535,7 @@ impl PairingStore {
                 || files::num(Some(v)).is_none_or(|t| (now as f64) - t < USER_RATE_LIMIT_S as f64)
         });
         limits.insert(format!("{platform}:{user_id}"), json!(now as f64));
-        self.save(&self.limits_path(), limits)
+        ws.save(RATE_LIMITS, limits)
     }
 
     /// An unknown user's DM asks for a code at unix time `now`, by Python's rules (module
@@ -370,41 +549,47 @@ impl PairingStore {
     ) -> Result<CodeRequest, PairingError> {
         check_platform(platform)?;
         let user_id = user_id.trim();
-        let _lock = self.lock()?;
-        let mut pending = self.cleanup_expired(platform, now)?;
-        let mut limits = files::load(&self.limits_path(), Kind::Limits)?;
-        if files::num(limits.get(&format!("{platform}:{user_id}")))
-            .is_some_and(|t| (now as f64) - t < USER_RATE_LIMIT_S as f64)
-        {
-            return Ok(CodeRequest::RateLimited);
-        }
-        if locked_until(&limits, platform, now).is_some() {
-            self.record_request(&mut limits, platform, user_id, now)?;
-            return Ok(CodeRequest::LockedOut);
-        }
-        if pending.len() >= MAX_PENDING_PER_PLATFORM {
-            self.record_request(&mut limits, platform, user_id, now)?;
-            return Ok(CodeRequest::TooManyPending);
-        }
-        let code = new_code();
-        let mut entry_id = files::random_hex(8);
-        while pending.contains_key(&entry_id) {
-            entry_id = files::random_hex(8);
-        }
-        pending.insert(
-            entry_id,
-            files::pending_entry(&code, user_id, user_name, now as f64),
-        );
-        self.save(&self.pending_path(platform), &pending)?;
-        self.record_request(&mut limits, platform, user_id, now)?;
-        Ok(CodeRequest::Issued(code))
+        self.with(|ws| {
+            let mut pending = Self::cleanup_expired(ws, platform, now)?;
+            let mut limits = ws.load(RATE_LIMITS, Kind::Limits)?;
+            if files::num(limits.get(&format!("{platform}:{user_id}")))
+                .is_some_and(|t| (now as f64) - t < USER_RATE_LIMIT_S as f64)
+            {
+                return Ok(CodeRequest::RateLimited);
+            }
+            if locked_until(&limits, platform, now).is_some() {
+                Self::record_request(ws, &mut limits, platform, user_id, now)?;
+                return Ok(CodeRequest::LockedOut);
+            }
+            if pending.len() >= MAX_PENDING_PER_PLATFORM {
+                Self::record_request(ws, &mut limits, platform, user_id, now)?;
+                return Ok(CodeRequest::TooManyPending);
+            }
+            let code = new_code();
+            let mut entry_id = files::random_hex(8);
+            while pending.contains_key(&entry_id) {
+                entry_id = files::random_hex(8);
+            }
+            pending.insert(
+                entry_id,
+                files::pending_entry(&code, user_id, user_name, now as f64),
+            );
+            ws.save(&pending_name(platform), &pending)?;
+            Self::record_request(ws, &mut limits, platform, user_id, now)?;
+            Ok(CodeRequest::Issued(code))
+        })
     }
 
     /// Whether `user_id` was approved on `platform`.
     pub fn is_approved(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
-        let approved = files::load(&self.approved_path(platform), Kind::Approved)?;
-        Ok(approved.contains_key(user_id.trim()))
+        let name = approved_name(platform);
+        if self.shared.is_none() {
+            // A read: the atomically replaced file needs no lock.
+            let approved = files::load(&self.dir.join(&name), Kind::Approved)?;
+            return Ok(approved.contains_key(user_id.trim()));
+        }
+        self.with(|ws| Ok(ws.load(&name, Kind::Approved)?.contains_key(user_id.trim())))
     }
 
     /// Approves the user holding `code` (case-insensitive) on `platform`. A wrong code counts
@@ -416,127 +601,116 @@ impl PairingStore {
         now: u64,
     ) -> Result<ApprovedUser, PairingError> {
         check_platform(platform)?;
-        let _lock = self.lock()?;
-        let mut pending = self.cleanup_expired(platform, now)?;
         let code = code.trim().to_ascii_uppercase();
-        let mut limits = files::load(&self.limits_path(), Kind::Limits)?;
-        if let Some(until) = locked_until(&limits, platform, now) {
-            return Err(PairingError::LockedOut {
-                platform: platform.to_string(),
-                minutes: ((until - now as f64).max(0.0) as u64).div_ceil(60),
-                file: self.limits_path().display().to_string(),
-            });
-        }
-        let found = pending
-            .iter()
-            .find(|(_, e)| files::entry_matches(e, &code))
-            .map(|(k, _)| k.clone());
-        let Some(entry_id) = found else {
-            let key = format!("_failures:{platform}");
-            let failed = files::num(limits.get(&key)).unwrap_or(0.0) as u32 + 1;
-            if failed >= MAX_FAILED_APPROVALS {
-                limits.insert(
-                    format!("_lockout:{platform}"),
-                    json!((now + LOCKOUT_S) as f64),
-                );
-                limits.insert(key, json!(0));
-            } else {
-                limits.insert(key, json!(failed));
+        // A wrong code is recorded (the failure count) and then reported.
+        let outcome = self.with(|ws| {
+            let mut pending = Self::cleanup_expired(ws, platform, now)?;
+            let mut limits = ws.load(RATE_LIMITS, Kind::Limits)?;
+            if let Some(until) = locked_until(&limits, platform, now) {
+                return Err(PairingError::LockedOut {
+                    platform: platform.to_string(),
+                    minutes: ((until - now as f64).max(0.0) as u64).div_ceil(60),
+                    file: self.limits_location(),
+                });
             }
-            self.save(&self.limits_path(), &limits)?;
-            return Err(PairingError::UnknownCode {
-                platform: platform.to_string(),
-                code,
-            });
-        };
-        let entry = pending.remove(&entry_id).unwrap_or(Value::Null);
-        self.save(&self.pending_path(platform), &pending)?;
-        let asked = pending_of(&entry_id, &entry);
-        let path = self.approved_path(platform);
-        let mut approved = files::load(&path, Kind::Approved)?;
-        let user_id = asked.user_id.trim().to_string();
-        approved.insert(
-            user_id.clone(),
-            json!({
-                "user_name": asked.user_name.clone().unwrap_or_default(),
-                "approved_at": now as f64,
-            }),
-        );
-        self.save(&path, &approved)?;
-        Ok(ApprovedUser {
-            user_id,
-            user_name: asked.user_name,
-            approved_at: now,
+            let found = pending
+                .iter()
+                .find(|(_, e)| files::entry_matches(e, &code))
+                .map(|(k, _)| k.clone());
+            let Some(entry_id) = found else {
+                let key = format!("_failures:{platform}");
+                let failed = files::num(limits.get(&key)).unwrap_or(0.0) as u32 + 1;
+                if failed >= MAX_FAILED_APPROVALS {
+                    limits.insert(
+                        format!("_lockout:{platform}"),
+                        json!((now + LOCKOUT_S) as f64),
+                    );
+                    limits.insert(key, json!(0));
+                } else {
+                    limits.insert(key, json!(failed));
+                }
+                ws.save(RATE_LIMITS, &limits)?;
+                return Ok(None);
+            };
+            let entry = pending.remove(&entry_id).unwrap_or(Value::Null);
+            ws.save(&pending_name(platform), &pending)?;
+            let asked = pending_of(&entry_id, &entry);
+            let name = approved_name(platform);
+            let mut approved = ws.load(&name, Kind::Approved)?;
+            let user_id = asked.user_id.trim().to_string();
+            approved.insert(
+                user_id.clone(),
+                json!({
+                    "user_name": asked.user_name.clone().unwrap_or_default(),
+                    "approved_at": now as f64,
+                }),
+            );
+            ws.save(&name, &approved)?;
+            Ok(Some(ApprovedUser {
+                user_id,
+                user_name: asked.user_name,
+                approved_at: now,
+            }))
+        })?;
+        outcome.ok_or(PairingError::UnknownCode {
+            platform: platform.to_string(),
+            code,
         })
     }
 
     /// Removes an approved user; returns whether they were approved.
     pub fn revoke(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
-        let _lock = self.lock()?;
-        let path = self.approved_path(platform);
-        let mut approved = files::load(&path, Kind::Approved)?;
-        if approved.remove(user_id.trim()).is_none() {
-            return Ok(false);
-        }
-        self.save(&path, &approved)?;
-        Ok(true)
+        let name = approved_name(platform);
+        self.with(|ws| {
+            let mut approved = ws.load(&name, Kind::Approved)?;
+            if approved.remove(user_id.trim()).is_none() {
+                return Ok(false);
+            }
+            ws.save(&name, &approved)?;
+            Ok(true)
+        })
     }
 
     /// Drops every pending code of every platform (Python's `clear-pending`); returns how
     /// many there were.
     pub fn clear_pending(&self) -> Result<usize, PairingError> {
-        let _lock = self.lock()?;
-        let mut count = 0;
-        for p in self.platforms("-pending.json")? {
-            let path = self.pending_path(&p);
-            count += files::load(&path, Kind::Pending)?.len();
-            self.save(&path, &Obj::new())?;
-        }
-        Ok(count)
-    }
-
-    /// Platforms with a file ending in `suffix`, sorted.
-    fn platforms(&self, suffix: &str) -> Result<Vec<String>, PairingError> {
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(source) => {
-                return Err(PairingError::Io {
-                    path: self.dir.clone(),
-                    source,
-                });
+        self.with(|ws| {
+            let mut count = 0;
+            for p in ws.platforms("-pending.json")? {
+                let name = pending_name(&p);
+                count += ws.load(&name, Kind::Pending)?.len();
+                ws.save(&name, &Obj::new())?;
             }
-        };
-        let mut out: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|name| name.strip_suffix(suffix).map(String::from))
-            .filter(|p| check_platform(p).is_ok())
-            .collect();
-        out.sort();
-        out.dedup();
-        Ok(out)
+            Ok(count)
+        })
     }
 
     /// Pending (unexpired) codes and approved users of every platform, sorted by platform.
     pub fn overview(&self, now: u64) -> Result<PairingOverview, PairingError> {
-        let mut out = PairingOverview::default();
-        let mut platforms = self.platforms("-pending.json")?;
-        platforms.extend(self.platforms("-approved.json")?);
-        platforms.sort();
-        platforms.dedup();
-        for p in platforms {
-            let pending = files::load(&self.pending_path(&p), Kind::Pending)?;
-            for (id, e) in pending.iter().filter(|(_, e)| !expired(e, now)) {
-                out.pending.push((p.clone(), pending_of(id, e)));
+        let read = |ws: &Workspace<'_>| {
+            let mut out = PairingOverview::default();
+            let mut platforms = ws.platforms("-pending.json")?;
+            platforms.extend(ws.platforms("-approved.json")?);
+            platforms.sort();
+            platforms.dedup();
+            for p in platforms {
+                let pending = ws.load(&pending_name(&p), Kind::Pending)?;
+                for (id, e) in pending.iter().filter(|(_, e)| !expired(e, now)) {
+                    out.pending.push((p.clone(), pending_of(id, e)));
+                }
+                let approved = ws.load(&approved_name(&p), Kind::Approved)?;
+                for (id, e) in &approved {
+                    out.approved.push((p.clone(), approved_of(id, e)));
+                }
             }
-            let approved = files::load(&self.approved_path(&p), Kind::Approved)?;
-            for (id, e) in &approved {
-                out.approved.push((p.clone(), approved_of(id, e)));
-            }
+            Ok(out)
+        };
+        if self.shared.is_none() {
+            // A read: the atomically replaced files need no lock.
+            return read(&Workspace::Dir(&self.dir));
         }
-        Ok(out)
+        self.with(|ws| read(ws))
     }
 }
 

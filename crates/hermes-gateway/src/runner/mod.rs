@@ -119,8 +119,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 impl Gateway {
     /// A gateway serving `adapters` (one per platform name) with agents from `factory`.
-    /// Pairing state lives where Python Hermes keeps it ([`PairingStore::for_home`]); files of
-    /// earlier hermes releases are brought into its format here.
+    /// Pairing state lives where Python Hermes keeps it ([`PairingStore::for_home`]), or in
+    /// the store for replicas on PostgreSQL ([`PairingStore::for_store`]); files of earlier
+    /// hermes releases are brought into Python's format here.
     pub fn new(
         config: GatewayConfig,
         adapters: Vec<Arc<dyn PlatformAdapter>>,
@@ -128,7 +129,7 @@ impl Gateway {
         store: Arc<SessionStore>,
         home: HermesHome,
     ) -> Gateway {
-        let pairing = PairingStore::for_home(home.root());
+        let pairing = PairingStore::for_store(home.root(), &store);
         if let Err(e) = pairing.migrate() {
             tracing::warn!(error = %e, "could not migrate the pairing files");
         }

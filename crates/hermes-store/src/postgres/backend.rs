@@ -11,6 +11,7 @@ use super::messages::OwnedUsage;
 use crate::backend::{Provider, SessionBackend};
 use crate::claims::ClaimRecord;
 use crate::cron_runs::CronRun;
+use crate::documents::Document;
 use crate::error::StoreError;
 use crate::leases::{Lease, LeaseAttempt};
 use crate::maintenance::{SchemaReport, SearchIndexReport};
@@ -383,6 +384,22 @@ impl SessionBackend for PgStore {
 
     fn prune_claims(&self, before: f64) -> Result<usize, StoreError> {
         self.run(move |db| async move { db.prune_claims(before).await })
+    }
+
+    fn document(&self, scope: &str, name: &str) -> Result<Option<Document>, StoreError> {
+        let (scope, name) = (scope.to_string(), name.to_string());
+        self.run(move |db| async move { db.document(&scope, &name).await })
+    }
+
+    fn put_document(
+        &self,
+        scope: &str,
+        name: &str,
+        body: &str,
+        expected: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let (scope, name, body) = (scope.to_string(), name.to_string(), body.to_string());
+        self.run(move |db| async move { db.put_document(&scope, &name, &body, expected).await })
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {

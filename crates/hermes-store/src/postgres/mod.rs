@@ -32,6 +32,7 @@ mod cells;
 mod claims;
 mod config;
 mod db;
+mod documents;
 mod import;
 mod messages;
 mod misc;

@@ -19,7 +19,7 @@ use crate::error::StoreError;
 use super::db::{Db, read};
 
 /// The newest PostgreSQL schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 2;
+pub const PG_SCHEMA_VERSION: i64 = 3;
 
 /// The text both search indexes cover for message row `m` (Python's FTS triggers'
 /// `content || ' ' || tool_name || ' ' || tool_calls`), as SQL over the bare columns.
@@ -288,6 +288,18 @@ CREATE TABLE hermes_claims (
 CREATE INDEX hermes_claims_open ON hermes_claims (scope, done_at, claimed_at);
 "#;
 
+/// Version 3: shared documents (`documents.rs`: the pairing state of gateway replicas).
+const V3: &str = r#"
+CREATE TABLE hermes_documents (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (scope, name)
+);
+"#;
+
 /// The migrations, oldest first: entry `i` brings the schema from version `i` to `i + 1`.
 pub(crate) fn migrations() -> Vec<String> {
     let punctuation = punctuation();
@@ -298,6 +310,7 @@ pub(crate) fn migrations() -> Vec<String> {
             .replace("{PUNCTUATION}", &punctuation.replace('\'', "''"))
             .replace("{SPACES}", &spaces),
         V2.to_string(),
+        V3.to_string(),
     ]
 }
 

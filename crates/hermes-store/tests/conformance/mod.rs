@@ -91,6 +91,8 @@ macro_rules! conformance_tests {
             replicas::an_orphaned_claim_is_adopted_once_and_old_done_claims_are_pruned,
             replicas::named_leases_are_listed_by_prefix,
             replicas::a_taken_over_holder_cannot_write_into_the_session,
+            replicas::documents_are_replaced_only_from_the_version_read,
+            replicas::concurrent_document_updates_all_land,
             search::cjk_substring_is_found_through_the_trigram_index,
             search::cjk_query_keeps_not_and_or_meaning,
             search::tool_names_and_arguments_are_searchable,

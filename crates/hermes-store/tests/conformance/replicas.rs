@@ -255,3 +255,72 @@ pub fn a_taken_over_holder_cannot_write_into_the_session(db: &Db) {
     assert!(s.get_session("leader:slack").unwrap().is_none());
     let _ = leader;
 }
+
+/// Shared documents: created once, replaced only from the version read (a writer that lost
+/// the race is told, not silently overwritten), seen by every handle.
+pub fn documents_are_replaced_only_from_the_version_read(db: &Db) {
+    let a = db.open();
+    let b = db.open();
+    assert_eq!(a.document("pairing", "state").unwrap(), None);
+    assert!(
+        a.put_document("pairing", "state", "{\"v\":1}", None)
+            .unwrap()
+    );
+    assert!(
+        !b.put_document("pairing", "state", "{\"v\":\"b\"}", None)
+            .unwrap(),
+        "exists"
+    );
+    let seen = b.document("pairing", "state").unwrap().unwrap();
+    assert_eq!((seen.body.as_str(), seen.version), ("{\"v\":1}", 1));
+    assert!(
+        b.put_document("pairing", "state", "{\"v\":2}", Some(1))
+            .unwrap()
+    );
+    assert!(
+        !a.put_document("pairing", "state", "{\"v\":\"stale\"}", Some(1))
+            .unwrap()
+    );
+    let now = a.document("pairing", "state").unwrap().unwrap();
+    assert_eq!((now.body.as_str(), now.version), ("{\"v\":2}", 2));
+    // Scopes and names are separate documents.
+    assert_eq!(a.document("pairing", "other").unwrap(), None);
+    assert_eq!(a.document("other", "state").unwrap(), None);
+}
+
+/// Eight handles each add themselves to one document with read, change, compare-and-replace
+/// (retrying when they lose the race): every addition lands.
+pub fn concurrent_document_updates_all_land(db: &Db) {
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let (barrier, store) = (barrier.clone(), db.open());
+            std::thread::spawn(move || {
+                barrier.wait();
+                loop {
+                    let current = store.document("t", "list").unwrap();
+                    let mut items: Vec<String> = current
+                        .as_ref()
+                        .map(|d| serde_json::from_str(&d.body).unwrap())
+                        .unwrap_or_default();
+                    items.push(format!("h{i}"));
+                    let body = serde_json::to_string(&items).unwrap();
+                    if store
+                        .put_document("t", "list", &body, current.map(|d| d.version))
+                        .unwrap()
+                    {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let doc = db.open().document("t", "list").unwrap().unwrap();
+    let mut items: Vec<String> = serde_json::from_str(&doc.body).unwrap();
+    items.sort();
+    assert_eq!(items, (0..8).map(|i| format!("h{i}")).collect::<Vec<_>>());
+    assert_eq!(doc.version, 8);
+}

@@ -264,3 +264,72 @@ fn allowlists_follow_pythons_sync_rules() {
     assert_eq!(allowlist_without("9", "9").as_deref(), Some(""));
     assert_eq!(allowlist_without("1", "9"), None);
 }
+
+/// Replicas on one store (issue 21 item 4): the pairing state is a shared document of the
+/// store. It starts from the home's files (a home switching to PostgreSQL keeps its paired
+/// users; the files are left for Python Hermes), a code issued through one handle is approved
+/// through another, and codes asked for at once on several handles all land.
+#[test]
+fn the_pairing_state_in_the_store_is_shared_by_every_handle() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    let files = PairingStore::for_home(root);
+    let code = issued(
+        files
+            .request_code("telegram", "111", Some("ann"), 1_000)
+            .unwrap(),
+    );
+    files.approve("telegram", &code, 1_010).unwrap();
+    let before = std::fs::read_to_string(files.dir().join("telegram-approved.json")).unwrap();
+
+    let db = root.join("shared.db");
+    let open = || hermes_store::SessionStore::open(&db).unwrap();
+    let a = PairingStore::in_store(root, open());
+    let b = PairingStore::in_store(root, open());
+    assert!(
+        a.is_approved("telegram", "111").unwrap(),
+        "imported from the files"
+    );
+    assert!(a.location().contains("shared pairing document"));
+
+    let code = issued(
+        a.request_code("telegram", "222", Some("bob"), 2_000)
+            .unwrap(),
+    );
+    assert_eq!(b.overview(2_001).unwrap().pending.len(), 1);
+    b.approve("telegram", &code, 2_002).unwrap();
+    assert!(a.is_approved("telegram", "222").unwrap());
+    assert!(
+        !files.is_approved("telegram", "222").unwrap(),
+        "the files are not written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.dir().join("telegram-approved.json")).unwrap(),
+        before
+    );
+
+    // Three users ask at once on three handles: three codes pending, none lost.
+    let threads: Vec<_> = ["301", "302", "303"]
+        .into_iter()
+        .map(|user| {
+            let store = PairingStore::in_store(root, open());
+            std::thread::spawn(move || {
+                issued(store.request_code("discord", user, None, 3_000).unwrap())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let pending: Vec<String> = a
+        .overview(3_001)
+        .unwrap()
+        .pending
+        .into_iter()
+        .filter(|(p, _)| p == "discord")
+        .map(|(_, c)| c.user_id)
+        .collect();
+    assert_eq!(pending.len(), 3, "{pending:?}");
+    assert!(a.revoke("telegram", "111").unwrap());
+    assert!(!b.is_approved("telegram", "111").unwrap());
+}
