@@ -51,8 +51,12 @@ async fn repl_streams_completes_interrupts_a_tool_and_exits_on_ctrl_d() {
         // A tool call that runs until interrupted.
         t.send("run the slow command\r");
         wait_until("the tool to start", || flag.exists());
+        // A line typed while the tool runs is not sent once Ctrl-C stops the turn.
+        t.send("typed ahead\r");
+        std::thread::sleep(std::time::Duration::from_millis(300));
         t.send("\x03");
         t.wait_for("interrupted");
+        t.wait_for("1 message(s) typed during the turn not sent");
         t.wait_for_prompt_number(3);
 
         // Ctrl-D on the empty prompt leaves with status 0.
@@ -68,6 +72,13 @@ async fn repl_streams_completes_interrupts_a_tool_and_exits_on_ctrl_d() {
     assert!(history.contains("run the slow command"), "{history}");
     // The interrupted tool call still has a result in the stored history (no orphan call).
     hermes_testkit::assert_request_invariants(&env.mock.requests());
+    assert!(
+        env.mock
+            .requests()
+            .iter()
+            .all(|r| last_user_text(r) != "typed ahead"),
+        "a line typed before the interrupt was sent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

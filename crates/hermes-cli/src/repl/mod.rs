@@ -463,13 +463,26 @@ impl Repl {
     /// Lines typed meanwhile are queued in `self.queued`, not echoed.
     async fn wait_for_turn(&mut self) -> bool {
         let mut typed = crate::repl::typeahead::TypeAhead::start();
-        let alive = self.show_turn(&mut typed).await;
-        self.queued.extend(typed.finish());
-        alive
+        let outcome = self.show_turn(&mut typed).await;
+        let lines = typed.finish();
+        // A turn stopped with Ctrl-C does not go on to what was typed meanwhile.
+        if outcome == Some(hermes_protocol::TurnOutcome::Interrupted) && !lines.is_empty() {
+            errln!(
+                "{} message(s) typed during the turn not sent (it was interrupted)",
+                lines.len()
+            );
+        } else {
+            self.queued.extend(lines);
+        }
+        outcome.is_some()
     }
 
-    /// The event loop of [`Self::wait_for_turn`].
-    async fn show_turn(&mut self, typed: &mut crate::repl::typeahead::TypeAhead) -> bool {
+    /// The event loop of [`Self::wait_for_turn`]: the turn's outcome, `None` when the agent
+    /// task is gone.
+    async fn show_turn(
+        &mut self,
+        typed: &mut crate::repl::typeahead::TypeAhead,
+    ) -> Option<hermes_protocol::TurnOutcome> {
         let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let renderer = &mut self.renderer;
@@ -488,13 +501,12 @@ impl Repl {
                 }
                 event = handle.next_event() => match event {
                     Some(ev) => {
-                        let done = matches!(ev, AgentEvent::TurnFinished { .. });
                         renderer.handle(&ev);
-                        if done {
-                            return true;
+                        if let AgentEvent::TurnFinished { outcome, .. } = ev {
+                            return Some(outcome);
                         }
                     }
-                    None => return false,
+                    None => return None,
                 },
                 Some((request, answer)) = questions.elicitations.recv() => {
                     renderer.pause_live();

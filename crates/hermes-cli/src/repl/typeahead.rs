@@ -48,6 +48,8 @@ fn silence() {
     quiet
         .local_modes
         .remove(LocalModes::ECHO | LocalModes::ECHONL);
+    // Ctrl-C interrupts the turn but keeps the line being typed (the kernel would flush it).
+    quiet.local_modes.insert(LocalModes::NOFLSH);
     if tcsetattr(&stdin, OptionalActions::Now, &quiet).is_ok() {
         *saved = Some(current);
     }
