@@ -142,6 +142,58 @@ fn upstream(dsn: &str) -> ((String, u16), String, String) {
     )
 }
 
+/// Two writers append to session `s` of `stores` until each wrote at least `min` messages
+/// and `enough()` holds (the fault injected often enough), at most `max` each; the
+/// acknowledged `(id, text)` pairs, sorted. A failed append fails the test.
+fn append_until(
+    stores: [SessionStore; 2],
+    min: usize,
+    max: usize,
+    enough: impl Fn() -> bool + Clone + Send + 'static,
+) -> Vec<(i64, String)> {
+    let writers: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(w, store)| {
+            let enough = enough.clone();
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while (i < min || !enough()) && i < max {
+                    let text = format!("writer {w} message {i}");
+                    let id = store
+                        .append_message("s", &Message::user(text.clone()), None)
+                        .unwrap_or_else(|e| panic!("{text}: {e}"));
+                    out.push((id, text));
+                    i += 1;
+                }
+                out
+            })
+        })
+        .collect();
+    let mut acknowledged: Vec<(i64, String)> = writers
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    acknowledged.sort();
+    acknowledged
+}
+
+/// Every acknowledged message of session `s` is stored once, and nothing else is.
+fn assert_stored_as_acknowledged(store: &SessionStore, acknowledged: &[(i64, String)]) {
+    let stored: Vec<(i64, String)> = store
+        .load_messages("s")
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m.message.text()))
+        .collect();
+    assert_eq!(stored, acknowledged, "stored = acknowledged, each once");
+    assert_eq!(
+        store.get_session("s").unwrap().unwrap().message_count,
+        acknowledged.len() as u64
+    );
+}
+
 /// Connections are cut every few dozen milliseconds — before, during and after `COMMIT` —
 /// while two handles append: every append that returned an id is stored exactly once, and
 /// nothing else is (a retry after a cut around `COMMIT` finds its write in the write log
@@ -171,49 +223,17 @@ fn cut_connections_lose_no_acknowledged_message_and_duplicate_none() {
     };
     // Each writer appends at least 60 messages, and goes on until the proxy has cut at
     // least 15 times (however fast the machine is), up to 5,000.
-    let writers: Vec<_> = [a.clone(), b.clone()]
-        .into_iter()
-        .enumerate()
-        .map(|(w, store)| {
-            let proxy = proxy.clone();
-            std::thread::spawn(move || {
-                let mut out = Vec::new();
-                let mut i = 0;
-                while (i < 60 || proxy.cuts.load(Ordering::Relaxed) < 15) && i < 5_000 {
-                    let text = format!("writer {w} message {i}");
-                    let id = store
-                        .append_message("s", &Message::user(text.clone()), None)
-                        .unwrap_or_else(|e| panic!("{text}: {e}"));
-                    out.push((id, text));
-                    i += 1;
-                }
-                out
-            })
-        })
-        .collect();
-    let mut acknowledged: Vec<(i64, String)> = writers
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let counted = proxy.clone();
+    let acknowledged = append_until([a.clone(), b.clone()], 60, 5_000, move || {
+        counted.cuts.load(Ordering::Relaxed) >= 15
+    });
     stop.store(true, Ordering::Relaxed);
     cutter.join().unwrap();
     assert!(
         proxy.cuts.load(Ordering::Relaxed) > 10,
         "the proxy cut too rarely to prove anything"
     );
-
-    acknowledged.sort();
-    let stored: Vec<(i64, String)> = a
-        .load_messages("s")
-        .unwrap()
-        .into_iter()
-        .map(|m| (m.id, m.message.text()))
-        .collect();
-    assert_eq!(stored, acknowledged, "stored = acknowledged, each once");
-    assert_eq!(
-        a.get_session("s").unwrap().unwrap().message_count,
-        acknowledged.len() as u64
-    );
+    assert_stored_as_acknowledged(&a, &acknowledged);
 }
 
 /// Issue 21 item 2, retried by error class: two handles append to one session at once
@@ -260,44 +280,17 @@ fn serialization_failures_and_terminated_backends_are_retried() {
             });
         })
     };
-    let writers: Vec<_> = [a.clone(), b.clone()]
-        .into_iter()
-        .enumerate()
-        .map(|(w, store)| {
-            let kills = kills.clone();
-            std::thread::spawn(move || {
-                let mut out = Vec::new();
-                let mut i = 0;
-                while (i < 80 || kills.load(Ordering::Relaxed) < 6) && i < 3_000 {
-                    let text = format!("writer {w} message {i}");
-                    let id = store
-                        .append_message("s", &Message::user(text.clone()), None)
-                        .unwrap_or_else(|e| panic!("{text}: {e}"));
-                    out.push((id, text));
-                    i += 1;
-                }
-                out
-            })
-        })
-        .collect();
-    let mut acknowledged: Vec<(i64, String)> = writers
-        .into_iter()
-        .flat_map(|h| h.join().unwrap())
-        .collect();
+    let counted = kills.clone();
+    let acknowledged = append_until([a.clone(), b.clone()], 80, 3_000, move || {
+        counted.load(Ordering::Relaxed) >= 6
+    });
     stop.store(true, Ordering::Relaxed);
     killer.join().unwrap();
     assert!(
         kills.load(Ordering::Relaxed) >= 6,
         "too few backends terminated to prove anything"
     );
-    acknowledged.sort();
-    let stored: Vec<(i64, String)> = a
-        .load_messages("s")
-        .unwrap()
-        .into_iter()
-        .map(|m| (m.id, m.message.text()))
-        .collect();
-    assert_eq!(stored, acknowledged, "stored = acknowledged, each once");
+    assert_stored_as_acknowledged(&a, &acknowledged);
 }
 
 /// The server commits but its reply never arrives (the connection drops first): the retry
