@@ -88,7 +88,7 @@ pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String
 pub struct Outbox {
     adapters: BTreeMap<String, Arc<dyn PlatformAdapter>>,
     homes: BTreeMap<String, ChatTarget>,
-    sethome: Option<hermes_protocol::HermesHome>,
+    sethome: Option<crate::status::HomeChannels>,
 }
 
 impl Outbox {
@@ -108,11 +108,11 @@ impl Outbox {
         }
     }
 
-    /// Also honours the home channels chosen in chat with `/sethome`
-    /// (`HERMES_HOME/gateway/home_channels.json`, read at each send so a `/sethome` made
-    /// while the gateway runs counts); they win over `<PLATFORM>_HOME_CHANNEL`.
-    pub fn with_sethome(mut self, home: hermes_protocol::HermesHome) -> Outbox {
-        self.sethome = Some(home);
+    /// Also honours the home channels chosen in chat with `/sethome` (read at each send so a
+    /// `/sethome` made while the gateway runs counts, on any replica when they are shared);
+    /// they win over `<PLATFORM>_HOME_CHANNEL`.
+    pub fn with_sethome(mut self, homes: crate::status::HomeChannels) -> Outbox {
+        self.sethome = Some(homes);
         self
     }
 
@@ -127,7 +127,7 @@ impl Outbox {
         let chosen = self
             .sethome
             .as_ref()
-            .and_then(|home| crate::status::home_channels(home).remove(&key))
+            .and_then(|homes| homes.all().remove(&key))
             .map(|h| ChatTarget {
                 chat_id: h.chat_id,
                 thread_id: h.thread_id,
@@ -219,7 +219,8 @@ mod tests {
             [("TELEGRAM_HOME_CHANNEL".to_string(), "1".to_string())]
                 .into_iter()
                 .collect();
-        let outbox = Outbox::new(&[], home_channels_from_env(&env)).with_sethome(home.clone());
+        let outbox = Outbox::new(&[], home_channels_from_env(&env))
+            .with_sethome(crate::status::HomeChannels::in_file(&home));
         assert_eq!(outbox.home_channel("telegram").unwrap().chat_id, "1");
         let chosen = ChatTarget {
             chat_id: "42".into(),

@@ -221,15 +221,102 @@ pub fn set_home_channel(
 ) -> std::io::Result<()> {
     let path = home_channels_file(home);
     let mut all = home_channels(home);
-    all.insert(
-        platform.to_string(),
-        HomeChannel {
-            chat_id: target.chat_id.clone(),
-            thread_id: target.thread_id.clone(),
-        },
-    );
+    all.insert(platform.to_string(), home_channel_of(target));
     let text = serde_json::to_string_pretty(&all).map_err(std::io::Error::other)?;
     hermes_protocol::private_fs::write_atomic(&path, text)
+}
+
+fn home_channel_of(target: &ChatTarget) -> HomeChannel {
+    HomeChannel {
+        chat_id: target.chat_id.clone(),
+        thread_id: target.thread_id.clone(),
+    }
+}
+
+/// The shared document holding the home channels of gateway replicas on PostgreSQL.
+pub const HOME_CHANNELS_DOCUMENT: (&str, &str) = ("gateway", "home_channels");
+
+/// Where the `/sethome` choices of a gateway live: the home's
+/// `gateway/home_channels.json`, or — for replicas on PostgreSQL, so a `/sethome` made
+/// through one replica is every replica's — a shared document of the store
+/// ([`HOME_CHANNELS_DOCUMENT`], started from the home's file).
+#[derive(Clone)]
+pub struct HomeChannels {
+    home: HermesHome,
+    shared: Option<hermes_store::SessionStore>,
+}
+
+impl HomeChannels {
+    /// The home channels of `home` on `store`: shared in it when it is PostgreSQL
+    /// ([`HomeChannels::in_store`]), else the home's file.
+    pub fn for_store(home: &HermesHome, store: &hermes_store::SessionStore) -> HomeChannels {
+        if store.provider() == hermes_store::Provider::Postgresql {
+            HomeChannels::in_store(home, store.clone())
+        } else {
+            HomeChannels::in_file(home)
+        }
+    }
+
+    /// The home channels of `home` as a shared document of `store` (started from the home's
+    /// file, which is left as it is).
+    pub fn in_store(home: &HermesHome, store: hermes_store::SessionStore) -> HomeChannels {
+        HomeChannels {
+            home: home.clone(),
+            shared: Some(store),
+        }
+    }
+
+    /// The home channels of `home`'s file only.
+    pub fn in_file(home: &HermesHome) -> HomeChannels {
+        HomeChannels {
+            home: home.clone(),
+            shared: None,
+        }
+    }
+
+    /// The home channels by platform (empty when none was set; a damaged entry reads as
+    /// none, so the `<PLATFORM>_HOME_CHANNEL` setting applies).
+    pub fn all(&self) -> BTreeMap<String, HomeChannel> {
+        let Some(store) = &self.shared else {
+            return home_channels(&self.home);
+        };
+        let (scope, name) = HOME_CHANNELS_DOCUMENT;
+        match store.document(scope, name) {
+            Ok(Some(doc)) => serde_json::from_str(&doc.body).unwrap_or_default(),
+            Ok(None) => home_channels(&self.home),
+            Err(e) => {
+                tracing::warn!(error = %e, "home channels unreadable in the store");
+                BTreeMap::new()
+            }
+        }
+    }
+
+    /// Records `target` as `platform`'s home channel.
+    ///
+    /// # Errors
+    /// The file or the store could not be written.
+    pub fn set(&self, platform: &str, target: &ChatTarget) -> std::io::Result<()> {
+        let Some(store) = &self.shared else {
+            return set_home_channel(&self.home, platform, target);
+        };
+        let (scope, name) = HOME_CHANNELS_DOCUMENT;
+        store
+            .update_document(scope, name, |current| {
+                let mut all: BTreeMap<String, HomeChannel> = match current {
+                    Some(body) => serde_json::from_str(body).unwrap_or_default(),
+                    None => home_channels(&self.home),
+                };
+                all.insert(platform.to_string(), home_channel_of(target));
+                let body = serde_json::to_string(&all).map_err(|source| {
+                    hermes_store::StoreError::Json {
+                        what: "home channels",
+                        source,
+                    }
+                })?;
+                Ok::<_, hermes_store::StoreError>(((), Some(body)))
+            })
+            .map_err(std::io::Error::other)
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +381,26 @@ mod tests {
         };
         set_home_channel(&home, "telegram", &target).unwrap();
         assert_eq!(home_channels(&home)["telegram"].chat_id, "42");
+
+        // Replicas on one store: a `/sethome` through one handle is every handle's, started
+        // from the home's file, which stays as it was.
+        let db = dir.path().join("shared.db");
+        let a = HomeChannels::in_store(&home, hermes_store::SessionStore::open(&db).unwrap());
+        let b = HomeChannels::in_store(&home, hermes_store::SessionStore::open(&db).unwrap());
+        assert_eq!(b.all()["telegram"].chat_id, "42", "from the file");
+        let elsewhere = ChatTarget {
+            chat_id: "77".into(),
+            thread_id: Some("9".into()),
+            reply_to: None,
+        };
+        a.set("discord", &elsewhere).unwrap();
+        let seen = b.all();
+        assert_eq!(seen["discord"].chat_id, "77");
+        assert_eq!(seen["telegram"].chat_id, "42");
+        assert!(
+            !home_channels(&home).contains_key("discord"),
+            "the file is not written"
+        );
     }
 
     #[test]

@@ -40,6 +40,9 @@ impl Deref for SessionStore {
     }
 }
 
+/// How many times [`SessionStore::update_document`] re-applies a change that lost the race.
+const DOCUMENT_TRIES: usize = 64;
+
 impl SessionStore {
     /// The SQLite store at `path` ([`SqliteStore::open`]: created with the shared schema when
     /// new, migrated from hermes' earlier schema, refused when it is not a session store).
@@ -67,6 +70,47 @@ impl SessionStore {
     pub fn with_retry_budget(self, budget: Duration) -> SessionStore {
         self.backend.set_retry_budget(budget);
         self
+    }
+
+    /// Read, change, compare-and-replace of the shared document `name` of `scope`
+    /// ([`SessionBackend::document`], [`SessionBackend::put_document`]): `change` gets the
+    /// current text (`None` when there is none yet) and returns its result with the new text,
+    /// or `None` to leave the document as it is. When another process replaced the document
+    /// between the read and the write, `change` runs again on the fresh text, so no update
+    /// is lost; it may therefore run more than once.
+    ///
+    /// # Errors
+    /// `change`'s error; the store's; [`StoreError::Unavailable`] when the document kept
+    /// changing under 64 tries.
+    pub fn update_document<R, E: From<StoreError>>(
+        &self,
+        scope: &str,
+        name: &str,
+        mut change: impl FnMut(Option<&str>) -> Result<(R, Option<String>), E>,
+    ) -> Result<R, E> {
+        let start = std::time::Instant::now();
+        for _ in 0..DOCUMENT_TRIES {
+            let current = self.backend.document(scope, name)?;
+            let (out, body) = change(current.as_ref().map(|d| d.body.as_str()))?;
+            let Some(body) = body else {
+                return Ok(out);
+            };
+            if self
+                .backend
+                .put_document(scope, name, &body, current.map(|d| d.version))?
+            {
+                return Ok(out);
+            }
+        }
+        Err(StoreError::Unavailable {
+            op: "update_document",
+            db: self.backend.location(),
+            waited: start.elapsed(),
+            detail: format!(
+                "the shared document {scope}/{name} kept changing ({DOCUMENT_TRIES} tries)"
+            ),
+        }
+        .into())
     }
 
     /// Records one finished cron run (see [`SessionBackend::record_cron_runs`]).

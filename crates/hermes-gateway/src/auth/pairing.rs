@@ -138,9 +138,12 @@ pub enum PairingError {
         /// The rate-limit file holding the lockout.
         file: String,
     },
-    /// The shared pairing document in the session store could not be read or replaced.
+    /// The shared pairing document in the session store is not what it should be.
     #[error("shared pairing state: {0}")]
     Shared(String),
+    /// The session store holding the shared pairing document failed.
+    #[error("shared pairing state: {0}")]
+    Store(#[from] hermes_store::StoreError),
 }
 
 /// Pending codes and approved users of every platform (for `hermes pairing list` and
@@ -166,10 +169,6 @@ pub struct PairingStore {
 
 /// The shared document holding the pairing state when it lives in the store: scope and name.
 pub const PAIRING_DOCUMENT: (&str, &str) = ("pairing", "state");
-
-/// How many times a change is re-applied when other processes keep changing the shared
-/// document first.
-const DOCUMENT_RETRIES: usize = 64;
 
 /// The pairing files as one call reads and changes them: the files in the directory (under
 /// the lock), or the file contents held in the store's shared document.
@@ -381,11 +380,9 @@ impl PairingStore {
             return change(&mut Workspace::Dir(&self.dir));
         };
         let (scope, name) = PAIRING_DOCUMENT;
-        let shared_err = |e: hermes_store::StoreError| PairingError::Shared(e.to_string());
-        for _ in 0..DOCUMENT_RETRIES {
-            let current = store.document(scope, name).map_err(shared_err)?;
-            let files = match &current {
-                Some(doc) => serde_json::from_str(&doc.body).map_err(|e| {
+        store.update_document(scope, name, |current| {
+            let files = match current {
+                Some(body) => serde_json::from_str(body).map_err(|e| {
                     PairingError::Shared(format!("the shared pairing document is not JSON: {e}"))
                 })?,
                 None => self.files_to_import()?,
@@ -395,24 +392,18 @@ impl PairingStore {
                 changed: current.is_none(),
             };
             let out = change(&mut ws)?;
-            let Workspace::Document { files, changed } = ws else {
-                return Ok(out);
-            };
-            if !changed {
-                return Ok(out);
+            match ws {
+                Workspace::Document {
+                    files,
+                    changed: true,
+                } => {
+                    let body = serde_json::to_string(&files)
+                        .map_err(|e| PairingError::Shared(e.to_string()))?;
+                    Ok((out, Some(body)))
+                }
+                _ => Ok((out, None)),
             }
-            let body =
-                serde_json::to_string(&files).map_err(|e| PairingError::Shared(e.to_string()))?;
-            if store
-                .put_document(scope, name, &body, current.map(|d| d.version))
-                .map_err(shared_err)?
-            {
-                return Ok(out);
-            }
-        }
-        Err(PairingError::Shared(format!(
-            "the shared pairing document kept changing ({DOCUMENT_RETRIES} tries); try again"
-        )))
+        })
     }
 
     /// The home's pairing files, by file name (what the shared document starts from).

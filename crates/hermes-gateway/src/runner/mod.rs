@@ -645,17 +645,17 @@ impl Gateway {
                     "Nothing is waiting for approval.".to_string()
                 }
             }
-            CommandId::SetHome => match crate::status::set_home_channel(
-                &self.inner.home,
-                &msg.source.platform,
-                &target,
-            ) {
-                Ok(()) => format!(
-                    "This chat is now the home channel for {}.",
-                    msg.source.platform
-                ),
-                Err(e) => format!("Could not save the home channel: {e}"),
-            },
+            CommandId::SetHome => {
+                match crate::status::HomeChannels::for_store(&self.inner.home, &self.inner.store)
+                    .set(&msg.source.platform, &target)
+                {
+                    Ok(()) => format!(
+                        "This chat is now the home channel for {}.",
+                        msg.source.platform
+                    ),
+                    Err(e) => format!("Could not save the home channel: {e}"),
+                }
+            }
             // Terminal-only commands do not parse as commands on the gateway surface.
             CommandId::Sessions
             | CommandId::Resume

@@ -429,7 +429,9 @@ pub(crate) async fn serve(
         &adapters,
         hermes_gateway::outbox::home_channels_from_env(&app.env),
     )
-    .with_sethome(app.home.clone());
+    .with_sethome(hermes_gateway::status::HomeChannels::for_store(
+        &app.home, &store,
+    ));
     // `cron.enabled: false` keeps the scheduler off; the sessions' `cronjob` tool still
     // records each job's chat, and `hermes cron tick` runs due jobs.
     let scheduler_on = cron_scheduler_enabled(app)?;
