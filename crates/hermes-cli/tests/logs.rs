@@ -123,6 +123,12 @@ async fn chat_q_names_an_mcp_server_that_never_answers_initialize() {
     let told: Vec<&str> = err.lines().filter(|l| l.contains("`mute`")).collect();
     assert_eq!(told.len(), 1, "{err}");
     assert!(told[0].contains("has not answered within 5 s"), "{err}");
+    assert_eq!(
+        err.matches("waiting up to 5 s for MCP servers to start")
+            .count(),
+        1,
+        "the wait is announced once: {err}"
+    );
     assert_no_log_line(&err);
 }
 

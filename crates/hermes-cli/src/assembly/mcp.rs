@@ -17,6 +17,9 @@ use crate::assembly::app::App;
 /// keep starting and are used once ready (reconnect on first call).
 pub const DISCOVERY_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a session start waits for MCP servers before saying it is waiting.
+const SLOW_START_NOTICE: Duration = Duration::from_secs(1);
+
 fn lookup(app: &App) -> impl Fn(&str) -> Option<String> + '_ {
     move |k: &str| app.env.get(k).cloned()
 }
@@ -55,7 +58,17 @@ pub async fn start_for_session(
     let mut opts = options(app, cwd, builtin, DISCOVERY_WAIT);
     opts.facts.sampler = requests.sampler;
     opts.facts.elicitor = requests.elicitor;
+    // A start that takes more than a moment says why nothing happens yet (the user pass of
+    // issue 20: the REPL showed nothing for the 5 s of a silent server).
+    let notice = tokio::spawn(async {
+        tokio::time::sleep(SLOW_START_NOTICE).await;
+        errln!(
+            "waiting up to {} s for MCP servers to start…",
+            DISCOVERY_WAIT.as_secs()
+        );
+    });
     let manager = McpManager::start(specs, opts).await;
+    notice.abort();
     for r in manager.reports() {
         match &r.state {
             ServerState::Failed(e) => {
