@@ -282,12 +282,20 @@ impl HomeChannels {
         };
         let (scope, name) = HOME_CHANNELS_DOCUMENT;
         match store.document(scope, name) {
-            Ok(Some(doc)) => serde_json::from_str(&doc.body).unwrap_or_default(),
-            Ok(None) => home_channels(&self.home),
+            Ok(doc) => self.parse(doc.as_ref().map(|d| d.body.as_str())),
             Err(e) => {
                 tracing::warn!(error = %e, "home channels unreadable in the store");
                 BTreeMap::new()
             }
+        }
+    }
+
+    /// The home channels in the shared document's text, or the home's file while there is
+    /// no document.
+    fn parse(&self, body: Option<&str>) -> BTreeMap<String, HomeChannel> {
+        match body {
+            Some(body) => serde_json::from_str(body).unwrap_or_default(),
+            None => home_channels(&self.home),
         }
     }
 
@@ -302,10 +310,7 @@ impl HomeChannels {
         let (scope, name) = HOME_CHANNELS_DOCUMENT;
         store
             .update_document(scope, name, |current| {
-                let mut all: BTreeMap<String, HomeChannel> = match current {
-                    Some(body) => serde_json::from_str(body).unwrap_or_default(),
-                    None => home_channels(&self.home),
-                };
+                let mut all = self.parse(current);
                 all.insert(platform.to_string(), home_channel_of(target));
                 let body = serde_json::to_string(&all).map_err(|source| {
                     hermes_store::StoreError::Json {

@@ -192,6 +192,26 @@ fn toggled(registry: &Registry, enabled: &[String], name: &str, enable: bool) ->
     out
 }
 
+/// The toolsets `platform` gets (the terminal: `cli`) and where that choice came from: the
+/// terminal's as a session resolves them, a gateway platform's `platform_toolsets` list or,
+/// without one, the toolsets every surface starts from.
+fn place_toolsets(app: &App, args: &ChatArgs, platform: &str) -> (Vec<String>, String) {
+    if platform == TERMINAL_PLATFORM {
+        let (enabled, source) = enabled_toolsets(app, args);
+        return (enabled, source.to_string());
+    }
+    match platform_toolsets(app, platform) {
+        Some(list) => (list, format!("platform_toolsets.{platform}")),
+        None => {
+            let (enabled, source) = base_toolsets(app, args);
+            (
+                enabled,
+                format!("{source}; no platform_toolsets.{platform} entry"),
+            )
+        }
+    }
+}
+
 /// `hermes tools enable|disable NAME… [--platform P]`.
 fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i32> {
     if !PLATFORMS.contains(&platform) {
@@ -225,13 +245,7 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
     let file = app.home.config_file();
     let mut text = std::fs::read_to_string(&file).unwrap_or_default();
     // A platform without a list of its own starts from what it gets today.
-    let current = platform_toolsets(app, platform).unwrap_or_else(|| {
-        if platform == TERMINAL_PLATFORM {
-            enabled_toolsets(app, &ChatArgs::default()).0
-        } else {
-            base_toolsets(app, &ChatArgs::default()).0
-        }
-    });
+    let (current, _) = place_toolsets(app, &ChatArgs::default(), platform);
     // An empty platform list stays (no toolsets there); an empty disabled list goes.
     let set = |text: &str, path: &[&str], items: &[String]| -> Result<String> {
         let value = serde_json::Value::Array(
@@ -350,19 +364,7 @@ fn list_text(
     registry: &Registry,
     platform: Option<&str>,
 ) -> Result<String> {
-    let (enabled, source) = match platform.filter(|p| *p != TERMINAL_PLATFORM) {
-        None => {
-            let (enabled, source) = enabled_toolsets(app, args);
-            (enabled, source.to_string())
-        }
-        Some(p) => match platform_toolsets(app, p) {
-            Some(list) => (list, format!("platform_toolsets.{p}")),
-            None => {
-                let (enabled, source) = base_toolsets(app, args);
-                (enabled, format!("{source}; no platform_toolsets.{p} entry"))
-            }
-        },
-    };
+    let (enabled, source) = place_toolsets(app, args, platform.unwrap_or(TERMINAL_PLATFORM));
     let disabled = app.config.agent.disabled_toolsets.clone();
     let sel = registry
         .select(&ToolsetSelection::new(enabled.clone(), disabled.clone()))

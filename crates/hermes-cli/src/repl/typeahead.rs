@@ -8,8 +8,9 @@
 //! canonical input over when the editor switches to raw mode).
 //!
 //! The terminal settings saved at the start of a turn are put back when the turn ends, before
-//! a question is asked during it (approvals, clarify, MCP elicitation), when the guard drops
-//! (also on a panic's unwinding) and on the exit paths of `crate::repl::terminate`.
+//! a question is asked during it (approvals, clarify, MCP elicitation), when the guard drops,
+//! on a panic in any thread, and on the exit paths of `crate::repl::terminate`. A SIGKILL
+//! cannot be caught: then `stty sane` (or `reset`) brings the echo back.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -31,12 +32,21 @@ pub fn restore_terminal() {
 }
 
 /// Turns the terminal's echo off, saving its settings; nothing when standard input is not a
-/// terminal or echo is off already.
+/// terminal or echo is off already. The first call also makes a panic anywhere in the
+/// process put the terminal back before the panic is reported.
 fn silence() {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         return;
     }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
     let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
     if saved.is_some() {
         return;

@@ -228,6 +228,12 @@ impl Workspace<'_> {
     }
 }
 
+/// The pairing files held in the shared document, by file name.
+fn parse_document(body: &str) -> Result<std::collections::BTreeMap<String, Obj>, PairingError> {
+    serde_json::from_str(body)
+        .map_err(|e| PairingError::Shared(format!("the shared pairing document is not JSON: {e}")))
+}
+
 fn pending_name(platform: &str) -> String {
     format!("{platform}-pending.json")
 }
@@ -382,9 +388,7 @@ impl PairingStore {
         let (scope, name) = PAIRING_DOCUMENT;
         store.update_document(scope, name, |current| {
             let files = match current {
-                Some(body) => serde_json::from_str(body).map_err(|e| {
-                    PairingError::Shared(format!("the shared pairing document is not JSON: {e}"))
-                })?,
+                Some(body) => parse_document(body)?,
                 None => self.files_to_import()?,
             };
             let mut ws = Workspace::Document {
@@ -403,6 +407,27 @@ impl PairingStore {
                 }
                 _ => Ok((out, None)),
             }
+        })
+    }
+
+    /// Runs `look` on the pairing state without changing it: the files as they are (each is
+    /// replaced atomically, so a read needs no lock), or the shared document (the home's
+    /// files until it is first written).
+    fn read<R>(
+        &self,
+        look: impl FnOnce(&Workspace<'_>) -> Result<R, PairingError>,
+    ) -> Result<R, PairingError> {
+        let Some(store) = &self.shared else {
+            return look(&Workspace::Dir(&self.dir));
+        };
+        let (scope, name) = PAIRING_DOCUMENT;
+        let files = match store.document(scope, name)? {
+            Some(doc) => parse_document(&doc.body)?,
+            None => self.files_to_import()?,
+        };
+        look(&Workspace::Document {
+            files,
+            changed: false,
         })
     }
 
@@ -575,12 +600,7 @@ impl PairingStore {
     pub fn is_approved(&self, platform: &str, user_id: &str) -> Result<bool, PairingError> {
         check_platform(platform)?;
         let name = approved_name(platform);
-        if self.shared.is_none() {
-            // A read: the atomically replaced file needs no lock.
-            let approved = files::load(&self.dir.join(&name), Kind::Approved)?;
-            return Ok(approved.contains_key(user_id.trim()));
-        }
-        self.with(|ws| Ok(ws.load(&name, Kind::Approved)?.contains_key(user_id.trim())))
+        self.read(|ws| Ok(ws.load(&name, Kind::Approved)?.contains_key(user_id.trim())))
     }
 
     /// Approves the user holding `code` (case-insensitive) on `platform`. A wrong code counts
@@ -697,11 +717,7 @@ impl PairingStore {
             }
             Ok(out)
         };
-        if self.shared.is_none() {
-            // A read: the atomically replaced files need no lock.
-            return read(&Workspace::Dir(&self.dir));
-        }
-        self.with(|ws| read(ws))
+        self.read(read)
     }
 }
 
