@@ -27,7 +27,7 @@ pub mod platforms;
 pub mod replica;
 pub mod routing;
 pub mod runner;
-#[cfg(any(feature = "api-server", feature = "webhook"))]
+#[cfg(feature = "push")]
 pub mod serve;
 pub mod status;
 #[cfg(feature = "testing")]

@@ -454,3 +454,101 @@ async fn shared_files_are_downloaded_with_the_bot_token() {
     );
     h.cancel.cancel();
 }
+
+const SIGNING: &str = "slack-signing-secret";
+
+async fn events_post(
+    addr: std::net::SocketAddr,
+    body: &str,
+    signed_at: i64,
+    secret: &str,
+) -> (u16, Value) {
+    use hermes_gateway::platforms::slack::events::{SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/slack/events"))
+        .header("content-type", "application/json")
+        .header(TIMESTAMP_HEADER, signed_at.to_string())
+        .header(SIGNATURE_HEADER, sign(secret, signed_at, body.as_bytes()))
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("post");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn events_api_verifies_signatures_answers_the_challenge_and_forwards_messages() {
+    let web = HttpFake::start(web_handler(String::new(), Arc::default())).await;
+    let media = tempfile::tempdir().expect("tempdir");
+    // No app token: the Events API needs none.
+    let mut settings = SlackSettings::new(BOT, "", media.path());
+    settings.api_base_url = web.url.clone();
+    let mut events = hermes_gateway::platforms::slack::SlackEvents::new(SIGNING);
+    events.bind = "127.0.0.1:0".parse().expect("addr");
+    settings.events = Some(events);
+    let adapter = Arc::new(SlackAdapter::new(settings).expect("adapter"));
+    assert!(!adapter.single_connection(), "every replica receives");
+    let addr = adapter.events_addr().expect("bound");
+    let (tx, mut inbound) = mpsc::channel(16);
+    let cancel = CancellationToken::new();
+    let (a, c) = (adapter.clone(), cancel.clone());
+    let run = tokio::spawn(async move { a.run(tx, c).await });
+    let now = chrono::Utc::now().timestamp();
+
+    // Slack's URL verification handshake (retried until auth.test is done and we serve).
+    let challenge =
+        json!({"type": "url_verification", "token": "t", "challenge": "abc123"}).to_string();
+    let answer = within("the challenge answer", async {
+        loop {
+            if let Ok(r) = tokio::time::timeout(
+                Duration::from_secs(1),
+                events_post(addr, &challenge, now, SIGNING),
+            )
+            .await
+                && r.0 == 200
+            {
+                break r.1;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(answer["challenge"], "abc123");
+
+    let callback = |ts: &str, text: &str| {
+        json!({"type": "event_callback", "team_id": "T1", "event_id": format!("Ev{ts}"),
+               "event": im("U42", ts, text)})
+        .to_string()
+    };
+    // Forged: another secret, a replayed old timestamp.
+    let body = callback("1.1", "forged");
+    assert_eq!(events_post(addr, &body, now, "wrong").await.0, 401);
+    assert_eq!(events_post(addr, &body, now - 600, SIGNING).await.0, 401);
+    // Genuine: forwarded once; Slack's retry of the same event is dropped.
+    let body = callback("1.2", "hello over http");
+    assert_eq!(events_post(addr, &body, now, SIGNING).await.0, 200);
+    let msg = within("the message", inbound.recv())
+        .await
+        .expect("running");
+    assert_eq!(msg.text, "hello over http");
+    assert_eq!(msg.source.chat_type, ChatType::Dm);
+    assert_eq!(msg.source.user_id.as_deref(), Some("U42"));
+    assert_eq!(msg.message_id.as_deref(), Some("1.2"));
+    assert_eq!(events_post(addr, &body, now, SIGNING).await.0, 200);
+    let next = callback("1.3", "after");
+    assert_eq!(events_post(addr, &next, now, SIGNING).await.0, 200);
+    let msg = within("the next message", inbound.recv())
+        .await
+        .expect("running");
+    assert_eq!(msg.text, "after", "the retried event was forwarded twice");
+    // Other payloads are acknowledged and ignored.
+    let other = json!({"type": "app_rate_limited", "minute_rate_limited": 1}).to_string();
+    assert_eq!(events_post(addr, &other, now, SIGNING).await.0, 200);
+    assert!(inbound.try_recv().is_err());
+    cancel.cancel();
+    within("run to end", run)
+        .await
+        .expect("join")
+        .expect("clean stop");
+}

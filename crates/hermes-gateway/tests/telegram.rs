@@ -453,3 +453,158 @@ async fn edits_and_files_use_the_right_methods() {
         .unwrap_err();
     assert!(missing.to_string().contains("nope.pdf"), "{missing}");
 }
+
+const HOOK_SECRET: &str = "hook-Secret_0123456789";
+
+fn webhook_settings(fake: &FakeBotApi, dir: &std::path::Path) -> TelegramSettings {
+    let mut s = settings(fake, dir);
+    let mut hook = hermes_gateway::platforms::telegram::TelegramWebhook::new(
+        "https://bot.example.com/tg-hook",
+        HOOK_SECRET,
+    );
+    hook.bind = "127.0.0.1:0".parse().unwrap();
+    s.webhook = Some(hook);
+    s
+}
+
+async fn push(
+    addr: std::net::SocketAddr,
+    host: &str,
+    secret: Option<&str>,
+    body: &str,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("http://{addr}/tg-hook"))
+        .header("host", host)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    if let Some(secret) = secret {
+        request = request.header("X-Telegram-Bot-Api-Secret-Token", secret);
+    }
+    request.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn webhook_mode_registers_the_url_and_accepts_only_updates_with_the_secret() {
+    let fake = FakeBotApi::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = start(webhook_settings(&fake, dir.path()), 1);
+    assert!(
+        !run.adapter.single_connection(),
+        "webhook mode serves on every replica"
+    );
+    let addr = run
+        .adapter
+        .webhook_addr()
+        .expect("a bound webhook listener");
+    let set = fake.wait_calls("setWebhook", 1).await;
+    assert_eq!(set[0].body["url"], "https://bot.example.com/tg-hook");
+    assert_eq!(set[0].body["secret_token"], HOOK_SECRET);
+    assert!(
+        fake.calls("getUpdates").is_empty(),
+        "no polling in webhook mode"
+    );
+
+    let update = dm_update(9001, 55, "pushed hello").to_string();
+    // Wrong or missing secret: 401 and nothing forwarded.
+    let wrong = push(addr, "bot.example.com", Some("nope"), &update).await;
+    assert_eq!(wrong.status(), 401);
+    let missing = push(addr, "bot.example.com", None, &update).await;
+    assert_eq!(missing.status(), 401);
+    // A Host that is not the webhook's (DNS rebinding): 421.
+    let rebound = push(addr, "evil.example", Some(HOOK_SECRET), &update).await;
+    assert_eq!(rebound.status(), 421);
+    // Not an Update: 400.
+    let junk = push(addr, "bot.example.com", Some(HOOK_SECRET), "[1,2]").await;
+    assert_eq!(junk.status(), 400);
+    assert!(run.rx.try_recv().is_err(), "nothing was forwarded");
+
+    let ok = push(addr, "bot.example.com", Some(HOOK_SECRET), &update).await;
+    assert_eq!(ok.status(), 200);
+    let msg = next(&mut run.rx).await;
+    assert_eq!(msg.text, "pushed hello");
+    assert_eq!(msg.message_id.as_deref(), Some("55"));
+    assert_eq!(msg.source.user_id.as_deref(), Some("4242"));
+
+    // An update is answered only once the gateway took it: with the channel full (capacity
+    // 1, nobody reading) the second push waits.
+    let first = push(
+        addr,
+        "bot.example.com",
+        Some(HOOK_SECRET),
+        &dm_update(9002, 56, "one").to_string(),
+    )
+    .await;
+    assert_eq!(first.status(), 200);
+    let second = tokio::spawn(async move {
+        push(
+            addr,
+            "bot.example.com",
+            Some(HOOK_SECRET),
+            &dm_update(9003, 57, "two").to_string(),
+        )
+        .await
+        .status()
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !second.is_finished(),
+        "answered before the gateway had the update"
+    );
+    assert_eq!(next(&mut run.rx).await.text, "one");
+    assert_eq!(
+        tokio::time::timeout(HANG, second).await.unwrap().unwrap(),
+        200
+    );
+    assert_eq!(next(&mut run.rx).await.text, "two");
+
+    // Stopping leaves the webhook registered (the other replicas keep receiving).
+    run.cancel.cancel();
+    tokio::time::timeout(HANG, run.task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(fake.calls("deleteWebhook").is_empty());
+}
+
+#[tokio::test]
+async fn webhook_mode_without_a_valid_secret_refuses_to_start() {
+    let fake = FakeBotApi::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    for secret in ["", "has space", "semi;colon"] {
+        let mut s = webhook_settings(&fake, dir.path());
+        if let Some(hook) = s.webhook.as_mut() {
+            hook.secret = secret.into();
+        }
+        let err = TelegramAdapter::new(s).unwrap_err();
+        assert!(
+            matches!(err, PlatformError::Auth { .. })
+                && err.to_string().contains("TELEGRAM_WEBHOOK_SECRET"),
+            "{secret:?}: {err}"
+        );
+    }
+    let mut s = webhook_settings(&fake, dir.path());
+    if let Some(hook) = s.webhook.as_mut() {
+        hook.url = "https:///path-only".into();
+    }
+    assert!(
+        TelegramAdapter::new(s)
+            .unwrap_err()
+            .to_string()
+            .contains("no host")
+    );
+}
+
+#[tokio::test]
+async fn polling_clears_a_webhook_left_registered() {
+    let fake = FakeBotApi::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = start(settings(&fake, dir.path()), 4);
+    assert!(run.adapter.single_connection());
+    fake.wait_calls("getUpdates", 1).await;
+    let cleared = fake.calls("deleteWebhook");
+    assert_eq!(cleared.len(), 1);
+    assert_eq!(cleared[0].body["drop_pending_updates"], false);
+    run.cancel.cancel();
+}

@@ -290,17 +290,23 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
 
     out.push(String::new());
     out.push("Gateway".into());
+    // Each platform needs every group, and of a group any one variable (Slack: the bot
+    // token and either the Socket Mode token or the Events API signing secret).
+    let set = |v: &str| app.env.get(v).is_some_and(|x| !x.trim().is_empty());
     let platforms: Vec<&str> = [
-        ("telegram", &["TELEGRAM_BOT_TOKEN"][..]),
-        ("discord", &["DISCORD_BOT_TOKEN"][..]),
-        ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"][..]),
-        ("webhook", &["WEBHOOK_SECRET"][..]),
+        ("telegram", &[&["TELEGRAM_BOT_TOKEN"][..]][..]),
+        ("discord", &[&["DISCORD_BOT_TOKEN"][..]][..]),
+        (
+            "slack",
+            &[
+                &["SLACK_BOT_TOKEN"][..],
+                &["SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"][..],
+            ][..],
+        ),
+        ("webhook", &[&["WEBHOOK_SECRET"][..]][..]),
     ]
     .iter()
-    .filter(|(_, vars)| {
-        vars.iter()
-            .all(|v| app.env.get(*v).is_some_and(|x| !x.trim().is_empty()))
-    })
+    .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))
     .map(|(p, _)| *p)
     .collect();
     let api = app

@@ -13,6 +13,8 @@ pub(crate) mod backoff;
 pub(crate) mod http;
 #[cfg(any(feature = "discord", feature = "slack"))]
 pub(crate) mod media;
+#[cfg(any(feature = "slack", feature = "telegram", feature = "webhook"))]
+pub(crate) mod push;
 
 #[cfg(feature = "discord")]
 pub mod discord;

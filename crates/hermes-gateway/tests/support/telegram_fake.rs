@@ -186,7 +186,7 @@ async fn method_handler(
         "editMessageText" => ok(
             json!({"message_id": body["message_id"], "date": 0, "chat": {"id": 1, "type": "private"}}),
         ),
-        "sendChatAction" => ok(json!(true)),
+        "sendChatAction" | "setWebhook" | "deleteWebhook" => ok(json!(true)),
         _ => api_error(404, "Not Found: method not found"),
     }
 }

@@ -169,8 +169,10 @@ fn credential(app: &App, name: &str) -> Option<String> {
 }
 
 /// The adapters whose credentials are set, each behind its cargo feature: Telegram
-/// (`TELEGRAM_BOT_TOKEN`), Discord (`DISCORD_BOT_TOKEN`), Slack (`SLACK_BOT_TOKEN` and
-/// `SLACK_APP_TOKEN`; one without the other is an error naming the missing one), webhook
+/// (`TELEGRAM_BOT_TOKEN`; webhook mode with `TELEGRAM_WEBHOOK_URL`,
+/// `TELEGRAM_WEBHOOK_SECRET`, `TELEGRAM_WEBHOOK_PORT` as in Python Hermes and
+/// `TELEGRAM_WEBHOOK_HOST`, default `0.0.0.0`), Discord (`DISCORD_BOT_TOKEN`), Slack (see
+/// [`slack_adapter`]), webhook
 /// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`.
 async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
@@ -180,11 +182,27 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
     let mut out: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
     #[cfg(feature = "telegram")]
     if let Some(token) = credential(app, "TELEGRAM_BOT_TOKEN") {
-        use hermes_gateway::platforms::telegram::{TelegramAdapter, TelegramSettings};
+        use hermes_gateway::platforms::telegram::{
+            TelegramAdapter, TelegramSettings, TelegramWebhook, webhook::DEFAULT_WEBHOOK_PORT,
+        };
         let mut settings = TelegramSettings::new(token, media.join("telegram"));
         settings.offset_file = Some(app.home.root().join("gateway").join("telegram_offset"));
+        if let Some(url) = credential(app, "TELEGRAM_WEBHOOK_URL") {
+            let secret = credential(app, "TELEGRAM_WEBHOOK_SECRET").unwrap_or_default();
+            let mut hook = TelegramWebhook::new(url, secret);
+            hook.bind = listen_addr(
+                app,
+                "TELEGRAM_WEBHOOK_HOST",
+                "TELEGRAM_WEBHOOK_PORT",
+                ([0, 0, 0, 0], DEFAULT_WEBHOOK_PORT).into(),
+            )?;
+            settings.webhook = Some(hook);
+        }
         let adapter =
             TelegramAdapter::new(settings).map_err(|e| anyhow!("cannot set up Telegram: {e}"))?;
+        if let Some(addr) = adapter.webhook_addr() {
+            errln!("Telegram webhook listening on http://{addr}");
+        }
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "discord")]
@@ -195,27 +213,8 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]
-    match (
-        credential(app, "SLACK_BOT_TOKEN"),
-        credential(app, "SLACK_APP_TOKEN"),
-    ) {
-        (Some(bot), Some(app_token)) => {
-            let settings = hermes_gateway::SlackSettings::new(bot, app_token, media.join("slack"));
-            let adapter = hermes_gateway::SlackAdapter::new(settings)
-                .map_err(|e| anyhow!("cannot set up Slack: {e}"))?;
-            out.push(Arc::new(adapter));
-        }
-        (Some(_), None) => {
-            return Err(anyhow!(
-                "cannot set up Slack: SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-, Socket Mode) is not"
-            ));
-        }
-        (None, Some(_)) => {
-            return Err(anyhow!(
-                "cannot set up Slack: SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-) is not"
-            ));
-        }
-        (None, None) => {}
+    if let Some(adapter) = slack_adapter(app, media.join("slack"))? {
+        out.push(Arc::new(adapter));
     }
     #[cfg(feature = "webhook")]
     if let Some(secret) = credential(app, "WEBHOOK_SECRET") {
@@ -242,37 +241,102 @@ fn webhook_settings(
     secret: String,
 ) -> Result<hermes_gateway::platforms::webhook::WebhookSettings> {
     let mut s = hermes_gateway::platforms::webhook::WebhookSettings::new(secret);
-    let mut host = s.bind.ip();
-    let mut port = s.bind.port();
-    if let Some(v) = credential(app, "WEBHOOK_HOST") {
+    s.bind = listen_addr(app, "WEBHOOK_HOST", "WEBHOOK_PORT", s.bind)?;
+    if let Some(v) = credential(app, "WEBHOOK_PATH") {
+        s.path = v;
+    }
+    s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
+    s.allowed_hosts = host_list(app, "WEBHOOK_ALLOWED_HOSTS");
+    Ok(s)
+}
+
+/// The Slack adapter when `SLACK_BOT_TOKEN` is set: the Events API over HTTP when
+/// `SLACK_SIGNING_SECRET` is set (`SLACK_EVENTS_HOST`, default `127.0.0.1`;
+/// `SLACK_EVENTS_PORT`, default 3000; `SLACK_EVENTS_PATH`, default `/slack/events`;
+/// `SLACK_EVENTS_ALLOWED_HOSTS`), else Socket Mode with `SLACK_APP_TOKEN`. Errors: one of
+/// the two tokens without the other, bad listener settings, a port that cannot be bound.
+#[cfg(feature = "slack")]
+fn slack_adapter(
+    app: &App,
+    media: std::path::PathBuf,
+) -> Result<Option<hermes_gateway::SlackAdapter>> {
+    use hermes_gateway::platforms::slack::SlackEvents;
+    let bot = credential(app, "SLACK_BOT_TOKEN");
+    let app_token = credential(app, "SLACK_APP_TOKEN");
+    let signing = credential(app, "SLACK_SIGNING_SECRET");
+    let bot = match (bot, &app_token, &signing) {
+        (Some(bot), _, _) => bot,
+        (None, None, None) => return Ok(None),
+        (None, _, _) => {
+            return Err(anyhow!(
+                "cannot set up Slack: SLACK_APP_TOKEN or SLACK_SIGNING_SECRET is set but SLACK_BOT_TOKEN (xoxb-) is not"
+            ));
+        }
+    };
+    let mut settings =
+        hermes_gateway::SlackSettings::new(bot, app_token.clone().unwrap_or_default(), media);
+    if let Some(secret) = signing {
+        let mut events = SlackEvents::new(secret);
+        events.bind = listen_addr(app, "SLACK_EVENTS_HOST", "SLACK_EVENTS_PORT", events.bind)?;
+        if let Some(path) = credential(app, "SLACK_EVENTS_PATH") {
+            events.path = path;
+        }
+        events.allowed_hosts = host_list(app, "SLACK_EVENTS_ALLOWED_HOSTS");
+        settings.events = Some(events);
+    } else if app_token.is_none() {
+        return Err(anyhow!(
+            "cannot set up Slack: SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (xapp-, Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"
+        ));
+    }
+    let adapter = hermes_gateway::SlackAdapter::new(settings)
+        .map_err(|e| anyhow!("cannot set up Slack: {e}"))?;
+    if let Some(addr) = adapter.events_addr() {
+        errln!("Slack Events API listening on http://{addr}");
+    }
+    Ok(Some(adapter))
+}
+
+/// The listen address from `host_var` (an IP address or `localhost`) and `port_var` (1–65535),
+/// each defaulting to `default`'s part. Errors name the variable and the value.
+#[cfg(any(feature = "webhook", feature = "slack", feature = "telegram"))]
+fn listen_addr(
+    app: &App,
+    host_var: &str,
+    port_var: &str,
+    default: std::net::SocketAddr,
+) -> Result<std::net::SocketAddr> {
+    let mut host = default.ip();
+    let mut port = default.port();
+    if let Some(v) = credential(app, host_var) {
         host = if v.eq_ignore_ascii_case("localhost") {
             std::net::IpAddr::from([127, 0, 0, 1])
         } else {
             v.trim_start_matches('[')
                 .trim_end_matches(']')
                 .parse()
-                .map_err(|_| anyhow!("WEBHOOK_HOST: `{v}` is not an IP address"))?
+                .map_err(|_| anyhow!("{host_var}: `{v}` is not an IP address"))?
         };
     }
-    if let Some(v) = credential(app, "WEBHOOK_PORT") {
-        port = v.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
-            anyhow!("WEBHOOK_PORT: `{v}` is not a port number between 1 and 65535")
-        })?;
+    if let Some(v) = credential(app, port_var) {
+        port =
+            v.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+                anyhow!("{port_var}: `{v}` is not a port number between 1 and 65535")
+            })?;
     }
-    s.bind = std::net::SocketAddr::new(host, port);
-    if let Some(v) = credential(app, "WEBHOOK_PATH") {
-        s.path = v;
-    }
-    s.callback_url = credential(app, "WEBHOOK_CALLBACK_URL");
-    s.allowed_hosts = credential(app, "WEBHOOK_ALLOWED_HOSTS")
+    Ok(std::net::SocketAddr::new(host, port))
+}
+
+/// A comma-separated list of `Host` names from `var` (empty when unset).
+#[cfg(any(feature = "webhook", feature = "slack"))]
+fn host_list(app: &App, var: &str) -> Vec<String> {
+    credential(app, var)
         .map(|v| {
             v.split(',')
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty())
                 .collect()
         })
-        .unwrap_or_default();
-    Ok(s)
+        .unwrap_or_default()
 }
 
 /// The API server's settings when `API_SERVER_ENABLED` is true (`None` otherwise).

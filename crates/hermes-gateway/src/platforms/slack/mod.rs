@@ -1,5 +1,6 @@
-//! Slack adapter (issue 7 §1): Socket Mode for inbound events (no public endpoint needed)
-//! and the Web API with the bot token for replies, edits and files.
+//! Slack adapter (issue 7 §1): Socket Mode for inbound events (no public endpoint needed),
+//! or the Events API over HTTP ([`events`]) when [`SlackSettings::events`] is set (every
+//! replica receives), and the Web API with the bot token for replies, edits and files.
 //!
 //! Inbound: `message` and `app_mention` events become [`InboundMessage`]s — `channel_type`
 //! `im` is a DM, `mpim` a group, `channel`/`group` a channel; `thread_ts` is the thread id,
@@ -10,6 +11,7 @@
 //! [`PlatformAdapter::run`] with `Auth`.
 
 mod event;
+pub mod events;
 mod socket;
 mod web;
 
@@ -26,6 +28,12 @@ use crate::platform::{
 };
 use crate::platforms::backoff::Backoff;
 use crate::platforms::media::{self, MediaPolicy};
+use crate::platforms::push::PushListener;
+pub use events::SlackEvents;
+
+/// A parsed event on its way to [`process_incoming`], with where to say whether it reached
+/// the gateway (the Events API answers Slack only then; Socket Mode acknowledged already).
+pub(crate) type Raw = (event::Incoming, Option<tokio::sync::oneshot::Sender<bool>>);
 
 /// Platform name in config, session keys and logs.
 pub const PLATFORM: &str = "slack";
@@ -89,7 +97,8 @@ impl Names {
 pub struct SlackSettings {
     /// Bot token (`SLACK_BOT_TOKEN`, `xoxb-…`) for the Web API.
     pub bot_token: String,
-    /// App-level token (`SLACK_APP_TOKEN`, `xapp-…`) for Socket Mode.
+    /// App-level token (`SLACK_APP_TOKEN`, `xapp-…`) for Socket Mode; unused (may be
+    /// empty) with [`SlackSettings::events`].
     pub app_token: String,
     /// Web API base URL, [`DEFAULT_API_BASE_URL`] in production; tests point it at a fake.
     /// The websocket URL comes from `apps.connections.open` on this base.
@@ -105,6 +114,8 @@ pub struct SlackSettings {
     /// Idle time before a websocket ping; twice this without any frame means the
     /// connection is dead.
     pub ping_interval: Duration,
+    /// The Events API over HTTP instead of Socket Mode (`SLACK_SIGNING_SECRET`).
+    pub events: Option<SlackEvents>,
 }
 
 impl SlackSettings {
@@ -124,6 +135,7 @@ impl SlackSettings {
             reconnect_initial: Duration::from_secs(1),
             reconnect_max: Duration::from_secs(60),
             ping_interval: Duration::from_secs(30),
+            events: None,
         }
     }
 }
@@ -137,6 +149,7 @@ hermes_protocol::debug_redacted!(SlackSettings {
         reconnect_initial,
         reconnect_max,
         ping_interval,
+        events,
     ],
 });
 
@@ -144,18 +157,36 @@ hermes_protocol::debug_redacted!(SlackSettings {
 pub struct SlackAdapter {
     settings: SlackSettings,
     web: web::Web,
+    /// The Events API listener, bound when the adapter is built (Events API mode only).
+    push: Option<PushListener>,
 }
 
 impl SlackAdapter {
-    /// An adapter for `settings`. Connects nothing yet; errors only when the HTTP client
-    /// cannot be built (`Transport`).
+    /// An adapter for `settings`; with the Events API its listener is bound here. Connects
+    /// nothing yet. Errors: `Transport` when the HTTP client cannot be built or the events
+    /// address bound, `Auth`/`Rejected` for bad Events API settings
+    /// ([`SlackEvents`]).
     pub fn new(settings: SlackSettings) -> Result<SlackAdapter, PlatformError> {
         let web = web::Web::new(
             &settings.api_base_url,
             &settings.bot_token,
             &settings.app_token,
         )?;
-        Ok(SlackAdapter { settings, web })
+        let push = settings
+            .events
+            .as_ref()
+            .map(SlackEvents::bind)
+            .transpose()?;
+        Ok(SlackAdapter {
+            settings,
+            web,
+            push,
+        })
+    }
+
+    /// The Events API listener's address (Events API mode only).
+    pub fn events_addr(&self) -> Option<std::net::SocketAddr> {
+        self.push.as_ref().map(PushListener::local_addr)
     }
 }
 
@@ -163,7 +194,7 @@ impl SlackAdapter {
 async fn process_incoming(
     web: web::Web,
     policy: MediaPolicy,
-    mut raw: mpsc::Receiver<event::Incoming>,
+    mut raw: mpsc::Receiver<Raw>,
     inbound: mpsc::Sender<InboundMessage>,
     stop: CancellationToken,
 ) {
@@ -174,7 +205,7 @@ async fn process_incoming(
         enabled: true,
     };
     loop {
-        let incoming = tokio::select! {
+        let (incoming, handed) = tokio::select! {
             _ = stop.cancelled() => return,
             _ = inbound.closed() => { stop.cancel(); return; }
             m = raw.recv() => match m { Some(m) => m, None => return },
@@ -186,6 +217,9 @@ async fn process_incoming(
             msg.message_id.as_deref().unwrap_or_default()
         );
         if !seen.insert(key.clone()) {
+            if let Some(handed) = handed {
+                let _ = handed.send(true);
+            }
             continue;
         }
         order.push_back(key);
@@ -209,13 +243,18 @@ async fn process_incoming(
             stop.cancel();
             return;
         }
+        if let Some(handed) = handed {
+            let _ = handed.send(true);
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl PlatformAdapter for SlackAdapter {
+    /// Socket Mode: one connection per app at a time (held by one replica); the Events API
+    /// serves on every replica.
     fn single_connection(&self) -> bool {
-        true
+        self.push.is_none()
     }
 
     fn name(&self) -> &str {
@@ -270,6 +309,9 @@ impl PlatformAdapter for SlackAdapter {
             inbound,
             stop.clone(),
         ));
+        if let (Some(events), Some(listener)) = (&self.settings.events, &self.push) {
+            return events::serve(events, listener, &bot_user_id, raw_tx, stop.clone()).await;
+        }
         loop {
             let wait = match socket::connect_once(
                 &self.web,

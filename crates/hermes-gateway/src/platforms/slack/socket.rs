@@ -16,9 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::PlatformError;
 
-use super::PLATFORM;
-use super::event::{Incoming, parse_event};
+use super::event::parse_event;
 use super::web::Web;
+use super::{PLATFORM, Raw};
 
 /// How long to wait for the websocket handshake.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -57,7 +57,7 @@ async fn close(ws: &mut Ws) {
 pub(crate) async fn connect_once(
     web: &Web,
     bot_user_id: &str,
-    raw: &mpsc::Sender<Incoming>,
+    raw: &mpsc::Sender<Raw>,
     stop: &CancellationToken,
     ping_interval: Duration,
 ) -> Result<Outcome, PlatformError> {
@@ -137,7 +137,7 @@ pub(crate) async fn connect_once(
                     Some("events_api") => {
                         let Some(event) = v.pointer("/payload/event") else { continue };
                         if let Some(incoming) = parse_event(event, Some(bot_user_id))
-                            && raw.send(incoming).await.is_err()
+                            && raw.send((incoming, None)).await.is_err()
                         {
                             close(&mut ws).await;
                             return Ok(Outcome::Stop);

@@ -1,4 +1,5 @@
-//! Telegram adapter: the Bot API over long polling (<https://core.telegram.org/bots/api>).
+//! Telegram adapter: the Bot API over long polling, or in webhook mode ([`webhook`]) when
+//! [`TelegramSettings::webhook`] is set (<https://core.telegram.org/bots/api>).
 //!
 //! Owns the Bot API client, the getUpdates loop with at-least-once offset handling, inbound
 //! media downloads (size-capped, saved under the configured media directory) and sending:
@@ -10,6 +11,7 @@ mod api;
 mod inbound;
 mod poll;
 mod types;
+pub mod webhook;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +24,9 @@ use crate::error::PlatformError;
 use crate::platform::{
     ChatTarget, InboundMessage, LengthUnit, Markup, PlatformAdapter, PlatformLimits, SentMessage,
 };
+use crate::platforms::push::PushListener;
 use api::{BotApi, PLATFORM, is_markup_rejection, is_not_modified};
+pub use webhook::TelegramWebhook;
 
 /// The Bot API's public endpoint.
 pub const DEFAULT_API_BASE_URL: &str = "https://api.telegram.org";
@@ -56,6 +60,9 @@ pub struct TelegramSettings {
     /// Sends that hit flood control (429) wait `retry_after` and try again, up to 3 times,
     /// when the wait is at most this long; longer waits return `RateLimited` to the caller.
     pub max_rate_limit_wait: Duration,
+    /// Webhook mode (`TELEGRAM_WEBHOOK_URL`): Telegram pushes updates to a listener instead
+    /// of long polling; every replica can serve it. `None` polls (one replica at a time).
+    pub webhook: Option<TelegramWebhook>,
 }
 
 hermes_protocol::debug_redacted!(TelegramSettings {
@@ -69,6 +76,7 @@ hermes_protocol::debug_redacted!(TelegramSettings {
         reconnect_base,
         reconnect_max,
         max_rate_limit_wait,
+        webhook,
     ],
 });
 
@@ -86,6 +94,7 @@ impl TelegramSettings {
             reconnect_base: Duration::from_secs(1),
             reconnect_max: Duration::from_secs(60),
             max_rate_limit_wait: Duration::from_secs(60),
+            webhook: None,
         }
     }
 }
@@ -106,12 +115,16 @@ pub struct TelegramAdapter {
     api: BotApi,
     settings: TelegramSettings,
     plain_fallbacks: AtomicU64,
+    /// The webhook listener, bound when the adapter is built (webhook mode only).
+    push: Option<PushListener>,
 }
 
 impl TelegramAdapter {
-    /// An adapter for `settings`. Errors: `Auth` when the token is empty or not a single
-    /// line (it becomes part of the URL), `Transport` when the HTTP client cannot be built.
-    /// No request is made until [`PlatformAdapter::run`].
+    /// An adapter for `settings`; in webhook mode its listener is bound here. Errors: `Auth`
+    /// when the token is empty or not a single line (it becomes part of the URL) or the
+    /// webhook secret is missing or malformed, `Rejected` for a webhook URL without a host,
+    /// `Transport` when the HTTP client cannot be built or the webhook address bound. No
+    /// request is made until [`PlatformAdapter::run`].
     pub fn new(settings: TelegramSettings) -> Result<TelegramAdapter, PlatformError> {
         let token = settings.token.trim();
         if token.is_empty() || token.contains(['/', '\n', ' ', '?', '#']) {
@@ -121,11 +134,22 @@ impl TelegramAdapter {
             });
         }
         let api = BotApi::new(&settings.api_base_url, token)?;
+        let push = settings
+            .webhook
+            .as_ref()
+            .map(TelegramWebhook::bind)
+            .transpose()?;
         Ok(TelegramAdapter {
             api,
             settings,
             plain_fallbacks: AtomicU64::new(0),
+            push,
         })
+    }
+
+    /// The webhook listener's address (webhook mode only; the real port when bound to 0).
+    pub fn webhook_addr(&self) -> Option<std::net::SocketAddr> {
+        self.push.as_ref().map(PushListener::local_addr)
     }
 
     /// How many text sends or edits fell back to plain text since start (for status).
@@ -320,8 +344,10 @@ fn sent_message(sent: &types::SentMessage) -> SentMessage {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for TelegramAdapter {
+    /// Long polling allows one getUpdates caller per bot; webhook mode serves on every
+    /// replica.
     fn single_connection(&self) -> bool {
-        true
+        self.push.is_none()
     }
 
     fn name(&self) -> &str {
@@ -344,7 +370,12 @@ impl PlatformAdapter for TelegramAdapter {
         inbound: mpsc::Sender<InboundMessage>,
         cancel: CancellationToken,
     ) -> Result<(), PlatformError> {
-        self.poll(inbound, cancel).await
+        match (&self.settings.webhook, &self.push) {
+            (Some(hook), Some(listener)) => {
+                self.serve_webhook(hook, listener, inbound, cancel).await
+            }
+            _ => self.poll(inbound, cancel).await,
+        }
     }
 
     async fn send(&self, target: &ChatTarget, text: &str) -> Result<SentMessage, PlatformError> {

@@ -45,7 +45,7 @@ async fn save_offset(path: &Path, offset: i64) {
 }
 
 /// What one pass of the loop decided.
-enum Step {
+pub(super) enum Step {
     /// Keep polling.
     Continue,
     /// `cancel` fired or the receiver is gone: stop quietly.
@@ -54,7 +54,7 @@ enum Step {
 
 impl TelegramAdapter {
     /// getMe with backoff on transport errors; `Ok(None)` when cancelled.
-    async fn identify(
+    pub(super) async fn identify(
         &self,
         cancel: &CancellationToken,
         backoff: &mut Backoff,
@@ -85,7 +85,7 @@ impl TelegramAdapter {
         }
     }
 
-    fn delay_after(&self, err: &PlatformError, backoff: &mut Backoff) -> Duration {
+    pub(super) fn delay_after(&self, err: &PlatformError, backoff: &mut Backoff) -> Duration {
         match err {
             PlatformError::RateLimited { retry_after, .. } => *retry_after,
             _ => backoff.next_delay(),
@@ -105,6 +105,12 @@ impl TelegramAdapter {
         };
         backoff.reset();
         tracing::info!(platform = "telegram", bot_id = me.id, "connected");
+        // A webhook left registered (by webhook mode, or another program) makes getUpdates
+        // fail with 409 Conflict for good; clearing it is what polling needs. Best effort.
+        let clear = serde_json::json!({ "drop_pending_updates": false });
+        if let Err(e) = self.api.call::<bool>("deleteWebhook", &clear, None).await {
+            tracing::debug!(platform = "telegram", "deleteWebhook failed: {e}");
+        }
         let mut offset = match &settings.offset_file {
             Some(path) => load_offset(path).await,
             None => None,
@@ -155,7 +161,7 @@ impl TelegramAdapter {
     }
 
     /// Converts one update and hands it to the channel (waiting while the channel is full).
-    async fn forward(
+    pub(super) async fn forward(
         &self,
         update: &Update,
         bot_id: i64,

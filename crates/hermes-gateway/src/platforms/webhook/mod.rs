@@ -25,11 +25,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use signature::{SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER};
@@ -39,8 +39,8 @@ use crate::platform::{
     ChatTarget, InboundMessage, LengthUnit, Markup, PlatformAdapter, PlatformLimits, SentMessage,
 };
 use crate::platforms::backoff::Backoff;
+use crate::platforms::push::{PushListener, json_error, unavailable};
 use crate::serve::ServeLimits;
-use crate::serve::guard::{BrowserPolicy, Guard, HostPolicy, Refusal};
 
 /// Default replay window of inbound timestamps, in seconds (either way).
 pub const DEFAULT_REPLAY_WINDOW_S: u64 = 300;
@@ -126,8 +126,7 @@ impl WebhookSettings {
 pub struct WebhookAdapter {
     settings: WebhookSettings,
     signer: Signer,
-    listener: Mutex<Option<tokio::net::TcpListener>>,
-    local_addr: SocketAddr,
+    listener: PushListener,
     http: reqwest::Client,
     sent: AtomicU64,
 }
@@ -139,14 +138,6 @@ struct ServerState {
     window_s: u64,
     /// De-duplication keys of accepted messages.
     seen: std::sync::Arc<std::sync::Mutex<lru::LruCache<String, ()>>>,
-}
-
-fn json_error(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        axum::Json(serde_json::json!({ "ok": false, "error": message })),
-    )
-        .into_response()
 }
 
 async fn receive(State(state): State<ServerState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -206,15 +197,7 @@ async fn receive(State(state): State<ServerState>, headers: HeaderMap, body: Byt
             if let Ok(mut seen) = state.seen.lock() {
                 seen.pop(&key);
             }
-            let mut r = json_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the gateway is shutting down; retry later",
-            );
-            r.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static("5"),
-            );
-            r
+            unavailable()
         }
     }
 }
@@ -231,17 +214,14 @@ impl WebhookAdapter {
                 detail: format!("webhook path {:?} must start with '/'", settings.path),
             });
         }
-        let listener = tokio::net::TcpListener::bind(settings.bind)
-            .await
-            .map_err(|e| {
-                PlatformError::transport(
-                    PLATFORM,
-                    format!("cannot listen on {}: {e}", settings.bind),
-                )
-            })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|e| PlatformError::transport(PLATFORM, format!("listening socket: {e}")))?;
+        let mut limits = settings.limits;
+        limits.max_body_bytes = settings.max_body_bytes;
+        let listener = PushListener::bind(
+            PLATFORM,
+            settings.bind,
+            settings.allowed_hosts.clone(),
+            limits,
+        )?;
         hermes_llm::init_tls();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -251,8 +231,7 @@ impl WebhookAdapter {
         Ok(WebhookAdapter {
             settings,
             signer,
-            listener: Mutex::new(Some(listener)),
-            local_addr,
+            listener,
             http,
             sent: AtomicU64::new(0),
         })
@@ -260,7 +239,7 @@ impl WebhookAdapter {
 
     /// The address the inbound endpoint listens on (the real port when `bind` used port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.listener.local_addr()
     }
 
     /// The signer for this adapter's secret (callback receivers and tests sign with it).
@@ -349,12 +328,6 @@ impl PlatformAdapter for WebhookAdapter {
         inbound: mpsc::Sender<InboundMessage>,
         cancel: CancellationToken,
     ) -> Result<(), PlatformError> {
-        let Some(listener) = self.listener.lock().await.take() else {
-            return Err(PlatformError::Unsupported {
-                platform: PLATFORM.into(),
-                what: "running the webhook listener twice".into(),
-            });
-        };
         let capacity =
             std::num::NonZeroUsize::new(SEEN_CAPACITY).unwrap_or(std::num::NonZeroUsize::MIN);
         let state = ServerState {
@@ -363,35 +336,18 @@ impl PlatformAdapter for WebhookAdapter {
             window_s: self.settings.replay_window_s,
             seen: std::sync::Arc::new(std::sync::Mutex::new(lru::LruCache::new(capacity))),
         };
-        let mut limits = self.settings.limits;
-        limits.max_body_bytes = self.settings.max_body_bytes;
-        let guard = Guard {
-            hosts: HostPolicy::new(self.local_addr, &self.settings.allowed_hosts),
-            // Webhooks come from servers; no browser page may post one.
-            browsers: BrowserPolicy::default(),
-            require_json: false,
-            body_timeout: limits.body_timeout,
-            max_body_bytes: limits.max_body_bytes,
-            render: std::sync::Arc::new(|r: Refusal| json_error(r.status, &r.message)),
-        };
-        let app = Router::new()
+        let routes = Router::new()
             .route(&self.settings.path, post(receive))
-            .layer(DefaultBodyLimit::disable())
-            .with_state(state)
-            .layer(axum::middleware::from_fn_with_state(
-                std::sync::Arc::new(guard),
-                crate::serve::guard::guard,
-            ));
-        tracing::info!(platform = PLATFORM, addr = %self.local_addr, path = %self.settings.path, "listening");
-        let stop = cancel.clone();
-        crate::serve::serve_router(listener, app, limits, async move {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = inbound.closed() => {}
-            }
-        })
-        .await
-        .map_err(|e| PlatformError::transport(PLATFORM, format!("listener stopped: {e}")))
+            .with_state(state);
+        tracing::info!(platform = PLATFORM, path = %self.settings.path, "webhook endpoint");
+        self.listener
+            .serve(routes, async move {
+                tokio::select! {
+                    _ = cancel.cancelled() => {}
+                    _ = inbound.closed() => {}
+                }
+            })
+            .await
     }
 
     /// POSTs `{chat_id, thread_id, text}` to the callback URL (see the module docs for
