@@ -3,7 +3,9 @@
 use futures::StreamExt;
 use hermes_llm::fallback::{RecoveryAction, retry_status};
 use hermes_llm::{ChatRequest, ErrorClass, LlmError, StreamEvent, ToolChoice};
-use hermes_protocol::{AgentEvent, AssistantMessage, FinishReason, Message, TurnOutcome, Usage};
+use hermes_protocol::{
+    AgentEvent, AssistantMessage, FinishReason, Message, Role, TurnOutcome, Usage,
+};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -79,14 +81,54 @@ impl Agent {
     ) -> TurnOutcome {
         use tracing::Instrument;
         let span = tracing::info_span!("turn", session = %self.session_id);
-        self.run_turn_traced(input, events, cancel)
+        self.run_turn_traced(input, true, events, cancel)
             .instrument(span)
             .await
+    }
+
+    /// [`Agent::run_turn`] for a message delivered again after a turn for it may have
+    /// started and not finished (its process was killed, or stopped mid-turn, and the message
+    /// was taken over — issue 21 item 4). When the stored history ends with `input` as the
+    /// last user message and no answer after it (only tool calls and their results), the
+    /// turn continues from there instead of storing the message a second time; otherwise it
+    /// is an ordinary turn.
+    pub async fn run_redelivered_turn(
+        &mut self,
+        input: &str,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: CancellationToken,
+    ) -> TurnOutcome {
+        use tracing::Instrument;
+        let span = tracing::info_span!("turn", session = %self.session_id);
+        let stored = self.awaits_answer_to(input);
+        if stored {
+            tracing::info!(parent: &span, "continuing the unfinished turn of a redelivered message");
+        }
+        self.run_turn_traced(input, !stored, events, cancel)
+            .instrument(span)
+            .await
+    }
+
+    /// Whether the history's last user message is `input` and nothing after it answers it.
+    fn awaits_answer_to(&self, input: &str) -> bool {
+        let Some(i) = self
+            .history
+            .iter()
+            .rposition(|e| e.message.role == Role::User)
+        else {
+            return false;
+        };
+        self.history[i].message.text() == input
+            && self.history[i + 1..].iter().all(|e| {
+                e.message.role == Role::Tool
+                    || (e.message.role == Role::Assistant && !e.message.tool_calls.is_empty())
+            })
     }
 
     async fn run_turn_traced(
         &mut self,
         input: &str,
+        persist_input: bool,
         events: &UnboundedSender<AgentEvent>,
         cancel: CancellationToken,
     ) -> TurnOutcome {
@@ -98,15 +140,17 @@ impl Agent {
         });
         self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.store_failure = None;
-        self.persist(Message::user(input), events).await;
-        if self.history_conflict {
-            // The history moved on before this turn wrote anything: the new message goes on
-            // top of what is stored now.
-            self.reload_after_conflict().await;
+        if persist_input {
             self.persist(Message::user(input), events).await;
-        }
-        if self.store_failure.is_some() {
-            self.forget_unsaved_input();
+            if self.history_conflict {
+                // The history moved on before this turn wrote anything: the new message goes
+                // on top of what is stored now.
+                self.reload_after_conflict().await;
+                self.persist(Message::user(input), events).await;
+            }
+            if self.store_failure.is_some() {
+                self.forget_unsaved_input();
+            }
         }
         self.learning_on_user_turn();
         self.maybe_set_title(input).await;

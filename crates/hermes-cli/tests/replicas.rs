@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "replicas/proxy.rs"]
+mod proxy;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -72,34 +74,8 @@ impl Receiver {
 }
 
 fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + len {
-                let n = stream.read(&mut chunk).ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            return Some(buf[end + 4..end + 4 + len].to_vec());
-        }
-    }
+    let (raw, body) = proxy::read_raw(stream)?;
+    Some(raw[body..].to_vec())
 }
 
 /// One signed webhook POST to a replica; the status line, or `None` when it did not answer.
@@ -130,12 +106,21 @@ fn exchange(port: u16, request: &str) -> Option<String> {
     Some(response)
 }
 
-/// A replica: its own home, the shared config, its webhook port.
+/// A replica: its own home, the shared config, its webhook and API ports.
 struct Replica {
     home: TempHome,
     cwd: tempfile::TempDir,
     port: u16,
+    api_port: u16,
     child: Option<Child>,
+}
+
+/// What stands in front of the replicas: the reply receiver and the two load balancers
+/// (whose `Host` names the replicas must accept).
+struct Front {
+    callback: u16,
+    fan_out: u16,
+    balancer: u16,
 }
 
 impl Replica {
@@ -146,11 +131,12 @@ impl Replica {
             home,
             cwd: tempfile::tempdir().unwrap(),
             port: free_port(),
+            api_port: free_port(),
             child: None,
         }
     }
 
-    fn start(&mut self, callback: u16) {
+    fn start(&mut self, front: &Front) {
         let bin = assert_cmd::cargo::cargo_bin("hermes");
         let child = std::process::Command::new(bin)
             .args(["gateway", "run"])
@@ -163,7 +149,18 @@ impl Replica {
             .env("WEBHOOK_PORT", self.port.to_string())
             .env(
                 "WEBHOOK_CALLBACK_URL",
-                format!("http://127.0.0.1:{callback}/reply"),
+                format!("http://127.0.0.1:{}/reply", front.callback),
+            )
+            .env(
+                "WEBHOOK_ALLOWED_HOSTS",
+                format!("127.0.0.1:{}", front.fan_out),
+            )
+            .env("API_SERVER_ENABLED", "true")
+            .env("API_SERVER_PORT", self.api_port.to_string())
+            .env("API_SERVER_KEY", API_KEY)
+            .env(
+                "API_SERVER_ALLOWED_HOSTS",
+                format!("127.0.0.1:{}", front.balancer),
             )
             .env("GATEWAY_ALLOW_ALL_USERS", "true")
             .current_dir(self.cwd.path())
@@ -173,8 +170,10 @@ impl Replica {
             .unwrap();
         self.child = Some(child);
         let started = Instant::now();
-        // Unsigned probe: 401 once the listener is up.
-        while post_unsigned(self.port).is_none() {
+        // Unsigned probe: 401 once the listener is up; then the API port.
+        while post_unsigned(self.port).is_none()
+            || TcpStream::connect(("127.0.0.1", self.api_port)).is_err()
+        {
             assert!(
                 started.elapsed() < Duration::from_secs(90),
                 "replica on port {} did not start: {}",
@@ -255,8 +254,158 @@ fn message(id: &str, chat: &str, text: &str) -> String {
         .to_string()
 }
 
+/// Requests the load generator has in flight at most (webhooks and API turns together).
+const IN_FLIGHT: usize = 4;
+const API_KEY: &str = "replica-api-key";
+
+/// A counting semaphore for the load generator's bound.
+struct Slots {
+    free: Mutex<usize>,
+    wake: std::sync::Condvar,
+}
+
+impl Slots {
+    fn new(n: usize) -> Arc<Slots> {
+        Arc::new(Slots {
+            free: Mutex::new(n),
+            wake: std::sync::Condvar::new(),
+        })
+    }
+
+    fn hold<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut free = self.free.lock().unwrap();
+        while *free == 0 {
+            free = self.wake.wait(free).unwrap();
+        }
+        *free -= 1;
+        drop(free);
+        let out = f();
+        *self.free.lock().unwrap() += 1;
+        self.wake.notify_one();
+        out
+    }
+}
+
+/// One API turn through the balancer in session `session`: the answer's text, or what
+/// went wrong.
+fn api_turn(port: u16, session: &str, text: &str) -> Result<String, String> {
+    let body = serde_json::json!({
+        "model": "hermes-agent",
+        "messages": [{"role": "user", "content": text}],
+    })
+    .to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Bearer {API_KEY}\r\nContent-Type: application/json\r\n\
+         X-Hermes-Session-Id: {session}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let answer = exchange(port, &request).ok_or("no connection")?;
+    let (head, json) = answer.split_once("\r\n\r\n").ok_or("no answer")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(answer);
+    }
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("{e}: {json}"))?;
+    v["choices"][0]["message"]["content"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or(answer)
+}
+
+/// Drives one round of load: `chats` webhook chats through the fan-out (each message to
+/// two replicas at once) and `chats` API sessions through the balancer, `per_chat`
+/// messages each, in order within a chat, at most [`IN_FLIGHT`] requests at once. Returns
+/// every webhook text sent as `(chat, text)` and every API turn as `(session, text)`;
+/// panics when an API turn fails or a webhook is not accepted or not answered in time.
+fn drive(
+    round: &str,
+    chats: usize,
+    per_chat: usize,
+    fan_out: u16,
+    balancer: Option<u16>,
+    receiver: &Arc<Receiver>,
+) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    let slots = Slots::new(IN_FLIGHT);
+    let mut workers = Vec::new();
+    for c in 0..chats {
+        let (hook_slots, receiver, hook_round) =
+            (slots.clone(), receiver.clone(), round.to_string());
+        workers.push(std::thread::spawn(move || {
+            let (slots, round) = (hook_slots, hook_round);
+            let chat = format!("chat{c}");
+            let mut sent = Vec::new();
+            for j in 0..per_chat {
+                let text = format!("{round} w{c} #{j}");
+                let body = message(&format!("{round}-{c}-{j}"), &chat, &text);
+                let status = slots.hold(|| post(fan_out, &body)).unwrap_or_default();
+                assert!(status.contains(" 20"), "{text}: {status}");
+                let want = format!("echo: {text}");
+                wait_until(&want, Duration::from_secs(90), || {
+                    receiver
+                        .replies()
+                        .iter()
+                        .any(|(_, t)| t == &want)
+                        .then_some(())
+                });
+                sent.push((chat.clone(), text));
+            }
+            (sent, Vec::new())
+        }));
+        let Some(port) = balancer else { continue };
+        let (slots, round) = (slots.clone(), round.to_string());
+        workers.push(std::thread::spawn(move || {
+            let session = format!("api-{c}");
+            let mut turns = Vec::new();
+            for j in 0..per_chat {
+                let text = format!("{round} a{c} #{j}");
+                let answer = slots.hold(|| api_turn(port, &session, &text));
+                assert_eq!(answer, Ok(format!("echo: {text}")), "API turn {text}");
+                turns.push((session.clone(), text));
+            }
+            (Vec::new(), turns)
+        }));
+    }
+    let (mut hooks, mut turns) = (Vec::new(), Vec::new());
+    for w in workers {
+        let (h, t) = w.join().unwrap();
+        hooks.extend(h);
+        turns.extend(t);
+    }
+    (hooks, turns)
+}
+
+/// Every message the store holds: `(session key, role, text)`.
+fn stored(dsn: &str, schema: &str) -> Vec<(String, String, String)> {
+    let (dsn, schema) = (dsn.to_string(), schema.to_string());
+    std::thread::spawn(move || {
+        let pg =
+            hermes_store::PgStore::open(&hermes_store::PgOptions::new(dsn).with_schema(schema))
+                .unwrap();
+        let store = hermes_store::SessionStore::from_backend(pg);
+        let mut out = Vec::new();
+        for session in store.list_sessions(10_000, 0).unwrap() {
+            let key = session.session_key.clone().unwrap_or_default();
+            for m in store.load_messages(&session.id).unwrap() {
+                let role = serde_json::to_value(m.message.role).unwrap();
+                let role = role.as_str().unwrap_or_default().to_string();
+                out.push((key.clone(), role, m.message.text()));
+            }
+        }
+        out
+    })
+    .join()
+    .unwrap()
+}
+
+/// Issue 21's replica test: three gateway processes on one PostgreSQL database behind
+/// loopback load balancers, the webhook (every message delivered to two replicas at once)
+/// and the API driven by a bounded load generator, a replica killed with SIGKILL in the
+/// middle of a turn, a cron job coming due while the replicas restart one after another.
+/// Asserted: every inbound message answered exactly once, every API turn answered, chats
+/// and API sessions continue on whichever replica gets their next message, the cron job
+/// fired once, and the store holds each user message and each answer exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_replicas_answer_each_message_once_and_survive_a_kill() {
+async fn three_replicas_behind_a_balancer_under_load_answer_everything_once() {
     let Some(dsn) = std::env::var("HERMES_TEST_PG_DSN")
         .ok()
         .filter(|v| !v.is_empty())
@@ -288,9 +437,17 @@ async fn three_replicas_answer_each_message_once_and_survive_a_kill() {
          sessiondb:\n  provider: postgresql\n  postgresql:\n    dsn: {dsn}\n    schema: {schema}\n",
         mock.base_url()
     );
-    let receiver = Receiver::start();
+    let receiver = Arc::new(Receiver::start());
     let mut replicas: Vec<Replica> = (0..3).map(|_| Replica::new(&config)).collect();
-    // A cron job every replica's jobs.json has (three machines with a copied home), due now.
+    let fan_out = proxy::FanOut::start(replicas.iter().map(|r| r.port).collect());
+    let balancer = proxy::Balancer::start(replicas.iter().map(|r| r.api_port).collect());
+    let front = Front {
+        callback: receiver.port,
+        fan_out: fan_out.port,
+        balancer: balancer.port,
+    };
+    // A cron job in every replica's jobs.json (three machines with a copied home), not due
+    // before the restarts below.
     let first = &replicas[0];
     let created = common::hermes(
         first.home.path(),
@@ -300,95 +457,34 @@ async fn three_replicas_answer_each_message_once_and_survive_a_kill() {
     .await;
     assert!(created.status.success(), "{}", stderr(&created));
     let jobs_file = first.home.path().join("cron").join("jobs.json");
-    let mut jobs: Value =
-        serde_json::from_str(&std::fs::read_to_string(&jobs_file).unwrap()).unwrap();
-    let due = (chrono::Utc::now() - chrono::Duration::seconds(30)).to_rfc3339();
-    for job in jobs["jobs"].as_array_mut().expect("a jobs list") {
-        job["next_run_at"] = Value::String(due.clone());
-    }
-    for r in &replicas {
-        let dir = r.home.path().join("cron");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("jobs.json"), jobs.to_string()).unwrap();
-    }
-    for r in &mut replicas {
-        r.start(receiver.port);
-    }
-    let ports: Vec<u16> = replicas.iter().map(|r| r.port).collect();
-
-    // 1. Twelve messages on four chats, each delivered to two replicas at once.
-    let texts: Vec<(String, String, String)> = (0..12)
-        .map(|i| {
-            (
-                format!("m{i}"),
-                format!("chat{}", i % 4),
-                format!("message {i}"),
-            )
-        })
-        .collect();
-    for (i, (id, chat, text)) in texts.iter().enumerate() {
-        let body = message(id, chat, text);
-        let (a, b) = (ports[i % 3], ports[(i + 1) % 3]);
-        let (b1, b2) = (body.clone(), body.clone());
-        let t1 = std::thread::spawn(move || post(a, &b1));
-        let t2 = std::thread::spawn(move || post(b, &b2));
-        let s1 = t1.join().unwrap().unwrap_or_default();
-        let s2 = t2.join().unwrap().unwrap_or_default();
-        assert!(s1.contains(" 20") && s2.contains(" 20"), "{s1} / {s2}");
-        // One chat's messages in order: wait for this one's answer before its chat's next.
-        let want = format!("echo: {text}");
-        wait_until(&want, Duration::from_secs(60), || {
-            receiver
-                .replies()
-                .iter()
-                .any(|(_, t)| t == &want)
-                .then_some(())
-        });
-    }
-    std::thread::sleep(Duration::from_secs(2));
-    let replies = receiver.replies();
-    for (_, chat, text) in &texts {
-        let want = format!("echo: {text}");
-        let n = replies
-            .iter()
-            .filter(|(c, t)| c == chat && t == &want)
-            .count();
-        assert_eq!(n, 1, "{want} answered {n} times: {replies:?}");
-    }
-
-    // 2. The chats continued across replicas: the model saw each chat's earlier messages.
-    let requests = mock.requests();
-    for chat in 0..4 {
-        let last = texts
-            .iter()
-            .rfind(|(_, c, _)| c == &format!("chat{chat}"))
-            .unwrap();
-        let body = requests
-            .iter()
-            .filter(|b| last_user_text(b).ends_with(&last.2))
-            .max_by_key(|b| b["messages"].as_array().map_or(0, Vec::len))
-            .expect("the chat's last request");
-        let seen = body.to_string();
-        for (_, c, t) in &texts {
-            if c == &last.1 {
-                assert!(seen.contains(t.as_str()), "{} lacks {t}", last.2);
-            }
+    let jobs: Value = serde_json::from_str(&std::fs::read_to_string(&jobs_file).unwrap()).unwrap();
+    let write_jobs = |replicas: &[Replica], due: chrono::DateTime<chrono::Utc>| {
+        let mut jobs = jobs.clone();
+        for job in jobs["jobs"].as_array_mut().expect("a jobs list") {
+            job["next_run_at"] = Value::String(due.to_rfc3339());
         }
+        for r in replicas {
+            let dir = r.home.path().join("cron");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("jobs.json"), jobs.to_string()).unwrap();
+        }
+    };
+    write_jobs(&replicas, chrono::Utc::now() + chrono::Duration::hours(1));
+    for r in &mut replicas {
+        r.start(&front);
     }
 
-    // 3. The cron job fired once across the three replicas.
-    let cron_calls = |reqs: &[Value]| {
-        reqs.iter()
-            .filter(|b| last_user_text(b).contains("CRONJOB report the weather"))
-            .count()
-    };
-    wait_until("the cron run", Duration::from_secs(60), || {
-        (cron_calls(&mock.requests()) >= 1).then_some(())
-    });
+    // 1. Load: 6 webhook chats and 6 API sessions, 4 messages each.
+    let (mut hooks, mut turns) = drive("r1", 6, 4, fan_out.port, Some(balancer.port), &receiver);
 
-    // 4. A replica killed mid-turn: a live one takes the message over and answers it once.
+    // 2. A replica killed mid-turn: a live one takes the message over and answers it once.
     let body = message("m-slow", "chat-slow", "SLOW question");
-    assert!(post(ports[0], &body).unwrap_or_default().contains(" 20"));
+    assert!(
+        post(replicas[0].port, &body)
+            .unwrap_or_default()
+            .contains(" 20")
+    );
+    hooks.push(("chat-slow".into(), "SLOW question".into()));
     wait_until("the slow turn to start", Duration::from_secs(30), || {
         mock.requests()
             .iter()
@@ -396,34 +492,103 @@ async fn three_replicas_answer_each_message_once_and_survive_a_kill() {
             .then_some(())
     });
     replicas[0].kill9();
-    let want = "echo: SLOW question".to_string();
     wait_until("the taken-over answer", Duration::from_secs(90), || {
         receiver
             .replies()
             .iter()
-            .any(|(_, t)| t == &want)
+            .any(|(_, t)| t == "echo: SLOW question")
             .then_some(())
     });
-    std::thread::sleep(Duration::from_secs(2));
-    let n = receiver
-        .replies()
-        .iter()
-        .filter(|(_, t)| t == &want)
-        .count();
-    assert_eq!(n, 1, "the killed replica's message answered {n} times");
 
-    // Restart the killed replica: the cron due time is not fired again, nothing is answered
-    // twice.
-    replicas[0].start(receiver.port);
+    // 3. The cron job comes due while the replicas restart one after another, with webhook
+    // load going on (the fan-out skips a replica that is down).
+    write_jobs(&replicas, chrono::Utc::now() + chrono::Duration::seconds(5));
+    let load = {
+        let receiver = receiver.clone();
+        let port = fan_out.port;
+        std::thread::spawn(move || drive("r2", 3, 3, port, None, &receiver))
+    };
+    for i in [1, 2, 0] {
+        let err = replicas[i].stop();
+        assert!(!err.contains("panicked"), "{err}");
+        replicas[i].start(&front);
+    }
+    let Ok((more, _)) = load.join() else {
+        for r in &replicas {
+            eprintln!("==== replica {}\n{}", r.port, r.log());
+        }
+        panic!("the load during the restarts failed");
+    };
+    hooks.extend(more);
+    let cron_calls = |reqs: &[Value]| {
+        reqs.iter()
+            .filter(|b| last_user_text(b).contains("CRONJOB report the weather"))
+            .count()
+    };
+    wait_until("the cron run", Duration::from_secs(90), || {
+        (cron_calls(&mock.requests()) >= 1).then_some(())
+    });
+
+    // 4. More load after the restarts: every chat and API session continues.
+    let (h, t) = drive("r3", 6, 2, fan_out.port, Some(balancer.port), &receiver);
+    hooks.extend(h);
+    turns.extend(t);
     std::thread::sleep(Duration::from_secs(3));
+
+    // Each webhook message answered exactly once; nothing else was sent.
+    let replies = receiver.replies();
+    for (chat, text) in &hooks {
+        let want = format!("echo: {text}");
+        let n = replies
+            .iter()
+            .filter(|(c, t)| c == chat && t == &want)
+            .count();
+        assert_eq!(n, 1, "{want} answered {n} times");
+    }
+    assert_eq!(
+        replies.len(),
+        hooks.len(),
+        "unexpected replies: {replies:?}"
+    );
     assert_eq!(cron_calls(&mock.requests()), 1, "the cron job fired once");
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for (_, t) in receiver.replies() {
-        if t.starts_with("echo: message") || t == want {
-            *counts.entry(t).or_default() += 1;
+
+    // Chats and API sessions continued across replicas: the model saw each one's history.
+    let requests = mock.requests();
+    let mut histories: HashMap<String, Vec<String>> = HashMap::new();
+    for (chat, text) in hooks.iter().chain(turns.iter()) {
+        histories
+            .entry(chat.clone())
+            .or_default()
+            .push(text.clone());
+    }
+    for (chat, texts) in &histories {
+        let last = texts.last().unwrap();
+        let body = requests
+            .iter()
+            .filter(|b| last_user_text(b).ends_with(last.as_str()))
+            .max_by_key(|b| b["messages"].as_array().map_or(0, Vec::len))
+            .unwrap_or_else(|| panic!("no request for {last}"));
+        let seen = body.to_string();
+        for t in texts {
+            assert!(seen.contains(t.as_str()), "{chat}: {last} lacks {t}");
         }
     }
-    assert!(counts.values().all(|n| *n == 1), "{counts:?}");
+
+    // The store holds each message and each answer exactly once.
+    let rows = stored(&dsn, &schema);
+    for (_, text) in hooks.iter().chain(turns.iter()) {
+        let count = |role: &str, want: &str| {
+            rows.iter()
+                .filter(|(_, r, t)| r == role && t.ends_with(want))
+                .count()
+        };
+        assert_eq!(count("user", text), 1, "stored user message {text:?}");
+        assert_eq!(
+            count("assistant", &format!("echo: {text}")),
+            1,
+            "stored answer to {text:?}"
+        );
+    }
     for r in &mut replicas {
         let err = r.stop();
         assert!(!err.contains("panicked"), "{err}");

@@ -96,6 +96,10 @@ pub(crate) struct Inner {
     pub(crate) memory_release: Mutex<Option<Arc<dyn MemoryRelease>>>,
     /// This process as a replica on the store: inbound de-duplication and adoption.
     pub(crate) replica: Arc<Replica>,
+    /// Inbound keys of messages taken over from a stopped replica: a turn for them may
+    /// have started there, so their turn continues what is stored
+    /// ([`hermes_agent::Agent::run_redelivered_turn`]).
+    pub(crate) redelivered: Mutex<HashSet<String>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -151,6 +155,7 @@ impl Gateway {
                 stopping: CancellationToken::new(),
                 hooks: Mutex::new(Hooks::default()),
                 leftover: Mutex::new(Vec::new()),
+                redelivered: Mutex::new(HashSet::new()),
                 front_ends: Mutex::new(Vec::new()),
                 activity: Activity::new(),
                 memory_release: Mutex::new(None),
@@ -302,7 +307,7 @@ impl Gateway {
                 for orphan in replica.orphans(64)?.into_iter().filter(|o| served(&o.key)) {
                     if let Some(msg) = replica.adopt(&orphan)? {
                         tracing::info!(key = %orphan.key, from = %orphan.holder, "took over a message of a stopped replica");
-                        adopted.push(msg);
+                        adopted.push((orphan.key, msg));
                     }
                 }
                 Ok::<_, hermes_store::StoreError>(adopted)
@@ -310,10 +315,11 @@ impl Gateway {
             .await;
             match adopted {
                 Ok(Ok(messages)) => {
-                    for msg in messages {
+                    for (key, msg) in messages {
                         if cancel.is_cancelled() {
                             break;
                         }
+                        lock(&self.inner.redelivered).insert(key);
                         self.handle_claimed(msg).await;
                     }
                 }

@@ -101,9 +101,14 @@ pub(crate) async fn run(inner: Arc<Inner>, key: String) {
         let msg = match &job {
             Job::Message(m) | Job::Command(_, m) => m.clone(),
         };
-        let ran_turn = permit.is_some() && matches!(job, Job::Message(_));
+        let mut ran_turn = permit.is_some() && matches!(job, Job::Message(_));
         if permit.is_some() || matches!(job, Job::Command(..)) {
-            run_job(&inner, &key, job, token, steer.clone()).await;
+            let outcome = run_job(&inner, &key, job, token, steer.clone()).await;
+            if outcome == Some(TurnOutcome::Interrupted) && inner.stopping.is_cancelled() {
+                // Stopped by the shutdown, not answered: the claims stay open, so a live
+                // replica (or the next start) takes the message over and finishes the turn.
+                ran_turn = false;
+            }
         } else if let Job::Message(m) = job {
             // Interrupted while waiting for a turn slot: the text is not lost, it joins the
             // next turn (unless `/stop` asked to drop it).
@@ -161,12 +166,12 @@ async fn run_job(
     job: Job,
     token: CancellationToken,
     steer: SteerQueue,
-) {
+) -> Option<TurnOutcome> {
     let msg = match &job {
         Job::Message(m) | Job::Command(_, m) => m,
     };
     let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
-        return;
+        return None;
     };
     let target = ChatTarget::reply_to(msg);
     let mut cached = match checkout(inner, key, msg, &adapter).await {
@@ -181,7 +186,7 @@ async fn run_job(
                 )
                 .await;
             }
-            return;
+            return None;
         }
     };
     cached.approval.set_target(target.clone());
@@ -192,6 +197,7 @@ async fn run_job(
     if let Some(state) = lock(&inner.sessions).get_mut(key) {
         state.approval = Some(cached.approval.clone());
     }
+    let mut outcome = None;
     let notice = match job {
         Job::Message(msg) => {
             let reset = apply_reset_policy(inner, key, &msg.source.platform, &mut cached).await;
@@ -205,15 +211,13 @@ async fn run_job(
                 );
                 reply(adapter.as_ref(), t, &text).await;
             }
-            turn(
-                inner,
-                &mut cached,
-                &adapter,
-                target.as_ref(),
-                &input_text(&msg),
-                token,
-            )
-            .await;
+            let redelivered =
+                inbound_key(&msg).is_some_and(|k| lock(&inner.redelivered).remove(&k));
+            let input = TurnInput {
+                text: &input_text(&msg),
+                redelivered,
+            };
+            outcome = Some(turn(inner, &mut cached, &adapter, target.as_ref(), input, token).await);
             None
         }
         Job::Command(inv, msg) => {
@@ -242,6 +246,14 @@ async fn run_job(
     cached.history_version = stored_version(inner, cached.agent.session_id()).await;
     cached.last_active = Utc::now();
     inner.cache.put(key.to_string(), cached);
+    outcome
+}
+
+/// The text a turn runs and whether its message was taken over from a stopped replica.
+#[derive(Clone, Copy)]
+struct TurnInput<'a> {
+    text: &'a str,
+    redelivered: bool,
 }
 
 /// The agent of `key`: cached (same config signature) or built, resuming the routed session;
@@ -434,7 +446,7 @@ async fn turn(
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,
     target: Option<&ChatTarget>,
-    text: &str,
+    input: TurnInput<'_>,
     token: CancellationToken,
 ) -> TurnOutcome {
     // One turn per session across front ends and processes (issue 18 §4): wait for the
@@ -466,7 +478,7 @@ async fn turn(
             return TurnOutcome::Failed;
         }
     };
-    let outcome = turn_leased(inner, cached, adapter, target, text, token).await;
+    let outcome = turn_leased(inner, cached, adapter, target, input, token).await;
     lease.release().await;
     outcome
 }
@@ -476,13 +488,17 @@ async fn turn_leased(
     cached: &mut CachedAgent,
     adapter: &Arc<dyn PlatformAdapter>,
     target: Option<&ChatTarget>,
-    text: &str,
+    input: TurnInput<'_>,
     token: CancellationToken,
 ) -> TurnOutcome {
     let (tx, mut rx) = unbounded_channel();
     let agent = &mut cached.agent;
     let run = async move {
-        let outcome = agent.run_turn(text, &tx, token).await;
+        let outcome = if input.redelivered {
+            agent.run_redelivered_turn(input.text, &tx, token).await
+        } else {
+            agent.run_turn(input.text, &tx, token).await
+        };
         drop(tx);
         outcome
     };
@@ -567,7 +583,11 @@ async fn command(
         }),
         CommandId::Retry => match agent.undo(1).await {
             Ok(Some(text)) => {
-                turn(inner, cached, adapter, target, &text, token).await;
+                let input = TurnInput {
+                    text: &text,
+                    redelivered: false,
+                };
+                turn(inner, cached, adapter, target, input, token).await;
                 None
             }
             Ok(None) => Some("Nothing to retry.".to_string()),
