@@ -101,6 +101,18 @@ def rows(doc):
     if mig and mig.get("messages"):
         add(f"`hermes sessiondb migrate`, {mig['messages']:,} messages SQLite → PostgreSQL",
             "sessiondb_migrate", "messages_per_s", "messages/s", 0, ratio=False)
+    api = doc["results"].get("api_replicas", {}).get("ours", {})
+    for key, what in (("sqlite_1", "one process on SQLite"), ("postgres_1", "1 replica on PostgreSQL"),
+                      ("postgres_2", "2 replicas on PostgreSQL"), ("postgres_3", "3 replicas on PostgreSQL")):
+        row = api.get(key) or {}
+        if row.get("turns_per_s"):
+            conc = row.get("concurrency")
+            out.append((f"API turns, {what} ({conc} in flight): throughput",
+                        f"{row['turns_per_s']:.0f} turns/s", "—", ""))
+            out.append((f"API turns, {what}: latency p50 / p99",
+                        f"{row['p50_ms']:.1f} / {row['p99_ms']:.1f} ms", "—", ""))
+        elif row.get("error"):
+            out.append((f"API turns, {what}", f"failed: {row['error']}", "—", ""))
     soak = doc["results"].get("soak", {})
     if soak:
         turns = soak.get("ours", {}).get("turns")

@@ -312,6 +312,9 @@ fn api_turn(port: u16, session: &str, text: &str) -> Result<String, String> {
         .ok_or(answer)
 }
 
+/// Texts sent, each with its chat or API session.
+type Sent = Vec<(String, String)>;
+
 /// Drives one round of load: `chats` webhook chats through the fan-out (each message to
 /// two replicas at once) and `chats` API sessions through the balancer, `per_chat`
 /// messages each, in order within a chat, at most [`IN_FLIGHT`] requests at once. Returns
@@ -324,7 +327,7 @@ fn drive(
     fan_out: u16,
     balancer: Option<u16>,
     receiver: &Arc<Receiver>,
-) -> (Vec<(String, String)>, Vec<(String, String)>) {
+) -> (Sent, Sent) {
     let slots = Slots::new(IN_FLIGHT);
     let mut workers = Vec::new();
     for c in 0..chats {

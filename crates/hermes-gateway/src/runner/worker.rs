@@ -170,9 +170,7 @@ async fn run_job(
     let msg = match &job {
         Job::Message(m) | Job::Command(_, m) => m,
     };
-    let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
-        return None;
-    };
+    let adapter = inner.adapters.get(&msg.source.platform).cloned()?;
     let target = ChatTarget::reply_to(msg);
     let mut cached = match checkout(inner, key, msg, &adapter).await {
         Ok(c) => c,
