@@ -3,8 +3,10 @@ run` processes with the API server on loopback, all on one store, the mock model
 `custom` provider (model `bench-plain`: one text answer per call, so a turn stores 2
 messages). The client spreads `turns` non-streaming `/v1/chat/completions` requests over the
 replicas round-robin (what a load balancer does), `concurrency` in flight, over `sessions`
-API sessions (`X-Hermes-Session-Id`), so consecutive turns of a session land on different
-replicas and each takes the session's lease and reads its history from the store.
+API sessions (`X-Hermes-Session-Id`; each client worker owns `sessions / concurrency` of them
+and sends a session's next turn only after the last one was answered, since the API refuses
+a second turn of a busy session with 409), so consecutive turns of a session land on
+different replicas and each takes the session's lease and reads its history from the store.
 
 Reported per configuration: turns/s over the wall time of the whole batch, and the p50/p99
 latency of one turn as the client saw it. Configurations: one process on SQLite (its own
@@ -116,15 +118,19 @@ def api_turns(hermes_bin, mock_base, work, replicas, store, turns, sessions, con
                 return next(counter, None)
 
         latencies = []
+        own = max(1, sessions // concurrency)
 
-        def worker():
+        def worker(w):
+            k = 0
             while (n := next_turn()) is not None:
                 port = procs[n % len(procs)].port
-                latencies.append(one_turn(port, f"s{n % sessions}", f"turn {n}"))
+                session = f"s{w}-{k % own}"
+                k += 1
+                latencies.append(one_turn(port, session, f"turn {n}"))
 
         started = time.perf_counter()
         with ThreadPoolExecutor(concurrency) as pool:
-            for f in [pool.submit(worker) for _ in range(concurrency)]:
+            for f in [pool.submit(worker, w) for w in range(concurrency)]:
                 f.result()
         wall = time.perf_counter() - started
         return {
