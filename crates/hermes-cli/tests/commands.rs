@@ -665,7 +665,7 @@ async fn python_commands_hermes_lacks_answer_in_one_line() {
         &["sessions", "archive"],
         &["config", "migrate"],
         &["gateway", "setup"],
-        &["mcp", "serve"],
+        &["mcp", "configure"],
         &["tools", "post-setup"],
     ] {
         let out = hermes_env(home.path(), cwd.path(), args, &[]).await;

@@ -95,6 +95,9 @@ pub struct Config {
     pub cron: Option<yaml_serde::Value>,
     /// `gateway:` section; typed and validated by `hermes-gateway` (FEATURES §1 Gateway).
     pub gateway: Option<yaml_serde::Value>,
+    /// `mcp_serve:` section of `hermes mcp serve` (our addition; `allow_send: true` lets MCP
+    /// clients send chat messages); read by `hermes-cli`.
+    pub mcp_serve: Option<yaml_serde::Value>,
     /// `group_sessions_per_user:` (gateway; default true). Kept untyped here so that a bad
     /// value is reported by the gateway naming the key instead of failing the whole file.
     pub group_sessions_per_user: Option<yaml_serde::Value>,

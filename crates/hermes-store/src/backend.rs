@@ -95,6 +95,10 @@ pub trait SessionBackend: Send + Sync {
     fn route_session(&self, session_key: &str) -> Result<Option<String>, StoreError>;
     fn record_gateway_peer(&self, session_id: &str, peer: &GatewayPeer)
     -> Result<bool, StoreError>;
+    /// Who and where the gateway chat of session `session_id` is, as recorded by
+    /// [`SessionBackend::record_gateway_peer`] (either program's); `None` for a missing
+    /// session or one without a session key.
+    fn gateway_peer(&self, session_id: &str) -> Result<Option<GatewayPeer>, StoreError>;
 
     // Messages, usage and the history version.
     fn append_message(
@@ -251,6 +255,7 @@ impl SessionBackend for crate::store::SqliteStore {
         fn model_choice(&self, id: &str) -> Result<Option<String>, StoreError>;
         fn route_session(&self, session_key: &str) -> Result<Option<String>, StoreError>;
         fn record_gateway_peer(&self, session_id: &str, peer: &GatewayPeer) -> Result<bool, StoreError>;
+        fn gateway_peer(&self, session_id: &str) -> Result<Option<GatewayPeer>, StoreError>;
         fn append_message(&self, session_id: &str, message: &Message, token_count: Option<u64>) -> Result<i64, StoreError>;
         fn append_message_checked(&self, session_id: &str, message: &Message, token_count: Option<u64>, expected_version: u64) -> Result<i64, StoreError>;
         fn append_message_with_usage_checked(&self, session_id: &str, message: &Message, usage: &UsageRecord<'_>, expected_version: u64) -> Result<i64, StoreError>;

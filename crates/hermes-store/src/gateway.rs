@@ -99,6 +99,32 @@ impl SqliteStore {
         })
     }
 
+    /// The peer columns of session `session_id` ([`SqliteStore::record_gateway_peer`]);
+    /// `None` for a missing session or one without a session key.
+    pub fn gateway_peer(&self, session_id: &str) -> Result<Option<GatewayPeer>, StoreError> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "SELECT session_key, source, user_id, chat_id, chat_type, thread_id, display_name, \
+             origin_json FROM sessions WHERE id = ?1 AND COALESCE(session_key, '') != ''",
+        )
+        .and_then(|mut st| {
+            st.query_row([session_id], |r| {
+                Ok(GatewayPeer {
+                    session_key: r.get(0)?,
+                    source: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    user_id: r.get(2)?,
+                    chat_id: r.get(3)?,
+                    chat_type: r.get(4)?,
+                    thread_id: r.get(5)?,
+                    display_name: r.get(6)?,
+                    origin_json: r.get(7)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(self.sql_err("gateway_peer"))
+    }
+
     /// The session a gateway chat's `session_key` routes to: Python's routing entry for the
     /// key (the newest one, when several sessions directories have one) if its session
     /// exists and the entry is at least as new as the newest session carrying the key; else

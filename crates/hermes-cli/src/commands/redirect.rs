@@ -184,10 +184,6 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "nothing to set up after enabling a toolset; `hermes tools list` shows what is available",
     ),
     (
-        &["mcp", "serve"],
-        "hermes cannot run as an MCP server yet; `hermes gateway run` serves an OpenAI-compatible API",
-    ),
-    (
         &["mcp", "configure"],
         "edit a server with `hermes mcp remove NAME` then `hermes mcp add NAME …`, or `hermes config edit`",
     ),

@@ -166,6 +166,11 @@ impl SessionBackend for PgStore {
         self.run(move |db| async move { db.record_gateway_peer(&id, &peer).await })
     }
 
+    fn gateway_peer(&self, session_id: &str) -> Result<Option<crate::GatewayPeer>, StoreError> {
+        let id = session_id.to_string();
+        self.run(move |db| async move { db.gateway_peer(&id).await })
+    }
+
     fn append_message(
         &self,
         session_id: &str,

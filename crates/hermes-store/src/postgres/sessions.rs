@@ -316,6 +316,36 @@ impl Db {
         })
     }
 
+    /// The PostgreSQL form of [`crate::SqliteStore::gateway_peer`].
+    pub(crate) async fn gateway_peer(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::GatewayPeer>, StoreError> {
+        read!(self, "gateway_peer", |c| {
+            let row = c
+                .query_opt(
+                    "SELECT session_key, source, user_id, chat_id, chat_type, thread_id, \
+                     display_name, origin_json FROM sessions \
+                     WHERE id = $1 AND COALESCE(session_key, '') <> ''",
+                    &[&id],
+                )
+                .await?;
+            row.map(|r| -> Result<crate::GatewayPeer, StoreError> {
+                Ok(crate::GatewayPeer {
+                    session_key: r.try_get(0)?,
+                    source: r.try_get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    user_id: r.try_get(2)?,
+                    chat_id: r.try_get(3)?,
+                    chat_type: r.try_get(4)?,
+                    thread_id: r.try_get(5)?,
+                    display_name: r.try_get(6)?,
+                    origin_json: r.try_get(7)?,
+                })
+            })
+            .transpose()
+        })
+    }
+
     pub(crate) async fn set_title_numbered(
         &self,
         id: &str,

@@ -438,6 +438,19 @@ pub fn a_gateway_peer_is_recorded_on_its_session(db: &Db) {
         .expect("the peer's key finds the session");
     assert_eq!(rec.id, "g1");
     assert_eq!(rec.source, "telegram");
+    assert_eq!(store.gateway_peer("g1").unwrap(), Some(peer.clone()));
+    let named = hermes_store::GatewayPeer {
+        display_name: Some("Ann's DM".into()),
+        origin_json: Some(r#"{"platform":"telegram","chat_id":"42"}"#.into()),
+        ..peer.clone()
+    };
+    assert!(store.record_gateway_peer("g1", &named).unwrap());
+    // A later record without a name keeps the one recorded.
+    assert!(store.record_gateway_peer("g1", &peer).unwrap());
+    assert_eq!(store.gateway_peer("g1").unwrap(), Some(named));
+    assert_eq!(store.gateway_peer("missing").unwrap(), None);
+    store.create_session(&new_session("cli1", "cli")).unwrap();
+    assert_eq!(store.gateway_peer("cli1").unwrap(), None, "no session key");
     assert!(!store.record_gateway_peer("missing", &peer).unwrap());
     let keyless = hermes_store::GatewayPeer {
         session_key: String::new(),

@@ -174,8 +174,10 @@ fn credential(app: &App, name: &str) -> Option<String> {
 /// `TELEGRAM_WEBHOOK_HOST`, default `0.0.0.0`), Discord (`DISCORD_BOT_TOKEN`), Slack (see
 /// [`slack_adapter`]), webhook
 /// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
-/// `HERMES_HOME/cache/media/<platform>/`.
-async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+/// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
+/// only: no push listener is bound (Telegram and Slack as in polling / Socket Mode, the
+/// webhook adapter on a loopback port of its own), so a running gateway keeps its ports.
+async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
     #[allow(unused_variables)]
     let media = app.home.cache_dir().join("media");
     #[allow(unused_mut)]
@@ -187,7 +189,7 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
         };
         let mut settings = TelegramSettings::new(token, media.join("telegram"));
         settings.offset_file = Some(app.home.root().join("gateway").join("telegram_offset"));
-        if let Some(url) = credential(app, "TELEGRAM_WEBHOOK_URL") {
+        if let Some(url) = credential(app, "TELEGRAM_WEBHOOK_URL").filter(|_| listen) {
             let secret = credential(app, "TELEGRAM_WEBHOOK_SECRET").unwrap_or_default();
             let mut hook = TelegramWebhook::new(url, secret);
             hook.bind = listen_addr(
@@ -213,17 +215,22 @@ async fn build_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]
-    if let Some(adapter) = slack_adapter(app, media.join("slack"))? {
+    if let Some(adapter) = slack_adapter(app, media.join("slack"), listen)? {
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "webhook")]
     if let Some(secret) = credential(app, "WEBHOOK_SECRET") {
-        let settings = webhook_settings(app, secret)?;
+        let mut settings = webhook_settings(app, secret)?;
+        if !listen {
+            settings.bind = ([127, 0, 0, 1], 0).into();
+        }
         let path = settings.path.clone();
         let adapter = hermes_gateway::platforms::webhook::WebhookAdapter::bind(settings)
             .await
             .map_err(|e| anyhow!("cannot set up the webhook adapter: {e}"))?;
-        errln!("webhook listening on http://{}{path}", adapter.local_addr());
+        if listen {
+            errln!("webhook listening on http://{}{path}", adapter.local_addr());
+        }
         out.push(Arc::new(adapter));
     }
     Ok(out)
@@ -255,10 +262,12 @@ fn webhook_settings(
 /// `SLACK_EVENTS_PORT`, default 3000; `SLACK_EVENTS_PATH`, default `/slack/events`;
 /// `SLACK_EVENTS_ALLOWED_HOSTS`), else Socket Mode with `SLACK_APP_TOKEN`. Errors: one of
 /// the two tokens without the other, bad listener settings, a port that cannot be bound.
+/// With `listen` false (sending only) no Events API listener is bound.
 #[cfg(feature = "slack")]
 fn slack_adapter(
     app: &App,
     media: std::path::PathBuf,
+    listen: bool,
 ) -> Result<Option<hermes_gateway::SlackAdapter>> {
     use hermes_gateway::platforms::slack::SlackEvents;
     let bot = credential(app, "SLACK_BOT_TOKEN");
@@ -275,7 +284,7 @@ fn slack_adapter(
     };
     let mut settings =
         hermes_gateway::SlackSettings::new(bot, app_token.clone().unwrap_or_default(), media);
-    if let Some(secret) = signing {
+    if let Some(secret) = signing.filter(|_| listen) {
         let mut events = SlackEvents::new(secret);
         events.bind = listen_addr(app, "SLACK_EVENTS_HOST", "SLACK_EVENTS_PORT", events.bind)?;
         if let Some(path) = credential(app, "SLACK_EVENTS_PATH") {
@@ -283,7 +292,7 @@ fn slack_adapter(
         }
         events.allowed_hosts = host_list(app, "SLACK_EVENTS_ALLOWED_HOSTS");
         settings.events = Some(events);
-    } else if app_token.is_none() {
+    } else if app_token.is_none() && listen {
         return Err(anyhow!(
             "cannot set up Slack: SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN (xapp-, Socket Mode) nor SLACK_SIGNING_SECRET (Events API) is"
         ));
@@ -430,7 +439,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, action: &GatewayCmd) ->
             // binds a port or connects.
             #[cfg(feature = "api-server")]
             api_settings(&app, profile)?;
-            let adapters = build_adapters(&app).await?;
+            let adapters = build_adapters(&app, true).await?;
             for adapter in &adapters {
                 if adapter.name() != "webhook" {
                     errln!("{}: connecting", adapter.name());
@@ -552,6 +561,13 @@ fn cron_scheduler_enabled(app: &App) -> Result<bool> {
 
 /// Cancels on Ctrl-C (SIGINT) or SIGTERM.
 async fn stop_on_signal(cancel: CancellationToken) {
+    signalled().await;
+    errln!("stopping: interrupting running turns…");
+    cancel.cancel();
+}
+
+/// Completes on Ctrl-C (SIGINT) or SIGTERM.
+pub(crate) async fn signalled() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -571,6 +587,53 @@ async fn stop_on_signal(cancel: CancellationToken) {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    errln!("stopping: interrupting running turns…");
-    cancel.cancel();
+}
+
+/// What `hermes mcp serve`'s `messages_send` sends through: the platforms of `.env` as
+/// send-only adapters ([`build_adapters`] without listeners) behind an [`hermes_gateway::Outbox`].
+///
+/// Errors: a platform's credentials or settings are unusable; no platform is configured.
+pub(crate) async fn send_only(
+    app: &App,
+) -> Result<Arc<dyn crate::commands::mcp::serve::tools::Sender>> {
+    let adapters = build_adapters(app, false).await?;
+    if adapters.is_empty() {
+        return Err(anyhow!(
+            "mcp_serve.allow_send is true but no platform is configured in HERMES_HOME/.env"
+        ));
+    }
+    let outbox = hermes_gateway::Outbox::new(
+        &adapters,
+        hermes_gateway::outbox::home_channels_from_env(&app.env),
+    );
+    Ok(Arc::new(OutboxSender(outbox)))
+}
+
+/// [`send_only`]'s sender: `platform:chat_id[:thread_id]` targets through an outbox.
+struct OutboxSender(hermes_gateway::Outbox);
+
+#[async_trait::async_trait]
+impl crate::commands::mcp::serve::tools::Sender for OutboxSender {
+    async fn send(&self, target: &str, text: &str) -> Result<serde_json::Value, String> {
+        let mut parts = target.splitn(3, ':');
+        let (Some(platform), Some(chat)) = (parts.next(), parts.next()) else {
+            return Err(format!(
+                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
+            ));
+        };
+        if platform.is_empty() || chat.is_empty() {
+            return Err(format!(
+                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
+            ));
+        }
+        let chat = hermes_gateway::ChatTarget {
+            chat_id: chat.to_string(),
+            thread_id: parts.next().map(str::to_string),
+            reply_to: None,
+        };
+        match self.0.send(platform, Some(chat), text).await {
+            Ok(n) => Ok(serde_json::json!({"success": true, "target": target, "parts": n})),
+            Err(e) => Err(format!("Send failed: {e}")),
+        }
+    }
 }

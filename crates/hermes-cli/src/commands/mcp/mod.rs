@@ -1,8 +1,10 @@
-//! `hermes mcp {list,add,remove,test,login,logout}` (FEATURES §11); OAuth login in [`login`].
+//! `hermes mcp {list,add,remove,test,login,logout}` (FEATURES §11); OAuth login in [`login`];
+//! `hermes mcp serve` (hermes as an MCP server) in [`serve`].
 //! A session's MCP servers start in `crate::assembly::mcp`, whose resolution and start
 //! options `test` shares.
 
 pub mod login;
+pub mod serve;
 
 use clap::Subcommand;
 use std::sync::Arc;
@@ -70,6 +72,23 @@ pub enum McpCmd {
         /// Server name.
         name: String,
     },
+    /// Runs hermes as an MCP server (stdio; `--http` for Streamable HTTP): MCP clients read
+    /// its conversations, messages, session history, memory and skills.
+    Serve {
+        /// Serve Streamable HTTP at `http://HOST:PORT/mcp` (needs MCP_SERVE_KEY) instead of
+        /// stdio.
+        #[arg(long)]
+        http: bool,
+        /// Address of `--http`.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Port of `--http` (0 picks a free one).
+        #[arg(long, default_value_t = serve::DEFAULT_HTTP_PORT)]
+        port: u16,
+        /// Accepted for Python Hermes' command line; hermes logs to HERMES_HOME/logs either way.
+        #[arg(long, short)]
+        verbose: bool,
+    },
     /// A Python Hermes `mcp` action hermes does not have.
     #[command(external_subcommand)]
     Other(Vec<String>),
@@ -80,6 +99,16 @@ pub async fn run(profile: Option<&str>, action: &McpCmd) -> Result<i32> {
     let app = App::load(profile)?;
     match action {
         McpCmd::Other(words) => Ok(crate::commands::redirect::answer::<McpCmd>(&["mcp"], words)),
+        McpCmd::Serve {
+            http, host, port, ..
+        } => {
+            let options = serve::ServeOptions {
+                http: *http,
+                host: host.clone(),
+                port: *port,
+            };
+            serve::run(&app, &options).await
+        }
         McpCmd::List => {
             let specs = configured(&app);
             if specs.is_empty() {
