@@ -589,51 +589,10 @@ pub(crate) async fn signalled() {
     }
 }
 
-/// What `hermes mcp serve`'s `messages_send` sends through: the platforms of `.env` as
-/// send-only adapters ([`build_adapters`] without listeners) behind an [`hermes_gateway::Outbox`].
+/// Send-only adapters of the platforms in `.env` ([`build_adapters`] without listeners,
+/// so a running gateway keeps its ports), for `hermes mcp serve`'s `messages_send`.
 ///
-/// Errors: a platform's credentials or settings are unusable; no platform is configured.
-pub(crate) async fn send_only(
-    app: &App,
-) -> Result<Arc<dyn crate::commands::mcp::serve::tools::Sender>> {
-    let adapters = build_adapters(app, false).await?;
-    if adapters.is_empty() {
-        return Err(anyhow!(
-            "mcp_serve.allow_send is true but no platform is configured in HERMES_HOME/.env"
-        ));
-    }
-    let outbox = hermes_gateway::Outbox::new(
-        &adapters,
-        hermes_gateway::outbox::home_channels_from_env(&app.env),
-    );
-    Ok(Arc::new(OutboxSender(outbox)))
-}
-
-/// [`send_only`]'s sender: `platform:chat_id[:thread_id]` targets through an outbox.
-struct OutboxSender(hermes_gateway::Outbox);
-
-#[async_trait::async_trait]
-impl crate::commands::mcp::serve::tools::Sender for OutboxSender {
-    async fn send(&self, target: &str, text: &str) -> Result<serde_json::Value, String> {
-        let mut parts = target.splitn(3, ':');
-        let (Some(platform), Some(chat)) = (parts.next(), parts.next()) else {
-            return Err(format!(
-                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
-            ));
-        };
-        if platform.is_empty() || chat.is_empty() {
-            return Err(format!(
-                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
-            ));
-        }
-        let chat = hermes_gateway::ChatTarget {
-            chat_id: chat.to_string(),
-            thread_id: parts.next().map(str::to_string),
-            reply_to: None,
-        };
-        match self.0.send(platform, Some(chat), text).await {
-            Ok(n) => Ok(serde_json::json!({"success": true, "target": target, "parts": n})),
-            Err(e) => Err(format!("Send failed: {e}")),
-        }
-    }
+/// Errors: a platform's credentials or settings are unusable.
+pub(crate) async fn send_adapters(app: &App) -> Result<Vec<Arc<dyn PlatformAdapter>>> {
+    build_adapters(app, false).await
 }

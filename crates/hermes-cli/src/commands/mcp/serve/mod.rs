@@ -116,7 +116,7 @@ fn allow_send(app: &App) -> Result<bool> {
 pub async fn run(app: &App, options: &ServeOptions) -> Result<i32> {
     let store = app.open_store()?;
     let sender = if allow_send(app)? {
-        Some(crate::commands::gateway::send_only(app).await?)
+        Some(send_only(app).await?)
     } else {
         None
     };
@@ -251,4 +251,51 @@ async fn bearer(
         "missing or wrong bearer key (MCP_SERVE_KEY)\n",
     )
         .into_response()
+}
+
+/// What `hermes mcp serve`'s `messages_send` sends through: the platforms of `.env` as
+/// send-only adapters (`gateway::send_adapters`) behind an [`hermes_gateway::Outbox`].
+///
+/// Errors: a platform's credentials or settings are unusable; no platform is configured.
+pub(crate) async fn send_only(app: &App) -> Result<Arc<dyn tools::Sender>> {
+    let adapters = crate::commands::gateway::send_adapters(app).await?;
+    if adapters.is_empty() {
+        return Err(anyhow!(
+            "mcp_serve.allow_send is true but no platform is configured in HERMES_HOME/.env"
+        ));
+    }
+    let outbox = hermes_gateway::Outbox::new(
+        &adapters,
+        hermes_gateway::outbox::home_channels_from_env(&app.env),
+    );
+    Ok(Arc::new(OutboxSender(outbox)))
+}
+
+/// [`send_only`]'s sender: `platform:chat_id[:thread_id]` targets through an outbox.
+struct OutboxSender(hermes_gateway::Outbox);
+
+#[async_trait::async_trait]
+impl tools::Sender for OutboxSender {
+    async fn send(&self, target: &str, text: &str) -> Result<serde_json::Value, String> {
+        let mut parts = target.splitn(3, ':');
+        let (Some(platform), Some(chat)) = (parts.next(), parts.next()) else {
+            return Err(format!(
+                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
+            ));
+        };
+        if platform.is_empty() || chat.is_empty() {
+            return Err(format!(
+                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
+            ));
+        }
+        let chat = hermes_gateway::ChatTarget {
+            chat_id: chat.to_string(),
+            thread_id: parts.next().map(str::to_string),
+            reply_to: None,
+        };
+        match self.0.send(platform, Some(chat), text).await {
+            Ok(n) => Ok(serde_json::json!({"success": true, "target": target, "parts": n})),
+            Err(e) => Err(format!("Send failed: {e}")),
+        }
+    }
 }
