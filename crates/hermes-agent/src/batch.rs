@@ -99,6 +99,7 @@ impl Agent {
                     call_id: calls[i].id.clone(),
                     name: calls[i].name.clone(),
                     args_preview: call_preview(&calls[i].name, &calls[i].arguments),
+                    arguments: calls[i].arguments.clone(),
                 });
             }
             let runnable: Vec<usize> = segment
@@ -111,7 +112,7 @@ impl Agent {
                 SegmentKind::Parallel => {
                     let mut futs = Vec::with_capacity(runnable.len());
                     for &i in &runnable {
-                        futs.push(Box::pin(run_one(i, &plans[i], &ctx)));
+                        futs.push(Box::pin(run_one(i, &plans[i], ctx.for_call(&calls[i].id))));
                     }
                     futures::stream::iter(futs)
                         .buffer_unordered(MAX_PARALLEL_WORKERS)
@@ -121,7 +122,7 @@ impl Agent {
                 SegmentKind::Sequential => {
                     let mut out = Vec::with_capacity(runnable.len());
                     for &i in &runnable {
-                        out.push(run_one(i, &plans[i], &ctx).await);
+                        out.push(run_one(i, &plans[i], ctx.for_call(&calls[i].id)).await);
                     }
                     out
                 }
@@ -203,6 +204,7 @@ impl Agent {
             terminal_timeout_s: self.opts.terminal_timeout_s,
             sandbox: self.opts.sandbox.clone(),
             session_toolsets: Some(Arc::new(toolsets_of(&self.tools))),
+            call_id: String::new(),
             progress: Arc::new(move |message: String| {
                 let message = redactor.redact_string(message);
                 let _ = progress_events.send(AgentEvent::Status { message });
@@ -220,7 +222,8 @@ pub(crate) fn toolsets_of(tools: &[Arc<dyn hermes_tools::Tool>]) -> Vec<String> 
 }
 
 /// Runs (or refuses) call `i`; a call not yet started when the user interrupts is not run.
-async fn run_one(i: usize, plan: &Plan, ctx: &ToolContext) -> (usize, ToolOutput, Duration) {
+async fn run_one(i: usize, plan: &Plan, ctx: ToolContext) -> (usize, ToolOutput, Duration) {
+    let ctx = &ctx;
     let started = Instant::now();
     let output = match plan {
         _ if ctx.cancel.is_cancelled() => ToolOutput::error(CANCELLED_TEXT),

@@ -12,6 +12,21 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::lease::{LeaseError, TurnLease};
 
+/// Interrupts the running turn of one agent ([`AgentHandle::interrupter`]); cloneable.
+#[derive(Clone)]
+pub struct Interrupter {
+    current: Arc<Mutex<CancellationToken>>,
+}
+
+impl Interrupter {
+    /// Cancels the running turn, if any (as [`AgentHandle::interrupt`]).
+    pub fn interrupt(&self) {
+        if let Ok(token) = self.current.lock() {
+            token.cancel();
+        }
+    }
+}
+
 /// A running agent. Dropping the handle closes the op queue; the task ends after the
 /// current turn.
 pub struct AgentHandle {
@@ -182,6 +197,15 @@ impl AgentHandle {
     pub fn interrupt(&self) {
         if let Ok(token) = self.current.lock() {
             token.cancel();
+        }
+    }
+
+    /// A handle that interrupts this agent's running turn from anywhere, while another task
+    /// reads the events (ACP's `session/cancel` arrives while the prompt's task holds the
+    /// handle).
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter {
+            current: self.current.clone(),
         }
     }
 

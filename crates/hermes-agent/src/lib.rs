@@ -33,7 +33,7 @@ pub use delegate::{
     SUBAGENT_BLOCKED_TOOLS, SUBAGENT_BLOCKED_TOOLSETS, allowed_for_subagent, child_tools,
 };
 pub use dispatch::{args_preview, call_preview, result_preview};
-pub use handle::AgentHandle;
+pub use handle::{AgentHandle, Interrupter};
 pub use hooks::{
     DEFAULT_HOOK_TIMEOUT_S, FiredHooks, HOOK_EVENTS, HookEvent, HookLoadError, HookOutcome,
     HookSpec, Hooks, event_matches,

@@ -182,6 +182,7 @@ impl Review {
             progress: Arc::new(|_message: String| {}),
             sandbox: self.sandbox.clone(),
             session_toolsets: Some(Arc::new(crate::batch::toolsets_of(&self.tools))),
+            call_id: String::new(),
         };
         while report.iterations < self.max_iterations.max(1) {
             report.iterations += 1;

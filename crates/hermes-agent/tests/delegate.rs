@@ -250,7 +250,7 @@ async fn single_delegation_returns_the_summary_and_links_the_child_session() {
     // The parent's observers saw the child's tool call, marked as the subagent's.
     assert!(
         events.iter().any(|e| matches!(e,
-            AgentEvent::ToolStarted { call_id, name, args_preview }
+            AgentEvent::ToolStarted { call_id, name, args_preview, .. }
                 if call_id == "subagent1:c1" && name == "skills_list"
                     && args_preview.starts_with("[subagent 1]"))),
         "{events:?}"

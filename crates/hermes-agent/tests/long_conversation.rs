@@ -191,6 +191,7 @@ async fn three_hundred_turns_with_large_tool_outputs_fit_a_32k_window() {
         progress: Arc::new(|_m: String| {}),
         sandbox: Arc::new(hermes_tools::SandboxSettings::off()),
         session_toolsets: None,
+        call_id: String::new(),
     };
     let found = search.call(json!({"query": "marmalade"}), &ctx).await;
     assert!(!found.is_error, "{}", found.content);

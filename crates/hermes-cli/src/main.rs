@@ -107,6 +107,7 @@ fn init_logging(cli: &Cli) {
                 | Command::Doctor { .. }
                 | Command::Status(_)
                 | Command::Mcp { .. }
+                | Command::Acp(_)
         )
     );
     let verbose = cli.conversation().verbose;

@@ -150,6 +150,7 @@ fn tool(name: &str, preview: &str) -> AgentEvent {
         call_id: format!("c-{name}"),
         name: name.into(),
         args_preview: preview.into(),
+        arguments: String::new(),
     }
 }
 

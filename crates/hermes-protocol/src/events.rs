@@ -87,6 +87,11 @@ pub enum AgentEvent {
         name: String,
         /// A short one-line preview of the arguments (≤ 80 chars).
         args_preview: String,
+        /// The call's whole argument text (JSON, as the model sent it), for in-process
+        /// front ends that show more than the preview (ACP: the files a call touches, the
+        /// diff of an edit). Not serialized: the `--json` stream keeps its shape.
+        #[serde(skip)]
+        arguments: String,
     },
     /// Progress reported by a running tool.
     ToolProgress {

@@ -114,6 +114,10 @@ pub struct ToolContext {
     /// unknown, in tests). A tool that starts work outside the turn (`cronjob`) grants no
     /// toolset beyond these.
     pub session_toolsets: Option<Arc<Vec<String>>>,
+    /// The id of the tool call being run (the model's `tool_call.id`, as in
+    /// `AgentEvent::ToolStarted`), so a front end's tool or approver can refer to it (ACP's
+    /// permission requests name the call they are about); empty outside a call.
+    pub call_id: String,
 }
 
 /// One tool. Registration is explicit: each toolset module lists its tools.
@@ -187,6 +191,15 @@ impl ToolContext {
             progress: Arc::new(|_| {}),
             sandbox: Arc::new(SandboxSettings::off()),
             session_toolsets: None,
+            call_id: String::new(),
+        }
+    }
+
+    /// This context for the call with id `call_id`.
+    pub fn for_call(&self, call_id: &str) -> ToolContext {
+        ToolContext {
+            call_id: call_id.to_string(),
+            ..self.clone()
         }
     }
 

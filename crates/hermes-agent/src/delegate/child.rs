@@ -236,10 +236,12 @@ fn as_parent_event(index: usize, event: AgentEvent) -> Option<AgentEvent> {
             call_id,
             name,
             args_preview,
+            arguments,
         } => Some(AgentEvent::ToolStarted {
             call_id: format!("subagent{n}:{call_id}"),
             name,
             args_preview: format!("[subagent {n}] {args_preview}"),
+            arguments,
         }),
         AgentEvent::ToolFinished {
             call_id,

@@ -46,6 +46,9 @@ use crate::assembly::runtime::{
     SKILLS_PLATFORM, build_client, prompt_is_compact, resolve_context_window, resolve_runtime,
 };
 
+/// The platform name of `hermes acp`: its sessions' source and its `platform_toolsets` key.
+pub const ACP_PLATFORM: &str = "acp";
+
 /// `compression:` settings over the compressor's defaults.
 fn compression_config(
     settings: &hermes_protocol::config::CompressionSettings,
@@ -131,6 +134,26 @@ impl AgentKit {
     pub async fn prepare(app: &App, args: &ChatArgs) -> Result<AgentKit> {
         let (toolsets, _) = crate::assembly::tools::base_toolsets(app, args);
         AgentKit::prepare_with(app, args, toolsets, None).await
+    }
+
+    /// The kit of `hermes acp`: the toolsets of `platform_toolsets.acp` (else those every
+    /// surface starts from, [`crate::assembly::tools::base_toolsets`]), MCP elicitations
+    /// declined, and no `clarify` tool (ACP has no question prompt; Python Hermes'
+    /// `hermes-acp` toolset leaves it out too). Agents made from it have source `acp`.
+    pub async fn prepare_acp(app: &App, args: &ChatArgs) -> Result<AgentKit> {
+        let configured = args
+            .toolsets
+            .is_none()
+            .then(|| crate::assembly::tools::platform_toolsets(app, ACP_PLATFORM))
+            .flatten();
+        let toolsets = match configured {
+            Some(list) => list,
+            None => crate::assembly::tools::base_toolsets(app, args).0,
+        };
+        let mut kit = AgentKit::prepare_with(app, args, toolsets, None).await?;
+        kit.tools.retain(|t| t.spec().name != "clarify");
+        kit.opts.source = ACP_PLATFORM.to_string();
+        Ok(kit)
     }
 
     /// [`Self::prepare`] for `toolsets`, with the front end's answerer of MCP elicitation

@@ -14,6 +14,7 @@ use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 
 /// Builds session prompts for the CLI.
+#[derive(Clone)]
 pub struct CliPrompt {
     home: HermesHome,
     cwd: PathBuf,
@@ -53,6 +54,15 @@ impl CliPrompt {
 }
 
 impl CliPrompt {
+    /// The same source for another working directory (its context files, `AGENTS.md` and
+    /// the like, are read there): an ACP session's `cwd`.
+    pub fn for_cwd(&self, cwd: PathBuf) -> CliPrompt {
+        CliPrompt {
+            cwd,
+            ..self.clone()
+        }
+    }
+
     /// The same source with config `memory:` applied (limits, files turned off).
     pub fn with_memory(mut self, memory: MemoryConfig) -> CliPrompt {
         self.memory = memory;

@@ -91,6 +91,8 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<crate::commands::config::ConfigCmd>,
     },
+    /// Run hermes as an ACP (Agent Client Protocol) agent on stdio, for editors such as Zed.
+    Acp(crate::commands::acp::AcpArgs),
     /// Manage MCP servers in config.yaml (`mcp_servers:`).
     Mcp {
         /// What to do.

@@ -2,6 +2,7 @@
 //! [`run`], which dispatches a parsed command line. Commands build on `assembly` (agents),
 //! `repl`, `setup`, `views`, `config_edit` and `render`; nothing below imports from here.
 
+pub mod acp;
 pub mod args;
 pub mod auth;
 pub mod backup;
@@ -40,6 +41,10 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Sessiondb { action }) => sessiondb::run(profile, action),
         Some(Command::Config { action }) => config::run(profile, action.as_ref()),
         Some(Command::Model { action }) => model::run(profile, &chat, action.as_ref()).await,
+        Some(Command::Acp(args)) => {
+            crate::repl::terminate::exit_cleanly_on_signals();
+            acp::run(profile, &chat, args).await
+        }
         Some(Command::Mcp { action }) => {
             crate::repl::terminate::exit_cleanly_on_signals();
             mcp::run(profile, action).await

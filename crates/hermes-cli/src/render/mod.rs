@@ -483,6 +483,7 @@ impl Renderer {
                 call_id,
                 name,
                 args_preview,
+                ..
             } => {
                 if self.after_model_output {
                     self.summary.model_calls += 1;

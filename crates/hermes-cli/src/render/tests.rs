@@ -286,6 +286,7 @@ fn tool_events() -> Vec<AgentEvent> {
         call_id: id.into(),
         name: name.into(),
         args_preview: args.into(),
+        arguments: String::new(),
     };
     let finished = |id: &str, ok: bool, preview: &str, ms: u64| AgentEvent::ToolFinished {
         call_id: id.into(),
@@ -545,6 +546,7 @@ fn a_skin_switch_changes_the_next_lines() {
         call_id: "1".into(),
         name: "patch".into(),
         args_preview: "a.rs".into(),
+        arguments: String::new(),
     });
     r.handle(&AgentEvent::ToolFinished {
         call_id: "1".into(),

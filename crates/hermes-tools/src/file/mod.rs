@@ -13,7 +13,8 @@ use crate::tool::Tool;
 
 pub use patch::{PatchOutcome, PatchTool, apply_patch};
 pub use read::{
-    DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_LIMIT, ReadFileTool, SNIFF_BYTES, is_binary_prefix,
+    DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_LIMIT, ReadFileTool, SNIFF_BYTES,
+    is_binary_prefix, page_of_text,
 };
 pub use search::{DEFAULT_MAX_RESULTS, SearchFilesTool};
 pub use write::{WriteFileTool, atomic_write};

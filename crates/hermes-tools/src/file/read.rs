@@ -135,7 +135,7 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
     }
     // Opened without blocking (a FIFO swapped in after the check above would block the
     // open), then checked again on the open file itself.
-    let mut file = {
+    let file = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
             .read(true)
@@ -149,18 +149,45 @@ fn read_page(path: &Path, shown: &str, offset: u64, limit: u64) -> Result<String
     if !meta.is_file() {
         return Err(not_regular());
     }
+    page_of(file, meta.len(), shown, offset, limit)
+}
+
+/// The page `offset..offset+limit` (1-based lines) of a text that is not on this machine's
+/// disk (an editor's buffer, read through ACP's `fs/read_text_file`), formatted exactly as
+/// [`ReadFileTool`] formats a file's: `N|text` lines, long lines cut, the "showing lines"
+/// footer; binary-looking text is refused the same way.
+///
+/// # Errors
+/// The text looks binary, or `offset` is past its end (the message names `shown`).
+pub fn page_of_text(text: &str, shown: &str, offset: u64, limit: u64) -> Result<String, String> {
+    page_of(
+        std::io::Cursor::new(text.as_bytes()),
+        text.len() as u64,
+        shown,
+        offset.max(1),
+        limit.clamp(1, MAX_READ_LIMIT),
+    )
+}
+
+/// [`read_page`] on any reader of `len` bytes.
+fn page_of(
+    mut source: impl Read,
+    len: u64,
+    shown: &str,
+    offset: u64,
+    limit: u64,
+) -> Result<String, String> {
     let mut sniff = Vec::with_capacity(SNIFF_BYTES);
-    (&mut file)
+    (&mut source)
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut sniff)
         .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if is_binary_prefix(&sniff) {
         return Err(format!(
-            "{shown} looks like a binary file ({} bytes); read_file only shows text",
-            meta.len()
+            "{shown} looks like a binary file ({len} bytes); read_file only shows text"
         ));
     }
-    let mut reader = BufReader::new(std::io::Cursor::new(sniff).chain(file));
+    let mut reader = BufReader::new(std::io::Cursor::new(sniff).chain(source));
     let last = offset + limit - 1;
     let mut lines: Vec<(u64, String)> = Vec::new();
     let mut total: u64 = 0;

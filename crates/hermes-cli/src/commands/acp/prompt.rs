@@ -1,0 +1,115 @@
+//! The user message of a `session/prompt`: its content blocks as the text hermes' agent
+//! takes.
+//!
+//! - text blocks as they are;
+//! - a resource link (a file the user mentioned) as a line naming it, so the model can
+//!   `read_file` it;
+//! - an embedded text resource (a file or selection the editor attached) inline, between
+//!   `<attached uri="…">` and `</attached>`, at most [`MAX_ATTACHMENT_BYTES`] each and
+//!   [`MAX_PROMPT_BYTES`] in all;
+//! - an embedded binary resource as a line naming it (its bytes are not shown to the model);
+//! - images and audio are refused: `initialize` does not offer them.
+
+use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+
+/// Largest embedded text resource, in bytes.
+pub const MAX_ATTACHMENT_BYTES: usize = 1024 * 1024;
+/// Largest prompt, attachments included, in bytes.
+pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The text of `blocks`, or why it cannot be taken (an `invalid_params` message).
+pub fn to_text(blocks: &[ContentBlock]) -> Result<String, String> {
+    let mut parts: Vec<String> = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => parts.push(t.text.clone()),
+            ContentBlock::ResourceLink(link) => {
+                let name = link.title.as_deref().unwrap_or(&link.name);
+                parts.push(format!("[attached: {name} <{}>]", shown_uri(&link.uri)));
+            }
+            ContentBlock::Resource(res) => match &res.resource {
+                EmbeddedResourceResource::TextResourceContents(t) => {
+                    if t.text.len() > MAX_ATTACHMENT_BYTES {
+                        return Err(format!(
+                            "the attachment {} is too large: {} bytes, the limit is \
+                             {MAX_ATTACHMENT_BYTES}; attach a link to it instead",
+                            t.uri,
+                            t.text.len()
+                        ));
+                    }
+                    parts.push(format!(
+                        "<attached uri=\"{}\">\n{}\n</attached>",
+                        shown_uri(&t.uri),
+                        t.text
+                    ));
+                }
+                EmbeddedResourceResource::BlobResourceContents(b) => {
+                    parts.push(format!(
+                        "[attached binary file: <{}>, {} bytes of base64, not shown]",
+                        shown_uri(&b.uri),
+                        b.blob.len()
+                    ));
+                }
+                _ => return Err("an attachment of a kind hermes does not know".into()),
+            },
+            ContentBlock::Image(_) => {
+                return Err("images are not supported in prompts (see promptCapabilities)".into());
+            }
+            ContentBlock::Audio(_) => {
+                return Err("audio is not supported in prompts (see promptCapabilities)".into());
+            }
+            _ => return Err("a content block of a kind hermes does not know".into()),
+        }
+    }
+    let text = parts.join("\n\n");
+    if text.len() > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "the prompt is too large: {} bytes, the limit is {MAX_PROMPT_BYTES}",
+            text.len()
+        ));
+    }
+    if text.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(text)
+}
+
+/// A `file://` URI as its path (what the model passes to the file tools); other URIs as
+/// they are.
+fn shown_uri(uri: &str) -> &str {
+    uri.strip_prefix("file://").unwrap_or(uri)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agent_client_protocol::v1::schema::{
+        EmbeddedResource, ResourceLink, TextContent, TextResourceContents,
+    };
+
+    #[test]
+    fn attachments_are_inlined_and_capped() {
+        let blocks = vec![
+            ContentBlock::Text(TextContent::new("fix this")),
+            ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///w/src/main.rs")),
+            ContentBlock::Resource(EmbeddedResource::new(
+                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                    "fn main() {}",
+                    "file:///w/src/lib.rs",
+                )),
+            )),
+        ];
+        let text = to_text(&blocks).unwrap();
+        assert!(text.starts_with("fix this\n\n[attached: main.rs </w/src/main.rs>]"));
+        assert!(text.contains("<attached uri=\"/w/src/lib.rs\">\nfn main() {}\n</attached>"));
+        let big = vec![ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                "x".repeat(MAX_ATTACHMENT_BYTES + 1),
+                "file:///w/big.txt",
+            )),
+        ))];
+        assert!(to_text(&big).unwrap_err().contains("too large"));
+        assert!(to_text(&[]).is_err());
+    }
+}

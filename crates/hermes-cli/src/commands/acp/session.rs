@@ -1,0 +1,217 @@
+//! One ACP session: the hermes agent behind it, its mode, and the way back to the client
+//! ([`ClientLink`]) that its tools and approvals use.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ClientCapabilities, SessionId, SessionMode, SessionModeState, SessionNotification,
+    SessionUpdate,
+};
+use agent_client_protocol::{Client, JsonRpcRequest};
+use hermes_agent::{AgentHandle, Interrupter};
+use hermes_llm::ModelClient;
+use hermes_protocol::SecretRedactor;
+use tokio::sync::Notify;
+
+/// How long an approval waits for the tool call it is about to be announced to the client
+/// before asking anyway.
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(2);
+
+/// The session modes (Python Hermes' ACP modes: the edit-approval policy of the session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `default`: ask before every edit.
+    Default,
+    /// `accept_edits`: edits inside the workspace (and the temp dir) without asking; others
+    /// are asked about.
+    AcceptEdits,
+    /// `dont_ask`: every edit the sandbox allows, without asking.
+    DontAsk,
+}
+
+impl Mode {
+    /// Every mode, in the order clients show them.
+    pub const ALL: [Mode; 3] = [Mode::Default, Mode::AcceptEdits, Mode::DontAsk];
+
+    /// The ACP mode id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Mode::Default => "default",
+            Mode::AcceptEdits => "accept_edits",
+            Mode::DontAsk => "dont_ask",
+        }
+    }
+
+    /// The mode with ACP id `id`.
+    pub fn parse(id: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.id() == id)
+    }
+
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Mode::Default => ("Default", "Ask before edits."),
+            Mode::AcceptEdits => (
+                "Accept Edits",
+                "Edit files in the workspace and the temp dir without asking; ask for others.",
+            ),
+            Mode::DontAsk => (
+                "Don't Ask",
+                "Make every edit the sandbox allows without asking.",
+            ),
+        }
+    }
+
+    /// The `modes` of a `session/new` or `session/load` answer, `current` selected.
+    pub fn state(current: Mode) -> SessionModeState {
+        SessionModeState::new(
+            current.id(),
+            Mode::ALL
+                .into_iter()
+                .map(|m| {
+                    let (name, description) = m.describe();
+                    SessionMode::new(m.id(), name).description(description.to_string())
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The way back to the client for one session: notifications, requests, and what the client
+/// said it can do.
+#[derive(Clone)]
+pub struct ClientLink {
+    cx: ConnectionTo<Client>,
+    /// The ACP session id (the hermes session id).
+    pub session_id: SessionId,
+    /// What the client offered in `initialize`.
+    pub caps: Arc<ClientCapabilities>,
+    redactor: Arc<SecretRedactor>,
+}
+
+impl ClientLink {
+    /// A link for `session_id` over `cx`.
+    pub fn new(
+        cx: ConnectionTo<Client>,
+        session_id: &str,
+        caps: Arc<ClientCapabilities>,
+        redactor: Arc<SecretRedactor>,
+    ) -> ClientLink {
+        ClientLink {
+            cx,
+            session_id: SessionId::new(session_id.to_string()),
+            caps,
+            redactor,
+        }
+    }
+
+    /// Sends one `session/update`; a client that is gone is logged, not an error of the turn.
+    pub fn notify(&self, update: SessionUpdate) {
+        if let Err(e) = self
+            .cx
+            .send_notification(SessionNotification::new(self.session_id.clone(), update))
+        {
+            tracing::info!(error = %e, "acp: a session update could not be sent");
+        }
+    }
+
+    /// Known secrets of the home masked in `text` before it goes to the client.
+    pub fn redact(&self, text: String) -> String {
+        self.redactor.redact_string(text)
+    }
+
+    /// Sends a request to the client and waits for its answer (never from the dispatch loop:
+    /// only from a turn's own task).
+    pub async fn request<R: JsonRpcRequest>(
+        &self,
+        request: R,
+    ) -> Result<R::Response, agent_client_protocol::Error> {
+        self.cx.send_request(request).block_task().await
+    }
+}
+
+/// Tool calls the client has been told about and that have not ended: an approval names the
+/// call it is about, so it waits until that call was announced.
+#[derive(Default)]
+pub struct Running {
+    calls: Mutex<Vec<(String, String)>>,
+    changed: Notify,
+}
+
+impl Running {
+    /// Call `call_id` of tool `name` was announced.
+    pub fn started(&self, call_id: &str, name: &str) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((call_id.to_string(), name.to_string()));
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Call `call_id` ended.
+    pub fn finished(&self, call_id: &str) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.retain(|(id, _)| id != call_id);
+        }
+    }
+
+    /// The newest running call that `pick` accepts (by call id and tool name), waiting up
+    /// to [`ANNOUNCE_WAIT`] for one to be announced.
+    pub async fn newest(&self, pick: impl Fn(&str, &str) -> bool) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + ANNOUNCE_WAIT;
+        loop {
+            let notified = self.changed.notified();
+            if let Some(id) = self.calls.lock().ok().and_then(|calls| {
+                calls
+                    .iter()
+                    .rev()
+                    .find(|(id, name)| pick(id, name))
+                    .map(|(id, _)| id.clone())
+            }) {
+                return Some(id);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+/// What a session's tools, approver and prompt task share.
+pub struct Shared {
+    /// The way back to the client.
+    pub link: ClientLink,
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// The current mode.
+    pub mode: Mutex<Mode>,
+    /// Edits allowed for the rest of the session ("allow always" on an edit question).
+    pub edits_allowed: Mutex<bool>,
+    /// Dangerous-command kinds allowed for the rest of the session, by reason.
+    pub commands_allowed: Mutex<HashMap<String, bool>>,
+    /// Calls announced and not ended.
+    pub running: Running,
+}
+
+impl Shared {
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        self.mode.lock().map(|m| *m).unwrap_or(Mode::Default)
+    }
+}
+
+/// A session of this connection.
+pub struct AcpSession {
+    /// Shared with its tools and approver.
+    pub shared: Arc<Shared>,
+    /// The agent; a prompt holds it for its turn (prompts of one session run one at a time).
+    pub handle: tokio::sync::Mutex<AgentHandle>,
+    /// Interrupts the running turn (`session/cancel`) while the prompt holds [`Self::handle`].
+    pub interrupter: Interrupter,
+    /// A model chosen with `session/set_config_option`, used from the next prompt on.
+    pub next_client: Mutex<Option<Arc<dyn ModelClient>>>,
+    /// The model choice shown as the `model` option (`provider:model`).
+    pub model_choice: Mutex<String>,
+}

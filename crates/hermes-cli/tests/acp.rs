@@ -1,0 +1,365 @@
+//! `hermes acp` (issue 25 item 1) against the official ACP TypeScript SDK's client side
+//! (`@agentclientprotocol/sdk` 2.4.0 from npm, installed by `scripts/mcp-peers.sh`; driven by
+//! `tests/acp/driver.mjs`): a session that reads a file from an unsaved editor buffer, edits
+//! another after a permission question, shows the `todo` plan, switches mode and model,
+//! is cancelled in a long command, and is loaded again by a second process; bad input
+//! answered with the protocol's errors. Skipped, saying so, without the SDK.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Env;
+use hermes_store::SessionStore;
+use hermes_testkit::MockResponse;
+use serde_json::{Value, json};
+
+fn sdk() -> Option<PathBuf> {
+    let peers = PathBuf::from(std::env::var("HERMES_MCP_PEERS").ok()?);
+    let dir = peers.join("acp/node_modules");
+    dir.join("@agentclientprotocol/sdk/package.json")
+        .exists()
+        .then_some(dir)
+}
+
+/// Runs the driver on `steps` against `hermes acp` in `env`; its output object.
+fn drive(env: &Env, sdk: &Path, extra: Value, steps: Value) -> Value {
+    let scenario = env.home.path().join("acp-scenario.json");
+    let mut s = json!({
+        "agent": [assert_cmd::cargo::cargo_bin("hermes"), "acp"],
+        "env": {
+            "HERMES_HOME": env.home.path(),
+            "HOME": env.home.path(),
+            "NO_COLOR": "1",
+        },
+        "cwd": env.cwd.path(),
+        "stderr": env.home.path().join("acp-stderr.txt"),
+        "timeout_ms": 60000,
+        "steps": steps,
+    });
+    if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    std::fs::write(&scenario, serde_json::to_vec(&s).unwrap()).unwrap();
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/acp/driver.mjs");
+    let out = Command::new("node")
+        .arg(&driver)
+        .arg(&scenario)
+        .env("ACP_SDK", sdk)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr =
+        std::fs::read_to_string(env.home.path().join("acp-stderr.txt")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "driver failed: {stdout}\n{}\nagent stderr: {stderr}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert!(
+        v["client_errors"].as_array().is_none_or(|e| e.is_empty()),
+        "the SDK refused something hermes sent: {}",
+        v["client_errors"]
+    );
+    v
+}
+
+fn result<'a>(out: &'a Value, name: &str) -> &'a Value {
+    out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {out}"))
+}
+
+fn updates<'a>(out: &'a Value, kind: &str) -> Vec<&'a Value> {
+    out["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| &u["update"])
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+fn text_of(out: &Value, kind: &str) -> String {
+    updates(out, kind)
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_session_reads_edits_plans_cancels_and_loads_again() {
+    let Some(sdk) = sdk() else {
+        eprintln!(
+            "skipped: no ACP TypeScript SDK (scripts/mcp-peers.sh installs it; HERMES_MCP_PEERS)"
+        );
+        return;
+    };
+    let env = Env::new().await;
+    let work = env.cwd.path().canonicalize().unwrap();
+    std::fs::write(work.join("a.txt"), "saved text of a\n").unwrap();
+    std::fs::write(work.join("b.txt"), "hello world\n").unwrap();
+    let mock = &env.mock;
+    // Prompt 1: read a.txt (the editor has unsaved changes), patch b.txt (asked), answer.
+    mock.push(MockResponse::tool_calls(&[(
+        "call_read",
+        "read_file",
+        r#"{"path":"a.txt"}"#,
+    )]));
+    mock.push(MockResponse::tool_calls(&[(
+        "call_patch",
+        "patch",
+        r#"{"path":"b.txt","old_string":"world","new_string":"there"}"#,
+    )]));
+    mock.push(MockResponse::text("Read a.txt and edited b.txt."));
+    // Prompt 2 (mode dont_ask, another model): a plan, a new file without a question.
+    mock.push(MockResponse::tool_calls(&[(
+        "call_todo",
+        "todo",
+        r#"{"todos":[{"id":"1","content":"write c.txt","status":"in_progress"}]}"#,
+    )]));
+    mock.push(MockResponse::tool_calls(&[(
+        "call_write",
+        "write_file",
+        r#"{"path":"c.txt","content":"new file\n"}"#,
+    )]));
+    mock.push(MockResponse::text("Wrote c.txt."));
+    // Prompt 3: a long command, cancelled by the editor.
+    mock.push(MockResponse::tool_calls(&[(
+        "call_sleep",
+        "terminal",
+        r#"{"command":"sleep 30"}"#,
+    )]));
+    let a = work.join("a.txt").display().to_string();
+    let out = drive(
+        &env,
+        &sdk,
+        json!({"buffers": {a.clone(): "UNSAVED edit of a\n"}, "permission": "allow_once"}),
+        json!([
+            {"op": "initialize", "name": "init"},
+            {"op": "new_session", "name": "new"},
+            {"op": "prompt", "name": "p1", "text": "read a.txt, then fix b.txt"},
+            {"op": "set_mode", "name": "mode", "modeId": "dont_ask"},
+            {"op": "set_config_option", "name": "model", "configId": "model", "value": "other-model"},
+            {"op": "prompt", "name": "p2", "text": "write c.txt"},
+            {"op": "prompt", "name": "p3", "text": "now wait a long time",
+             "cancel_on": {"sessionUpdate": "tool_call", "title_contains": "sleep"}},
+            {"op": "close", "name": "close"},
+        ]),
+    );
+    assert_eq!(out["protocol_version"], 1);
+    assert_eq!(
+        result(&out, "init")["response"]["agentCapabilities"]["loadSession"],
+        true
+    );
+    let session_id = out["session_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        result(&out, "p1")["response"]["stopReason"],
+        "end_turn",
+        "{out}"
+    );
+    assert_eq!(
+        result(&out, "p2")["response"]["stopReason"],
+        "end_turn",
+        "{out}"
+    );
+    assert_eq!(
+        result(&out, "p3")["response"]["stopReason"],
+        "cancelled",
+        "{out}"
+    );
+    assert_eq!(result(&out, "close")["response"]["exit_code"], 0);
+
+    // The read went through the client and the model saw the unsaved buffer.
+    assert!(
+        out["fs_reads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["path"] == a.as_str())
+    );
+    let second = &mock.requests()[1];
+    assert!(second.to_string().contains("UNSAVED edit of a"), "{second}");
+    // The patch was asked about (default mode), then written through the client.
+    let asked = out["permission_requests"].as_array().unwrap();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only the edit in default mode is asked: {asked:?}"
+    );
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_patch");
+    assert_eq!(asked[0]["toolCall"]["content"][0]["type"], "diff");
+    let writes = out["fs_writes"].as_array().unwrap();
+    assert!(
+        writes
+            .iter()
+            .any(|w| w["path"] == work.join("b.txt").display().to_string()
+                && w["content"] == "hello there\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("b.txt")).unwrap(),
+        "hello there\n"
+    );
+    // dont_ask: c.txt was written without a question.
+    assert_eq!(
+        std::fs::read_to_string(work.join("c.txt")).unwrap(),
+        "new file\n"
+    );
+    // The updates: kinds, locations, the diff, results, the plan, the answers.
+    let calls = updates(&out, "tool_call");
+    let kind = |id: &str| {
+        calls
+            .iter()
+            .find(|c| c["toolCallId"] == id)
+            .map(|c| c["kind"].clone())
+    };
+    assert_eq!(kind("call_read"), Some(json!("read")));
+    assert_eq!(kind("call_patch"), Some(json!("edit")));
+    assert_eq!(kind("call_sleep"), Some(json!("execute")));
+    let read = calls
+        .iter()
+        .find(|c| c["toolCallId"] == "call_read")
+        .unwrap();
+    assert_eq!(read["locations"][0]["path"], a.as_str());
+    let finished = updates(&out, "tool_call_update");
+    assert!(
+        finished
+            .iter()
+            .any(|u| u["toolCallId"] == "call_patch" && u["status"] == "completed")
+    );
+    let plan = updates(&out, "plan");
+    assert_eq!(plan.len(), 1, "{out}");
+    assert_eq!(plan[0]["entries"][0]["content"], "write c.txt");
+    assert_eq!(plan[0]["entries"][0]["status"], "in_progress");
+    let answer = text_of(&out, "agent_message_chunk");
+    assert!(
+        answer.contains("Read a.txt and edited b.txt.") && answer.contains("Wrote c.txt."),
+        "{answer}"
+    );
+    // The model option: the second prompt's model calls used the chosen model.
+    assert_eq!(
+        result(&out, "model")["response"]["configOptions"][0]["currentValue"],
+        "other-model"
+    );
+    assert_eq!(mock.requests()[3]["model"], "other-model");
+    assert_eq!(mock.requests()[0]["model"], "mock-model");
+
+    // The store: source acp, the cancelled command has a result, nothing dangling.
+    let store = SessionStore::open(env.home.home().state_db()).unwrap();
+    let session = store.get_session(&session_id).unwrap().expect("stored");
+    assert_eq!(session.source, "acp");
+    let messages = store.load_messages(&session_id).unwrap();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.message.tool_call_id.as_deref() == Some("call_sleep")),
+        "the interrupted call has a result"
+    );
+
+    // A new process loads the session and replays its history.
+    let out = drive(
+        &env,
+        &sdk,
+        json!({}),
+        json!([
+            {"op": "initialize"},
+            {"op": "load_session", "name": "load", "sessionId": session_id},
+            {"op": "close"},
+        ]),
+    );
+    assert!(result(&out, "load")["ok"].as_bool().unwrap(), "{out}");
+    let user = text_of(&out, "user_message_chunk");
+    assert!(
+        user.contains("read a.txt, then fix b.txt") && user.contains("write c.txt"),
+        "{user}"
+    );
+    assert!(text_of(&out, "agent_message_chunk").contains("Read a.txt and edited b.txt."));
+    let replayed = updates(&out, "tool_call");
+    assert!(
+        replayed
+            .iter()
+            .any(|c| c["toolCallId"] == "call_patch" && c["kind"] == "edit")
+    );
+    assert!(
+        !updates(&out, "plan").is_empty(),
+        "the plan is replayed too"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_gets_the_protocols_errors_and_the_agent_stays_up() {
+    let Some(sdk) = sdk() else {
+        eprintln!(
+            "skipped: no ACP TypeScript SDK (scripts/mcp-peers.sh installs it; HERMES_MCP_PEERS)"
+        );
+        return;
+    };
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("still here"));
+    let big = "x".repeat(2 * 1024 * 1024);
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"raw-big\",\"method\":\"session/prompt\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "y".repeat(17 * 1024 * 1024)
+    );
+    let out = drive(
+        &env,
+        &sdk,
+        json!({"permission": "reject_once"}),
+        json!([
+            {"op": "initialize"},
+            {"op": "raw", "name": "not-json", "line": "this is not json"},
+            {"op": "raw", "name": "unknown", "line": "{\"jsonrpc\":\"2.0\",\"id\":\"raw-1\",\"method\":\"session/fly\",\"params\":{}}"},
+            {"op": "raw", "name": "huge", "line": huge, "wait_ms": 3000},
+            {"op": "prompt_session", "name": "ghost", "sessionId": "20200101_000000_abcdef", "text": "hello?"},
+            {"op": "new_session", "name": "relative", "cwd": "relative/dir"},
+            {"op": "new_session", "name": "new"},
+            {"op": "prompt", "name": "image", "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]},
+            {"op": "prompt", "name": "big", "text": "look", "resources": [
+                {"type": "resource", "resource": {"uri": "file:///w/big.txt", "text": big}}]},
+            {"op": "set_mode", "name": "bad-mode", "modeId": "chaos"},
+            {"op": "load_session", "name": "load-ghost", "sessionId": "20200101_000000_abcdef"},
+            {"op": "prompt", "name": "ok", "text": "are you still there?"},
+            {"op": "close"},
+        ]),
+    );
+    let raw = |name: &str| -> Value {
+        let lines = result(&out, name)["response"]["stdout"]
+            .as_array()
+            .unwrap()
+            .clone();
+        serde_json::from_str(lines[0].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(raw("not-json")["error"]["code"], -32700);
+    assert_eq!(raw("unknown")["error"]["code"], -32601);
+    assert_eq!(raw("unknown")["id"], "raw-1");
+    assert_eq!(raw("huge")["error"]["code"], -32600);
+    assert_eq!(raw("huge")["id"], "raw-big");
+    let code = |name: &str| result(&out, name)["error"]["code"].clone();
+    assert_eq!(code("ghost"), -32002);
+    assert_eq!(code("relative"), -32602);
+    assert_eq!(code("image"), -32602);
+    assert_eq!(code("big"), -32602);
+    assert!(
+        result(&out, "big")["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too large")
+    );
+    assert_eq!(code("bad-mode"), -32602);
+    assert_eq!(code("load-ghost"), -32002);
+    assert_eq!(
+        result(&out, "ok")["response"]["stopReason"],
+        "end_turn",
+        "{out}"
+    );
+    assert_eq!(text_of(&out, "agent_message_chunk"), "still here");
+    assert_eq!(out["agent_exit"]["exit_code"], 0);
+}
