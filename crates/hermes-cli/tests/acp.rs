@@ -131,6 +131,11 @@ async fn an_editor_session_reads_edits_plans_cancels_and_loads_again() {
         "write_file",
         r#"{"path":"c.txt","content":"new file\n"}"#,
     )]));
+    mock.push(MockResponse::tool_calls(&[(
+        "call_echo",
+        "terminal",
+        r#"{"command":"cat c.txt; echo shown-in-the-editor"}"#,
+    )]));
     mock.push(MockResponse::text("Wrote c.txt."));
     // Prompt 3: a long command, cancelled by the editor.
     mock.push(MockResponse::tool_calls(&[(
@@ -243,6 +248,55 @@ async fn an_editor_session_reads_edits_plans_cancels_and_loads_again() {
     assert!(
         answer.contains("Read a.txt and edited b.txt.") && answer.contains("Wrote c.txt."),
         "{answer}"
+    );
+    // Commands ran in the client's terminals, sandboxed as in the CLI; the cancelled one was
+    // killed and released.
+    let terminal: Vec<(&str, &Value)> = out["terminal_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["method"].as_str().unwrap(), &c["params"]))
+        .collect();
+    let created: Vec<&Value> = terminal
+        .iter()
+        .filter(|(m, _)| *m == "terminal/create")
+        .map(|(_, p)| *p)
+        .collect();
+    assert_eq!(created.len(), 2, "{terminal:?}");
+    let line = created[0].to_string();
+    assert!(
+        line.contains("shown-in-the-editor") && line.contains("bash"),
+        "{line}"
+    );
+    // The editor runs hermes' own launcher (by its path: `/proc/self/exe` would be the
+    // editor), which enters the sandbox before bash starts.
+    let hermes = assert_cmd::cargo::cargo_bin("hermes")
+        .canonicalize()
+        .unwrap();
+    assert_eq!(created[0]["command"], hermes.display().to_string());
+    assert_eq!(created[0]["args"][0], "__sandbox-exec", "{line}");
+    assert!(
+        terminal.iter().any(|(m, _)| *m == "terminal/kill"),
+        "{terminal:?}"
+    );
+    assert_eq!(
+        terminal
+            .iter()
+            .filter(|(m, _)| *m == "terminal/release")
+            .count(),
+        2,
+        "{terminal:?}"
+    );
+    let echoed = mock.requests()[6].to_string();
+    assert!(
+        echoed.contains("new file") && echoed.contains("shown-in-the-editor"),
+        "{echoed}"
+    );
+    assert!(calls.iter().any(|c| c["toolCallId"] == "call_echo"));
+    assert!(
+        finished
+            .iter()
+            .any(|u| u["toolCallId"] == "call_echo" && u["content"][0]["type"] == "terminal")
     );
     // The model option: the second prompt's model calls used the chosen model.
     assert_eq!(

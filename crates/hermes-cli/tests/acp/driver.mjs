@@ -216,8 +216,14 @@ async function main() {
   agent.stdout.on("end", () => {
     if (pending.length) onAgentLine(pending);
     pending = Buffer.alloc(0);
-    inputOpen = false;
-    inputController.close();
+    if (inputOpen) {
+      inputOpen = false;
+      try {
+        inputController.close();
+      } catch {
+        // the SDK already cancelled its side of the stream
+      }
+    }
   });
 
   // What the driver writes to the agent: kept in raw_stdin; error answers to the agent's

@@ -1,7 +1,7 @@
 //! Running one shell command in its own process group (tokio::process + process-wrap).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,8 +21,8 @@ pub(crate) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(750);
 const KEEP_BYTES: usize = 512 * 1024;
 
 /// How a foreground command ended.
-#[derive(Debug)]
-pub(crate) enum Ending {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
     /// The shell exited with this code (128 + signal when killed by a signal).
     Exited(i32),
     /// The timeout elapsed; the process group was killed.
@@ -31,28 +31,60 @@ pub(crate) enum Ending {
     Cancelled,
 }
 
-/// The result of [`run_foreground`].
-#[derive(Debug)]
-pub(crate) struct Finished {
-    pub(crate) ending: Ending,
+/// What a foreground command left: how it ended and its output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended.
+    pub ending: Ending,
     /// Captured stdout and stderr (interleaved as read), ANSI stripped, not yet capped.
-    pub(crate) output: String,
+    pub output: String,
 }
 
-/// Builds `bash -c 'set +m; exec 2>&1; <command>'` (not interactive, not a login shell, job
-/// control off — case C28; stderr joined to stdout so the two stay in order) with stdin closed,
-/// stdout/stderr piped, pagers disabled, in its own session and process group (no
-/// controlling terminal). It runs through [`crate::sandbox::SandboxSettings::wrap`]: inside
-/// the launcher's sandbox, or on the configured backend. The variables of
-/// `HERMES_HOME/.env` are removed from its environment.
+/// One foreground command, ready to run: the whole argument list (the sandbox launcher or
+/// the backend's client in front, see [`shell_job`]), where, with which environment
+/// changes, and for how long at most.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForegroundJob {
+    /// Program and arguments.
+    pub argv: Vec<OsString>,
+    /// Working directory of the process.
+    pub workdir: PathBuf,
+    /// Variables to set.
+    pub env: Vec<(String, String)>,
+    /// Variables to remove (the secrets hermes knows; see
+    /// [`crate::sandbox::secret_env_names`]).
+    pub unset: Vec<String>,
+    /// Longest run before the command is killed.
+    pub timeout: Duration,
+}
+
+/// Runs the `terminal` tool's foreground commands somewhere other than a child process of
+/// hermes: an ACP client's terminal (`terminal/create`), so the editor shows the command.
+/// The job is already approved and wrapped in the sandbox; the runner must stop it on
+/// `timeout` and on `ctx.cancel`.
+#[async_trait::async_trait]
+pub trait ForegroundRunner: Send + Sync {
+    /// Runs `job` to its end.
+    ///
+    /// # Errors
+    /// Text for the model when the command could not be started.
+    async fn run(&self, job: ForegroundJob, ctx: &ToolContext) -> Result<Finished, String>;
+}
+
+/// The job `bash -c 'set +m; exec 2>&1; <command>'` (not interactive, not a login shell, job
+/// control off — case C28; stderr joined to stdout so the two stay in order), pagers
+/// disabled, wrapped by [`crate::sandbox::SandboxSettings::wrap`]: inside the launcher's
+/// sandbox, or on the configured backend. The variables of `HERMES_HOME/.env` are removed
+/// from its environment.
 ///
 /// # Errors
 /// The refusal text for the model when the command may not run (see `wrap`).
-pub(crate) fn shell_command(
+pub fn shell_job(
     command: &str,
     workdir: &Path,
+    timeout: Duration,
     ctx: &ToolContext,
-) -> Result<CommandWrap, String> {
+) -> Result<ForegroundJob, String> {
     // On a remote backend the working directory is the backend's; the local client runs in
     // the session's directory.
     let remote = !matches!(ctx.sandbox.backend, crate::sandbox::Backend::Local);
@@ -69,19 +101,49 @@ pub(crate) fn shell_command(
     let argv = ctx
         .sandbox
         .wrap(&argv, &ctx.cwd, remote_workdir, &ctx.home)?;
-    let Some((program, args)) = argv.split_first() else {
+    if argv.is_empty() {
+        return Err("no command given".into());
+    }
+    Ok(ForegroundJob {
+        argv,
+        workdir: workdir.to_path_buf(),
+        env: [
+            ("PAGER", "cat"),
+            ("GIT_PAGER", "cat"),
+            ("GIT_TERMINAL_PROMPT", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        unset: secret_env_names(&ctx.home),
+        timeout,
+    })
+}
+
+/// [`shell_job`] as a child process with stdin closed, stdout/stderr piped, in its own
+/// session and process group (no controlling terminal).
+///
+/// # Errors
+/// As [`shell_job`].
+pub(crate) fn shell_command(
+    command: &str,
+    workdir: &Path,
+    ctx: &ToolContext,
+) -> Result<CommandWrap, String> {
+    let job = shell_job(command, workdir, Duration::ZERO, ctx)?;
+    let Some((program, args)) = job.argv.split_first() else {
         return Err("no command given".into());
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
-        .current_dir(workdir)
+        .current_dir(&job.workdir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0");
-    for name in secret_env_names(&ctx.home) {
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in &job.env {
+        cmd.env(k, v);
+    }
+    for name in &job.unset {
         cmd.env_remove(name);
     }
     let mut wrapped = CommandWrap::from(cmd);

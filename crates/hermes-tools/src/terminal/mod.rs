@@ -26,7 +26,8 @@ pub use process::{DEFAULT_LOG_LINES, ProcessInfo, ProcessRegistry, ProcessStatus
 use crate::file::{opt_bool, opt_str, opt_u64, req_str};
 use crate::safety::{CommandSafety, classify_command};
 use crate::tool::{Approval, ApprovalRequest, Parallelism, Tool, ToolContext, ToolOutput};
-use exec::{Ending, run_foreground};
+use exec::run_foreground;
+pub use exec::{Ending, Finished, ForegroundJob, ForegroundRunner, shell_job};
 
 /// Toolset name of these tools.
 pub const TOOLSET: &str = "terminal";
@@ -44,12 +45,23 @@ pub fn tools_with(registry: Arc<ProcessRegistry>) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The `terminal` tools (terminal, process) with a new registry, whose foreground commands
+/// `runner` runs (background processes stay local children).
+pub fn tools_with_runner(runner: Arc<dyn ForegroundRunner>) -> Vec<Arc<dyn Tool>> {
+    let registry = Arc::new(ProcessRegistry::new());
+    let mut terminal = TerminalTool::new(registry.clone());
+    terminal.runner = Some(runner);
+    vec![Arc::new(terminal), Arc::new(ProcessTool::new(registry))]
+}
+
 /// `terminal`: runs a shell command (see the module docs). Result text is the output followed
 /// by `[exit code: N]`; a non-zero exit, timeout, cancel, refusal or denial is an error result.
 /// `Approval::Session` answers are remembered per reason for the life of this tool object.
 pub struct TerminalTool {
     registry: Arc<ProcessRegistry>,
     session_approved: Mutex<HashSet<String>>,
+    /// Runs foreground commands instead of a local child ([`tools_with_runner`]).
+    runner: Option<Arc<dyn ForegroundRunner>>,
 }
 
 impl TerminalTool {
@@ -58,6 +70,7 @@ impl TerminalTool {
         TerminalTool {
             registry,
             session_approved: Mutex::new(HashSet::new()),
+            runner: None,
         }
     }
 
@@ -133,6 +146,12 @@ impl Tool for TerminalTool {
     fn parallelism(&self) -> Parallelism {
         Parallelism::Never
     }
+    /// A [`ForegroundRunner`] watches the cancel token itself and stops the command where it
+    /// runs (the agent waits for that, so an editor's terminal is killed and released before
+    /// the turn ends); a local child is killed when the call is dropped.
+    fn handles_cancel(&self) -> bool {
+        self.runner.is_some()
+    }
     fn available(&self) -> Result<(), String> {
         let found = std::env::var_os("PATH")
             .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bash").is_file()));
@@ -189,11 +208,18 @@ impl Tool for TerminalTool {
                 Err(e) => ToolOutput::error(e),
             };
         }
-        let finished =
-            match run_foreground(&command, &workdir, Duration::from_secs(timeout_s), ctx).await {
-                Ok(f) => f,
-                Err(e) => return ToolOutput::error(e),
-            };
+        let timeout = Duration::from_secs(timeout_s);
+        let finished = match &self.runner {
+            Some(runner) => match shell_job(&command, &workdir, timeout, ctx) {
+                Ok(job) => runner.run(job, ctx).await,
+                Err(e) => Err(e),
+            },
+            None => run_foreground(&command, &workdir, timeout, ctx).await,
+        };
+        let finished = match finished {
+            Ok(f) => f,
+            Err(e) => return ToolOutput::error(e),
+        };
         let text = cap_output(&finished.output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
         let body = if text.trim().is_empty() {
             "(no output)".to_string()

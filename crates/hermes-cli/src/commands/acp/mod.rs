@@ -11,7 +11,7 @@
 //!   stops it: every tool call keeps a result);
 //! - updates ([`updates`]): answer and thought chunks, tool calls with kind, locations and
 //!   diffs, the `todo` plan;
-//! - permissions and the client's `fs/*` ([`tools`]); session modes `default`,
+//! - permissions, the client's `fs/*` and `terminal/*` ([`tools`], [`terminal`]); session modes `default`,
 //!   `accept_edits`, `dont_ask` ([`session::Mode`]); the `model` config option.
 //!
 //! Sessions use the CLI's config, memory, skills, MCP servers and store; their source is
@@ -20,6 +20,7 @@
 mod prompt;
 pub mod server;
 mod session;
+mod terminal;
 mod tools;
 pub mod transport;
 mod updates;

@@ -8,6 +8,8 @@
 //!   `write_file` and `patch` read and write through it, so the model sees the editor's
 //!   unsaved buffers and the editor sees the edits; the sandbox's path policy
 //!   ([`hermes_tools::SandboxPolicy`]) is checked first either way;
+//! - when the client offers terminals, the `terminal` tool's foreground commands run in them
+//!   ([`super::terminal`]), approved and sandboxed as in the CLI;
 //! - `todo` results become the client's plan;
 //! - a dangerous command (the REPL's approval question) is a permission request naming the
 //!   running call, with "allow once", "allow for this session" and "reject".
@@ -44,10 +46,22 @@ enum Role {
 /// The tool list of one ACP session: `tools` with `read_file`, `write_file`, `patch` and
 /// `todo` wrapped for the session behind `shared` (see the module doc).
 pub fn wrap(tools: &[Arc<dyn Tool>], shared: &Arc<Shared>) -> Vec<Arc<dyn Tool>> {
+    // The client's terminals: a terminal/process pair of the session's own.
+    let in_client = shared.link.caps.terminal.then(|| {
+        hermes_tools::terminal::tools_with_runner(Arc::new(super::terminal::ClientTerminal {
+            shared: shared.clone(),
+        }))
+    });
     tools
         .iter()
         .map(|tool| {
-            let role = match tool.spec().name.as_str() {
+            let name = tool.spec().name;
+            if let Some(pair) = &in_client
+                && let Some(t) = pair.iter().find(|t| t.spec().name == name)
+            {
+                return t.clone();
+            }
+            let role = match name.as_str() {
                 "read_file" => Some(Role::Read),
                 "write_file" => Some(Role::Write),
                 "patch" => Some(Role::Patch),

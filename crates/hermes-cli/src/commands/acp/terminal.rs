@@ -1,0 +1,171 @@
+//! The `terminal` tool's foreground commands in the editor's terminal (ACP `terminal/*`),
+//! when the client offers it: the editor shows the command and its output live inside the
+//! tool call. The command is the one hermes would run itself — approved by the same rules
+//! and wrapped in the same OS sandbox (`hermes __sandbox-exec …`), so running it in the
+//! editor's process changes where it shows, not what it may do. The variables hermes treats
+//! as secrets are set empty, since the editor's own environment may hold them.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, EnvVariable, KillTerminalRequest, ReleaseTerminalRequest, SessionUpdate,
+    Terminal, TerminalId, TerminalOutputRequest, ToolCallContent, ToolCallUpdate,
+    ToolCallUpdateFields, WaitForTerminalExitRequest,
+};
+use hermes_tools::ToolContext;
+use hermes_tools::terminal::{Ending, Finished, ForegroundJob, ForegroundRunner};
+
+use super::session::{ClientLink, Shared};
+
+/// How the sandbox settings name the hermes binary as the launcher.
+const SELF_EXE: &str = "/proc/self/exe";
+
+/// Output the client keeps of one command, in bytes (the tool caps it further).
+const OUTPUT_BYTE_LIMIT: u64 = 1024 * 1024;
+
+/// Runs foreground commands through the client of one session.
+pub struct ClientTerminal {
+    /// The session.
+    pub shared: Arc<Shared>,
+}
+
+/// Kills and releases the client's terminal when the call's future is dropped (an interrupt
+/// drops it) before it was released.
+struct Release {
+    link: ClientLink,
+    id: TerminalId,
+    armed: bool,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let link = self.link.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            let sid = link.session_id.clone();
+            let _ = link
+                .request(KillTerminalRequest::new(sid.clone(), id.clone()))
+                .await;
+            let _ = link.request(ReleaseTerminalRequest::new(sid, id)).await;
+        });
+    }
+}
+
+/// The exit code of a status the client reported: the code, or 128 + the signal's number
+/// (as a shell reports it).
+fn exit_code(code: Option<u32>, signal: Option<&str>) -> i32 {
+    if let Some(c) = code {
+        return i32::try_from(c).unwrap_or(-1);
+    }
+    let number = match signal.map(|s| s.trim_start_matches("SIG")) {
+        Some("HUP") => 1,
+        Some("INT") => 2,
+        Some("QUIT") => 3,
+        Some("KILL") => 9,
+        Some("PIPE") => 13,
+        Some("TERM") => 15,
+        _ => return -1,
+    };
+    128 + number
+}
+
+#[async_trait::async_trait]
+impl ForegroundRunner for ClientTerminal {
+    async fn run(&self, job: ForegroundJob, ctx: &ToolContext) -> Result<Finished, String> {
+        let link = &self.shared.link;
+        let sid = link.session_id.clone();
+        let mut argv = job.argv.iter().map(|a| {
+            a.to_str()
+                .map(str::to_string)
+                .ok_or_else(|| "the command line is not UTF-8 text".to_string())
+        });
+        let mut program = argv.next().ok_or("no command given")??;
+        // The sandbox launcher names this binary as `/proc/self/exe`, which in the editor's
+        // process would be the editor: name the file itself.
+        if program == SELF_EXE {
+            program = std::env::current_exe()
+                .map_err(|e| format!("cannot find the hermes binary: {e}"))?
+                .to_str()
+                .ok_or("the hermes binary's path is not UTF-8")?
+                .to_string();
+        }
+        let args = argv.collect::<Result<Vec<_>, _>>()?;
+        let env = job
+            .env
+            .iter()
+            .map(|(k, v)| EnvVariable::new(k.clone(), v.clone()))
+            .chain(job.unset.iter().map(|k| EnvVariable::new(k.clone(), "")))
+            .collect();
+        let create = CreateTerminalRequest::new(sid.clone(), program)
+            .args(args)
+            .env(env)
+            .cwd(job.workdir.clone())
+            .output_byte_limit(OUTPUT_BYTE_LIMIT);
+        let id = link
+            .request(create)
+            .await
+            .map_err(|e| format!("the editor could not start the command: {}", e.message))?
+            .terminal_id;
+        let mut release = Release {
+            link: link.clone(),
+            id: id.clone(),
+            armed: true,
+        };
+        self.shared
+            .running
+            .newest(|call, _| call == ctx.call_id)
+            .await;
+        link.notify(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            ctx.call_id.clone(),
+            ToolCallUpdateFields::new()
+                .content(vec![ToolCallContent::Terminal(Terminal::new(id.clone()))]),
+        )));
+        let wait = link.request(WaitForTerminalExitRequest::new(sid.clone(), id.clone()));
+        let ending = tokio::select! {
+            exit = wait => match exit {
+                Ok(status) => Ending::Exited(exit_code(
+                    status.exit_status.exit_code,
+                    status.exit_status.signal.as_deref(),
+                )),
+                Err(e) => return Err(format!("the editor lost the command: {}", e.message)),
+            },
+            () = tokio::time::sleep(job.timeout) => Ending::TimedOut,
+            () = ctx.cancel.cancelled() => Ending::Cancelled,
+        };
+        if !matches!(ending, Ending::Exited(_)) {
+            let _ = link
+                .request(KillTerminalRequest::new(sid.clone(), id.clone()))
+                .await;
+        }
+        let output = link
+            .request(TerminalOutputRequest::new(sid.clone(), id.clone()))
+            .await
+            .map(|o| {
+                if o.truncated {
+                    format!("[earlier output dropped by the editor]\n{}", o.output)
+                } else {
+                    o.output
+                }
+            })
+            .unwrap_or_default();
+        release.armed = false;
+        let _ = link.request(ReleaseTerminalRequest::new(sid, id)).await;
+        Ok(Finished { ending, output })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_code;
+
+    #[test]
+    fn signals_are_reported_as_a_shell_does() {
+        assert_eq!(exit_code(Some(3), None), 3);
+        assert_eq!(exit_code(None, Some("SIGKILL")), 137);
+        assert_eq!(exit_code(None, Some("TERM")), 143);
+        assert_eq!(exit_code(None, None), -1);
+    }
+}
