@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     if let Some(code) = assembly::sandbox::launcher_if_requested() {
         return code;
     }
-    let cli = match <Cli as clap::Parser>::try_parse() {
+    let cli = match <Cli as clap::Parser>::try_parse_from(argv_with_alias()) {
         Ok(cli) => cli,
         Err(e) => {
             let argv: Vec<String> = std::env::args_os()
@@ -79,6 +79,20 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The command line, with `acp` put in front when the binary runs as `hermes-acp` (Python
+/// Hermes' console script for the ACP server; `ln -s hermes hermes-acp` gives the same name).
+fn argv_with_alias() -> Vec<std::ffi::OsString> {
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let called = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "hermes-acp");
+    if called {
+        argv.insert(1, "acp".into());
+    }
+    argv
 }
 
 /// Sets up `tracing`: every record goes to `HERMES_HOME/logs/` ([`logfile`]); only commands

@@ -348,6 +348,101 @@ async fn an_editor_session_reads_edits_plans_cancels_and_loads_again() {
     );
 }
 
+/// The Rust SDK's own client side (`Client.v1()`) over the child's pipes: initialize, a
+/// session, a streamed answer, the not-found error of an unknown session.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rust_sdks_client_side_gets_a_streamed_answer() {
+    use agent_client_protocol::schema::ProtocolVersion;
+    use agent_client_protocol::v1::schema::{
+        ContentBlock, InitializeRequest, NewSessionRequest, PromptRequest, SessionId,
+        SessionNotification, SessionUpdate, StopReason, TextContent,
+    };
+    use agent_client_protocol::{ByteStreams, Client};
+    use std::sync::{Arc, Mutex};
+    use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("hello from hermes"));
+    let mut child = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("hermes"))
+        .arg("acp")
+        .env_clear()
+        .env("HERMES_HOME", env.home.path())
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(env.cwd.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = ByteStreams::new(
+        child.stdin.take().unwrap().compat_write(),
+        child.stdout.take().unwrap().compat(),
+    );
+    let seen: Arc<Mutex<Vec<SessionNotification>>> = Arc::default();
+    let sink = seen.clone();
+    let cwd = env.cwd.path().to_path_buf();
+    let (stop, missing) = Client
+        .v1()
+        .name("rust-sdk-test")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                sink.lock().unwrap().push(n);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(transport, async |cx| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert_eq!(init.protocol_version, ProtocolVersion::V1);
+            assert!(init.agent_capabilities.load_session);
+            let session = cx
+                .send_request(NewSessionRequest::new(cwd.clone()))
+                .block_task()
+                .await?;
+            let hi = vec![ContentBlock::Text(TextContent::new("hi"))];
+            let answer = cx
+                .send_request(PromptRequest::new(session.session_id.clone(), hi.clone()))
+                .block_task()
+                .await?;
+            let missing = cx
+                .send_request(PromptRequest::new(
+                    SessionId::new("20200101_000000_000000"),
+                    hi,
+                ))
+                .block_task()
+                .await
+                .unwrap_err();
+            Ok((answer.stop_reason, missing))
+        })
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(i32::from(missing.code), -32002);
+    let text: String = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|n| match &n.update {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "hello from hermes");
+    let status = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait())
+        .await
+        .expect("hermes acp exits when its stdin closes")
+        .unwrap();
+    assert!(status.success());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_gets_the_protocols_errors_and_the_agent_stays_up() {
     let Some(sdk) = sdk() else {
@@ -416,4 +511,31 @@ async fn bad_input_gets_the_protocols_errors_and_the_agent_stays_up() {
     );
     assert_eq!(text_of(&out, "agent_message_chunk"), "still here");
     assert_eq!(out["agent_exit"]["exit_code"], 0);
+}
+
+/// `hermes-acp` (Python Hermes' console script name) is `hermes acp`.
+#[tokio::test]
+async fn the_hermes_acp_name_runs_the_acp_server() {
+    let env = Env::new().await;
+    let link = env.home.path().join("hermes-acp");
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("hermes"), &link).unwrap();
+    let out = Command::new(&link)
+        .arg("--check")
+        .env_clear()
+        .env("HERMES_HOME", env.home.path())
+        .env("HOME", env.home.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(env.cwd.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("hermes acp: ready (model mock-model on custom"),
+        "{stdout}"
+    );
 }

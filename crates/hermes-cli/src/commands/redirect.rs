@@ -121,10 +121,6 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "remove the binary (`cargo uninstall hermes-cli`); HERMES_HOME stays until you delete it",
     ),
     (
-        &["acp"],
-        "the Agent Client Protocol server is not in hermes yet; `hermes gateway run` serves an OpenAI-compatible API",
-    ),
-    (
         &["profile"],
         "`-p NAME` runs hermes on ~/.hermes/profiles/NAME (`hermes -p NAME setup` makes one)",
     ),

@@ -144,10 +144,11 @@ impl ForegroundRunner for ClientTerminal {
             .request(TerminalOutputRequest::new(sid.clone(), id.clone()))
             .await
             .map(|o| {
+                let text = strip_ansi_escapes::strip_str(&o.output);
                 if o.truncated {
-                    format!("[earlier output dropped by the editor]\n{}", o.output)
+                    format!("[earlier output dropped by the editor]\n{text}")
                 } else {
-                    o.output
+                    text
                 }
             })
             .unwrap_or_default();
