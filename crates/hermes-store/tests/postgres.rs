@@ -2,7 +2,8 @@
 //! What only the PostgreSQL store has to prove, on a real server (`HERMES_TEST_PG_DSN`; each
 //! test skips, saying so, without it): writes survive connections cut at any point (no
 //! acknowledged message lost, none stored twice), the statement timeout, replicas migrating
-//! at once, and a DSN's password never showing in an error.
+//! at once (a new database, and one of schema version 3), a DSN's password never showing in
+//! an error, and search gathering its window slice by slice with the result of one query.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -11,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_protocol::Message;
-use hermes_store::{NewSession, PG_SCHEMA_VERSION, PgOptions, PgStore, SessionStore};
+use hermes_protocol::Role;
+use hermes_store::{NewSession, PG_SCHEMA_VERSION, PgOptions, PgStore, SearchQuery, SessionStore};
 
 fn dsn() -> Option<String> {
     let dsn = std::env::var("HERMES_TEST_PG_DSN")
@@ -404,4 +406,276 @@ fn an_unreachable_server_is_named_without_the_password() {
     );
     assert!(err.is_busy(), "{text}");
     assert!(!format!("{options:?}").contains("s3cret"));
+}
+
+/// A direct connection to the server, in the schema `schema`, for what the store's interface
+/// does not do (moving the id sequence, the reference search query, catalog checks).
+struct Admin {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Admin {
+    fn connect(dsn: &str, schema: &str) -> Admin {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(dsn, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+                .batch_execute(&format!("SET search_path = {schema}, public"))
+                .await
+                .unwrap();
+            client
+        });
+        Admin { rt, client }
+    }
+
+    fn run(&self, sql: &str) {
+        self.rt.block_on(self.client.batch_execute(sql)).unwrap();
+    }
+
+    fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Vec<tokio_postgres::Row> {
+        self.rt.block_on(self.client.query(sql, params)).unwrap()
+    }
+
+    /// The best `limit` of the newest `window` matches of tsquery SQL `tsquery`, as
+    /// `(id, rank)`: the single query search ran before it went slice by slice.
+    fn reference(
+        &self,
+        tsquery: &str,
+        session: Option<&str>,
+        role: Option<&str>,
+        limit: i64,
+    ) -> Vec<(i64, f64)> {
+        let sql = format!(
+            "WITH q AS (SELECT {tsquery} AS q) \
+             SELECT w.id, (-ts_rank(w.search_tsv, q.q, 1))::float8 AS rank FROM \
+             (SELECT m.id, m.search_tsv FROM messages m, q WHERE m.search_tsv @@ q.q \
+              AND ($1::text IS NULL OR m.session_id = $1) AND ($2::text IS NULL OR m.role = $2) \
+              ORDER BY m.id DESC LIMIT 5000) w, q \
+             ORDER BY rank, w.id DESC LIMIT $3"
+        );
+        self.rows(&sql, &[&session, &role, &limit])
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+}
+
+/// Search gathers the newest 5,000 matches a few id slices at a time (65,536 ids a slice,
+/// newest first) and must return exactly what one query over those matches returns: the
+/// same hits in the same order with the same ranks. The ids here jump (the identity is
+/// moved) so that the matches lie in runs far apart: several queries run, some over empty
+/// slices, runs straddle slice boundaries, the newest slice holds less than half a slice,
+/// and the window's oldest match lies inside the oldest run; queries with many and with few
+/// matches, prefixes, NOT, OR, the session and role filters and large limits are compared
+/// with that one query.
+#[test]
+fn search_by_slices_returns_what_one_query_over_the_window_returns() {
+    let Some(dsn) = dsn() else { return };
+    let schema = fresh_schema();
+    let store = SessionStore::from_backend(
+        PgStore::open(&PgOptions::new(dsn.clone()).with_schema(schema.clone())).unwrap(),
+    );
+    let admin = Admin::connect(&dsn, &schema);
+    session(&store, "s");
+    session(&store, "t");
+    // (first id, messages), in slices 0, 0–1, 3, 6, 7, 14–15, 15 and 15–16; the newest id
+    // is 1,048,719, in slice 16.
+    let runs: [(i64, usize); 8] = [
+        (1, 1_600),
+        (65_400, 300),
+        (200_000, 900),
+        (400_000, 1_200),
+        (500_000, 600),
+        (983_000, 400),
+        (1_000_000, 1_700),
+        (1_048_570, 150),
+    ];
+    let mut n = 0usize;
+    for (first, count) in runs {
+        admin.run(&format!(
+            "ALTER TABLE messages ALTER COLUMN id RESTART WITH {first}"
+        ));
+        for _ in 0..count {
+            // Ranks vary with how often `beacon` occurs and how long the message is; many
+            // messages share a rank, so ties fall back to the newest first.
+            let beacons = "beacon ".repeat(1 + n % 3);
+            let tail = "and a tail of other words ".repeat(n % 4);
+            let text = match n % 10 {
+                0 => format!("alpha rare{} {tail}", n % 7),
+                1 => format!("beaconing {tail} alpha"),
+                _ => format!("{beacons}{tail}"),
+            };
+            let message = if n % 5 == 2 {
+                Message::assistant(text)
+            } else {
+                Message::user(text)
+            };
+            let id = store
+                .append_message(if n.is_multiple_of(3) { "t" } else { "s" }, &message, None)
+                .unwrap();
+            assert!(id >= first, "the identity moved: {id} >= {first}");
+            n += 1;
+        }
+    }
+    let term = |t: &str, prefix: bool| format!("hermes_term_query('{t}', {prefix})");
+    // (query, the same as tsquery SQL, session, role, limit)
+    type Case<'a> = (&'a str, String, Option<&'a str>, Option<Role>, usize);
+    let cases: Vec<Case> = vec![
+        ("beacon", term("beacon", false), None, None, 20),
+        ("beacon", term("beacon", false), None, None, 5_000),
+        ("beac*", term("beac", true), None, None, 300),
+        ("beacon", term("beacon", false), Some("t"), None, 100),
+        (
+            "beacon",
+            term("beacon", false),
+            None,
+            Some(Role::Assistant),
+            100,
+        ),
+        (
+            "beacon NOT tail",
+            format!("({} && !!{})", term("beacon", false), term("tail", false)),
+            None,
+            None,
+            50,
+        ),
+        (
+            "rare3 OR beaconing",
+            format!(
+                "({}) || ({})",
+                term("rare3", false),
+                term("beaconing", false)
+            ),
+            None,
+            None,
+            1_000,
+        ),
+        (
+            "alpha",
+            term("alpha", false),
+            Some("s"),
+            Some(Role::User),
+            40,
+        ),
+        ("rare5", term("rare5", false), None, None, 20),
+        ("nowhere", term("nowhere", false), None, None, 20),
+    ];
+    for (text, tsquery, session_id, role, limit) in cases {
+        let mut q = SearchQuery::new(text);
+        q.session_id = session_id.map(str::to_string);
+        q.role = role;
+        q.limit = limit;
+        let got: Vec<(i64, f64)> = store
+            .search(&q)
+            .unwrap()
+            .iter()
+            .map(|h| (h.message_id, h.rank))
+            .collect();
+        let want = admin.reference(&tsquery, session_id, role.map(Role::as_str), limit as i64);
+        // The first difference, not thousands of pairs.
+        let first = got.iter().zip(&want).position(|(g, w)| g != w);
+        assert!(
+            got == want,
+            "query {text:?} session {session_id:?} role {role:?}: {} hits, {} expected; \
+             first difference at {first:?}: {:?} / {:?}",
+            got.len(),
+            want.len(),
+            first.map(|i| got[i]),
+            first.map(|i| want[i]),
+        );
+        if text != "nowhere" {
+            assert!(!got.is_empty(), "{text:?} finds something");
+        }
+    }
+    // The window really is cut, inside the oldest run: `beacon` matches more than 5,000
+    // messages, its oldest matches are outside the window and the window reaches that run.
+    let all = admin.rows(
+        "SELECT count(*), min(id) FROM messages \
+         WHERE search_tsv @@ hermes_term_query('beacon', false)",
+        &[],
+    );
+    let (matches, oldest): (i64, i64) = (all[0].get(0), all[0].get(1));
+    assert!(matches > 5_000, "{matches}");
+    let mut q = SearchQuery::new("beacon");
+    q.limit = 5_000;
+    let hits = store.search(&q).unwrap();
+    assert_eq!(hits.len(), 5_000);
+    assert!(hits.iter().all(|h| h.message_id > oldest));
+    assert!(hits.iter().any(|h| h.message_id < 65_536));
+}
+
+/// A database of schema version 3 (its word index over `search_tsv` alone) is migrated to
+/// the current version by replicas starting at once: the index keys the id slice, the old
+/// messages are found, and a store opened afterwards has nothing to do.
+#[test]
+fn a_version_3_database_migrates_forward() {
+    let Some(dsn) = dsn() else { return };
+    let schema = fresh_schema();
+    let options = PgOptions::new(dsn.clone()).with_schema(schema.clone());
+    let store = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    session(&store, "s");
+    let old = store
+        .append_message("s", &Message::user("written at version three"), None)
+        .unwrap();
+    drop(store);
+    let admin = Admin::connect(&dsn, &schema);
+    // Back to what version 3 had.
+    admin.run(
+        "DROP INDEX idx_messages_search; \
+         CREATE INDEX idx_messages_search ON messages USING gin (search_tsv); \
+         DELETE FROM hermes_schema_migrations WHERE version > 3",
+    );
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let options = options.clone();
+            std::thread::spawn(move || PgStore::open(&options).map(SessionStore::from_backend))
+        })
+        .collect();
+    let stores: Vec<SessionStore> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap().unwrap())
+        .collect();
+    for store in &stores {
+        assert_eq!(store.schema_version().unwrap(), PG_SCHEMA_VERSION);
+    }
+    let applied = admin.rows(
+        "SELECT version FROM hermes_schema_migrations ORDER BY version",
+        &[],
+    );
+    let applied: Vec<i64> = applied.iter().map(|r| r.get(0)).collect();
+    assert_eq!(applied, (1..=PG_SCHEMA_VERSION).collect::<Vec<_>>());
+    let defs = admin.rows(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'messages' \
+         AND indexdef LIKE '%search_tsv%'",
+        &[&schema],
+    );
+    let defs: Vec<String> = defs.iter().map(|r| r.get(0)).collect();
+    assert_eq!(defs.len(), 1, "{defs:?}");
+    assert!(defs[0].contains("idx_messages_search"), "{defs:?}");
+    assert!(defs[0].contains("id >> 16"), "{defs:?}");
+    let new = stores[0]
+        .append_message("s", &Message::user("written at version four"), None)
+        .unwrap();
+    let mut found: Vec<i64> = stores[1]
+        .search(&SearchQuery::new("written"))
+        .unwrap()
+        .iter()
+        .map(|h| h.message_id)
+        .collect();
+    found.sort();
+    assert_eq!(found, vec![old, new]);
+    drop(stores);
+    let again = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    assert_eq!(again.schema_version().unwrap(), PG_SCHEMA_VERSION);
 }

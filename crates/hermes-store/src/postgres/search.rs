@@ -7,7 +7,19 @@
 //!    `messages.search_tsv`, ranked by `ts_rank` (length-normalized, as BM25 is) over the
 //!    newest [`RANK_WINDOW`] matches; [`SearchHit::rank`] is the negated rank, so lower is
 //!    better as with SQLite's `bm25`;
-//! 2. when a term has CJK characters, the OR-groups with a CJK term also run as
+//! 2. those newest matches are gathered a few id slices at a time, newest first: the word
+//!    index's second column is the message's slice (`ARRAY[id >> SLICE_BITS]`, 65,536 ids;
+//!    schema version 4), so a query naming slices fetches only their matches (a GIN bitmap
+//!    has no order: one query over all ids fetches every match of a frequent word before
+//!    keeping the newest). The first query takes the newest slice (two when it holds less
+//!    than half a slice of ids); each next one as many slices below as the density of the
+//!    matches counted so far says hold the missing ones, plus [`SPAN_MARGIN`]; the query
+//!    that would reach the oldest slice (at once when nothing matched so far: a rare term)
+//!    takes all the ids left, without naming slices. Each query keeps at most the matches
+//!    still missing from the window and returns its best `limit` with their ranks; the best
+//!    `limit` of all those, by rank then newest first, are what one query over the whole
+//!    window returns;
+//! 3. when a term has CJK characters, the OR-groups with a CJK term also run as
 //!    case-insensitive substring matches (`ILIKE`) served by the `pg_trgm` index, their extra
 //!    hits appended with rank `0.0`, as SQLite does with its trigram table.
 //!
@@ -15,9 +27,10 @@
 
 use hermes_protocol::Role;
 use tokio_postgres::Row;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::db::{Db, read};
-use super::schema::{SEARCH_TEXT, TSV_CHARS};
+use super::schema::{SEARCH_TEXT, SLICE_BITS, TSV_CHARS};
 use crate::error::StoreError;
 use crate::sanitize::{Item, Op, parse_query};
 use crate::search::{
@@ -25,6 +38,25 @@ use crate::search::{
 };
 use crate::store::from_ts;
 use crate::types::{SearchHit, SearchQuery};
+
+/// How much further than the density of the matches counted so far suggests the next query
+/// reaches, so that it usually holds all the missing ones (one more query when it does not).
+const SPAN_MARGIN: f64 = 1.15;
+
+/// Slices for the query after one that reached down to slice `lowest`, the search having
+/// found `collected` matches among the ids from that slice's first to `top` and still
+/// wanting `want`: as many as that density says hold them, plus [`SPAN_MARGIN`] (everything
+/// left when nothing matched yet).
+fn next_width(top: i64, lowest: i64, collected: i64, want: i64) -> i64 {
+    if collected <= 0 {
+        return i64::MAX;
+    }
+    let first_id = lowest.saturating_mul(1 << SLICE_BITS);
+    let covered = top.saturating_sub(first_id).saturating_add(1).max(1);
+    let reach = want as f64 * covered as f64 / collected as f64 * SPAN_MARGIN;
+    // `as` saturates.
+    ((reach / (1i64 << SLICE_BITS) as f64).ceil() as i64).max(1)
+}
 
 /// The `tsquery` SQL for `items` over the parameters `$1` (term texts, `text[]`) and `$2`
 /// (prefix flags, `bool[]`), with those arrays.
@@ -88,14 +120,26 @@ impl Db {
         let session_id = query.session_id.as_deref();
         let role = query.role.map(Role::as_str);
         let (expr, terms, prefixes) = tsquery(&items);
-        let best_sql = format!(
-            "WITH q AS (SELECT {expr} AS q) \
-             SELECT w.id, (-ts_rank(w.search_tsv, q.q, 1))::float8 AS rank FROM \
-             (SELECT m.id, m.search_tsv FROM messages m, q WHERE m.search_tsv @@ q.q \
-              AND ($3::text IS NULL OR m.session_id = $3) AND ($4::text IS NULL OR m.role = $4) \
-              ORDER BY m.id DESC LIMIT $6) w, q \
-             ORDER BY rank, w.id DESC LIMIT $5"
-        );
+        // The window's matches among the slices `$7` (`bigint[]`) or, for the rest, among
+        // the ids up to `$7` (`bigint`): the best `$5` of the newest `$6` with their rank, and
+        // how many of those newest there are.
+        let window = |bound: &str| {
+            format!(
+                "WITH q AS (SELECT {expr} AS q) \
+                 SELECT w.id, (-ts_rank(w.search_tsv, q.q, 1))::float8 AS rank, \
+                 count(*) OVER () FROM \
+                 (SELECT m.id, m.search_tsv FROM messages m, q WHERE m.search_tsv @@ q.q \
+                  AND {bound} \
+                  AND ($3::text IS NULL OR m.session_id = $3) \
+                  AND ($4::text IS NULL OR m.role = $4) \
+                  ORDER BY m.id DESC LIMIT $6) w, q \
+                 ORDER BY rank, w.id DESC LIMIT $5"
+            )
+        };
+        let slices_sql = window(&format!("ARRAY[m.id >> {SLICE_BITS}] && $7::bigint[]"));
+        let rest_sql = window("m.id <= $7::bigint");
+        let span_sql = "SELECT max(id), min(id) FROM messages \
+             WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR role = $2)";
         let detail_sql = format!(
             "WITH q AS (SELECT {expr} AS q) \
              SELECT m.id, m.session_id, m.role, s.title, s.started_at, m.active, \
@@ -106,28 +150,89 @@ impl Db {
              WHERE m.id = ANY($3)"
         );
         let mut hits = read!(self, "search", |c| {
-            let best = c
-                .query(
-                    &best_sql,
-                    &[
-                        &terms,
-                        &prefixes,
-                        &session_id,
-                        &role,
-                        &limit_sql,
-                        &RANK_WINDOW,
-                    ],
-                )
+            let span = c
+                .query_typed_one(span_sql, &[(&session_id, Type::TEXT), (&role, Type::TEXT)])
                 .await?;
-            let mut ranked: Vec<(i64, f64)> = Vec::with_capacity(best.len());
-            for r in &best {
-                ranked.push((r.try_get(0)?, r.try_get(1)?));
+            let (Some(top), Some(bottom)) = (
+                span.try_get::<_, Option<i64>>(0)?,
+                span.try_get::<_, Option<i64>>(1)?,
+            ) else {
+                return Ok(Vec::new());
+            };
+            let mut ranked: Vec<(i64, f64)> = Vec::new();
+            let mut want = RANK_WINDOW;
+            let bottom_slice = bottom >> SLICE_BITS;
+            // The newest slice not searched yet, and how many to search from it down.
+            let mut next = top >> SLICE_BITS;
+            let mut width = if top & ((1 << SLICE_BITS) - 1) < 1 << (SLICE_BITS - 1) {
+                2
+            } else {
+                1
+            };
+            loop {
+                let lowest = next.saturating_sub(width - 1);
+                let rest = lowest <= bottom_slice;
+                let last_id = next
+                    .saturating_add(1)
+                    .saturating_mul(1 << SLICE_BITS)
+                    .saturating_sub(1);
+                let slices: Vec<i64> = if rest {
+                    Vec::new()
+                } else {
+                    (lowest..=next).collect()
+                };
+                let (sql, bound): (&str, (&(dyn ToSql + Sync), Type)) = if rest {
+                    (&rest_sql, (&last_id, Type::INT8))
+                } else {
+                    (&slices_sql, (&slices, Type::INT8_ARRAY))
+                };
+                let rows = c
+                    .query_typed(
+                        sql,
+                        &[
+                            (&terms, Type::TEXT_ARRAY),
+                            (&prefixes, Type::BOOL_ARRAY),
+                            (&session_id, Type::TEXT),
+                            (&role, Type::TEXT),
+                            (&limit_sql, Type::INT8),
+                            (&want, Type::INT8),
+                            bound,
+                        ],
+                    )
+                    .await?;
+                let mut found = 0;
+                for r in &rows {
+                    ranked.push((r.try_get(0)?, r.try_get(1)?));
+                    found = r.try_get::<_, i64>(2)?;
+                }
+                want -= found;
+                if want <= 0 || rest {
+                    break;
+                }
+                width = next_width(top, lowest, RANK_WINDOW - want, want);
+                next = lowest - 1;
             }
+            // What `ORDER BY rank, id DESC LIMIT limit` over the whole window returns.
+            ranked.sort_by(|a, b| {
+                a.1.partial_cmp(&b.1)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then(b.0.cmp(&a.0))
+            });
+            ranked.truncate(limit);
             if ranked.is_empty() {
                 return Ok(Vec::new());
             }
             let ids: Vec<i64> = ranked.iter().map(|r| r.0).collect();
-            let rows = c.query(&detail_sql, &[&terms, &prefixes, &ids]).await?;
+            let rows = c
+                .query_typed(
+                    &detail_sql,
+                    &[
+                        (&terms, Type::TEXT_ARRAY),
+                        (&prefixes, Type::BOOL_ARRAY),
+                        (&ids, Type::INT8_ARRAY),
+                    ],
+                )
+                .await?;
             let mut found = Vec::with_capacity(rows.len());
             for row in &rows {
                 found.push(hit_from_row(row, row.try_get(6)?, 0.0)?);
