@@ -251,10 +251,19 @@ fn tool_schemas_are_shortened_for_the_embedded_model() {
         block.contains("\"description\":\"Path to read.\""),
         "{block}"
     );
-    assert!(
-        block.contains("\"description\":{\"description\":\"A property named like an annotation.\"")
+    // A property named `description` keeps its schema. Key order depends on serde_json's
+    // `preserve_order` feature (on in workspace builds), so the line is parsed, not matched.
+    let line = block
+        .lines()
+        .find(|l| l.contains("\"name\": \"read_file\""))
+        .expect("the tool's line");
+    let parsed: serde_json::Value = serde_json::from_str(line).expect("the tool line is JSON");
+    let params = &parsed["function"]["parameters"];
+    assert_eq!(
+        params["properties"]["description"]["description"],
+        "A property named like an annotation."
     );
-    assert!(block.contains("\"required\":[\"path\"]"));
+    assert_eq!(params["required"], serde_json::json!(["path"]));
     assert_eq!(
         hermes_llm::local::prompt::short_description(&"x".repeat(400))
             .chars()
