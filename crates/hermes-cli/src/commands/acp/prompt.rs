@@ -6,7 +6,7 @@
 //!   `read_file` it;
 //! - an embedded text resource (a file or selection the editor attached) inline, between
 //!   `<attached uri="…">` and `</attached>`, at most [`MAX_ATTACHMENT_BYTES`] each and
-//!   [`MAX_PROMPT_BYTES`] in all;
+//!   [`MAX_PROMPT_BYTES`] in all, as the caller's [`Screen`] lets the model see it;
 //! - an embedded binary resource as a line naming it (its bytes are not shown to the model);
 //! - images and audio are refused: `initialize` does not offer them.
 
@@ -17,8 +17,13 @@ pub const MAX_ATTACHMENT_BYTES: usize = 1024 * 1024;
 /// Largest prompt, attachments included, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 4 * 1024 * 1024;
 
-/// The text of `blocks`, or why it cannot be taken (an `invalid_params` message).
-pub fn to_text(blocks: &[ContentBlock]) -> Result<String, String> {
+/// What the model may see of an embedded text resource: `(uri, text)` → the text shown
+/// (the server leaves out files the sandbox refuses and masks secrets).
+pub type Screen<'a> = &'a dyn Fn(&str, String) -> String;
+
+/// The text of `blocks`, each embedded text resource passed through `screen`, or why it
+/// cannot be taken (an `invalid_params` message).
+pub fn to_text(blocks: &[ContentBlock], screen: Screen<'_>) -> Result<String, String> {
     let mut parts: Vec<String> = Vec::new();
     for block in blocks {
         match block {
@@ -40,7 +45,7 @@ pub fn to_text(blocks: &[ContentBlock]) -> Result<String, String> {
                     parts.push(format!(
                         "<attached uri=\"{}\">\n{}\n</attached>",
                         shown_uri(&t.uri),
-                        t.text
+                        screen(&t.uri, t.text.clone())
                     ));
                 }
                 EmbeddedResourceResource::BlobResourceContents(b) => {
@@ -100,7 +105,8 @@ mod tests {
                 )),
             )),
         ];
-        let text = to_text(&blocks).unwrap();
+        let same = |_: &str, t: String| t;
+        let text = to_text(&blocks, &same).unwrap();
         assert!(text.starts_with("fix this\n\n[attached: main.rs </w/src/main.rs>]"));
         assert!(text.contains("<attached uri=\"/w/src/lib.rs\">\nfn main() {}\n</attached>"));
         let big = vec![ContentBlock::Resource(EmbeddedResource::new(
@@ -109,7 +115,16 @@ mod tests {
                 "file:///w/big.txt",
             )),
         ))];
-        assert!(to_text(&big).unwrap_err().contains("too large"));
-        assert!(to_text(&[]).is_err());
+        assert!(to_text(&big, &same).unwrap_err().contains("too large"));
+        assert!(to_text(&[], &same).is_err());
+        let hidden = to_text(&blocks, &|uri, t| {
+            if uri.ends_with("lib.rs") {
+                "[not shown]".to_string()
+            } else {
+                t
+            }
+        })
+        .unwrap();
+        assert!(hidden.contains("<attached uri=\"/w/src/lib.rs\">\n[not shown]\n</attached>"));
     }
 }

@@ -28,6 +28,12 @@ use crate::assembly::AgentKit;
 use crate::assembly::app::App;
 use crate::assembly::model_switch::ModelSwitcher;
 
+/// How long [`Server::shutdown`] waits for an interrupted turn to end.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often a running prompt checks for a `session/cancel` its turn has not seen yet.
+const CANCEL_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The id of the model option of `session/set_config_option`.
 pub const MODEL_OPTION: &str = "model";
 
@@ -57,6 +63,24 @@ fn internal(message: impl Into<String>) -> Error {
 /// The protocol's "no such session" error.
 fn no_session(id: &SessionId) -> Error {
     agent_client_protocol::v1::schema::Error::session_not_found(id.clone()).into()
+}
+
+/// The text of the embedded resource `uri` as the model may see it: a file the sandbox
+/// does not let hermes read (`.env`, `auth.json`, …) is left out with the reason, and known
+/// secrets are masked in the rest — an editor may attach a file the user did not look at.
+fn screen_attachment(
+    policy: &hermes_tools::SandboxPolicy,
+    link: &super::session::ClientLink,
+    uri: &str,
+    text: String,
+) -> String {
+    if let Some(path) = uri.strip_prefix("file://")
+        && let Err(refusal) = policy.check_read(Path::new(path))
+    {
+        tracing::warn!(%uri, "acp: an attachment the sandbox refuses was left out");
+        return format!("[not shown: {refusal}]");
+    }
+    link.redact(text)
 }
 
 /// `cwd` of a session request: absolute and a directory.
@@ -140,8 +164,11 @@ impl Server {
             .on_receive_request(
                 async move |req: PromptRequest, responder, _cx| {
                     let s = s4.clone();
+                    // Taken here, in the order messages arrive: a `session/cancel` read
+                    // after this prompt cancels it, one read before does not.
+                    let seen = s.session(&req.session_id).map(|x| x.cancels()).ok();
                     tokio::spawn(async move {
-                        let _ = responder.respond_with_result(s.prompt(req).await);
+                        let _ = responder.respond_with_result(s.prompt(req, seen).await);
                     });
                     Ok(())
                 },
@@ -264,6 +291,7 @@ impl Server {
             shared,
             interrupter: handle.interrupter(),
             handle: tokio::sync::Mutex::new(handle),
+            cancels: std::sync::atomic::AtomicU64::new(0),
             next_client: Mutex::new(None),
             model_choice: Mutex::new(self.current_choice()),
         });
@@ -339,9 +367,22 @@ impl Server {
     }
 
     /// `session/prompt`: one turn, streamed as updates; the answer says how it ended.
-    async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, Error> {
+    /// `seen` is the session's cancel count when the prompt arrived: a cancel after it
+    /// interrupts this turn even when it came before the turn began (or while the prompt
+    /// waited for the one before it).
+    async fn prompt(&self, req: PromptRequest, seen: Option<u64>) -> Result<PromptResponse, Error> {
         let session = self.session(&req.session_id)?;
-        let text = super::prompt::to_text(&req.prompt).map_err(invalid)?;
+        let seen = seen.unwrap_or_else(|| session.cancels());
+        let policy = self
+            .kit
+            .opts
+            .sandbox
+            .policy(&session.shared.cwd, &self.app.home);
+        let link = &session.shared.link;
+        let text = super::prompt::to_text(&req.prompt, &|uri, text| {
+            screen_attachment(&policy, link, uri, text)
+        })
+        .map_err(invalid)?;
         let mut handle = session.handle.lock().await;
         if let Some(client) = session.next_client.lock().ok().and_then(|mut c| c.take()) {
             handle.set_client(client);
@@ -351,7 +392,16 @@ impl Server {
         handle.submit(Op::UserInput { text });
         let mut streamed_text = false;
         loop {
-            let Some(event) = handle.next_event().await else {
+            // The turn's interrupt token is made when the turn starts: a cancel that came
+            // earlier is repeated until the turn has ended.
+            if session.cancels() != seen {
+                session.interrupter.interrupt();
+            }
+            let next = tokio::select! {
+                next = handle.next_event() => next,
+                () = tokio::time::sleep(CANCEL_RECHECK) => continue,
+            };
+            let Some(event) = next else {
                 return Err(internal("the agent stopped"));
             };
             match event {
@@ -427,6 +477,9 @@ impl Server {
         match self.session(id) {
             Ok(session) => {
                 tracing::info!(session = %id, "acp: cancel");
+                session
+                    .cancels
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 session.interrupter.interrupt();
             }
             Err(_) => tracing::info!(session = %id, "acp: cancel for an unknown session"),
@@ -519,15 +572,30 @@ impl Server {
         ]
     }
 
-    /// Stops every session's agent (the client went away).
+    /// Stops every session's agent (the client went away): a running turn is interrupted
+    /// and given up to [`SHUTDOWN_WAIT`] to end as Ctrl-C ends it, so the store keeps a
+    /// result for each of its tool calls.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<AcpSession>> = self
             .sessions
             .lock()
             .map(|mut s| s.drain().map(|(_, v)| v).collect())
             .unwrap_or_default();
-        for session in sessions {
+        for session in &sessions {
             session.interrupter.interrupt();
+        }
+        for session in sessions {
+            // The prompt holds the handle until its turn has ended.
+            if tokio::time::timeout(SHUTDOWN_WAIT, session.handle.lock())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    session = %session.shared.link.session_id,
+                    "acp: a turn did not end after its interrupt; exiting anyway"
+                );
+                continue;
+            }
             if let Ok(session) = Arc::try_unwrap(session) {
                 let _ = session.handle.into_inner().shutdown().await;
             }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -210,8 +211,18 @@ pub struct AcpSession {
     pub handle: tokio::sync::Mutex<AgentHandle>,
     /// Interrupts the running turn (`session/cancel`) while the prompt holds [`Self::handle`].
     pub interrupter: Interrupter,
+    /// `session/cancel`s received so far (a prompt compares it with the count when it
+    /// arrived, see [`AcpSession::cancels()`]).
+    pub cancels: AtomicU64,
     /// A model chosen with `session/set_config_option`, used from the next prompt on.
     pub next_client: Mutex<Option<Arc<dyn ModelClient>>>,
     /// The model choice shown as the `model` option (`provider:model`).
     pub model_choice: Mutex<String>,
+}
+
+impl AcpSession {
+    /// How many `session/cancel`s this session has received.
+    pub fn cancels(&self) -> u64 {
+        self.cancels.load(Ordering::SeqCst)
+    }
 }

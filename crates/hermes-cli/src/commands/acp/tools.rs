@@ -164,10 +164,12 @@ impl Tool for SessionTool {
 }
 
 impl SessionTool {
-    /// `Err(what to tell the model)` when the user does not allow this edit.
+    /// `Err(what to tell the model)` when the user does not allow this edit, or the sandbox
+    /// refuses it (checked first: the user is never asked about an edit that cannot be made).
     async fn allow_edit(&self, args: &Value, ctx: &ToolContext) -> Result<(), String> {
         let shown = arg(args, "path")?;
         let path = ctx.resolve_path(shown);
+        checked(&path, ctx, true)?;
         let ask = match self.shared.mode() {
             Mode::DontAsk => false,
             Mode::AcceptEdits => {

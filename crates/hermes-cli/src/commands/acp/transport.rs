@@ -5,7 +5,9 @@
 //! Ours rather than the SDK's `Stdio` for two reasons: it runs on tokio's stdio (no extra
 //! thread pool), and every incoming line is capped at [`MAX_LINE_BYTES`]: a longer one is
 //! passed over without being held in memory and answered with a JSON-RPC `-32600` error
-//! (the request's id when its start names one, else `null`); the connection goes on. Outgoing
+//! (the request's id when its start names one, else `null`); the connection goes on. An
+//! over-long *response* (the client's answer to one of hermes' requests) fails that request
+//! instead, so whatever waits on it ends. Outgoing
 //! lines go through one writer task, so the SDK's messages and these errors never interleave.
 
 use std::io;
@@ -84,6 +86,25 @@ where
                         limit = MAX_LINE_BYTES,
                         "acp: an incoming message over the size limit was refused"
                     );
+                    if is_response(&head) {
+                        // The client's answer to one of hermes' requests (a giant
+                        // `fs/read_text_file`): that request fails, so the tool call waiting
+                        // on it ends instead of waiting forever.
+                        let failed = json!({
+                            "jsonrpc": "2.0",
+                            "id": request_id(&head),
+                            "error": {
+                                "code": -32600,
+                                "message": format!(
+                                    "the answer is too large: over {MAX_LINE_BYTES} bytes"
+                                ),
+                            },
+                        });
+                        if in_tx.send(Ok(failed.to_string())).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     let reply = json!({
                         "jsonrpc": "2.0",
                         "id": request_id(&head),
@@ -180,6 +201,15 @@ async fn read_capped_line<R: tokio::io::AsyncBufRead + Unpin>(
     }))
 }
 
+/// Whether the message whose line starts with `head` is a response (a `"result"` or an
+/// `"error"` member before any `"method"`), not a request or notification.
+fn is_response(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let at = |key: &str| text.find(key).unwrap_or(usize::MAX);
+    let answer = at("\"result\"").min(at("\"error\""));
+    answer != usize::MAX && answer < at("\"method\"")
+}
+
 /// The `"id"` of a request whose line starts with `head`, when it comes before the payload
 /// (as every client writes it): a number or a string; else `null`.
 fn request_id(head: &[u8]) -> serde_json::Value {
@@ -236,5 +266,19 @@ mod tests {
         );
         assert_eq!(request_id(br#"{"id":-3,"#), json!(-3));
         assert_eq!(request_id(br#"{"method":"x","params":{"#), json!(null));
+    }
+
+    #[test]
+    fn responses_are_told_from_requests() {
+        assert!(is_response(
+            br#"{"jsonrpc":"2.0","id":"a","result":{"content":"#
+        ));
+        assert!(is_response(br#"{"id":3,"error":{"code":1,"#));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","#
+        ));
+        assert!(!is_response(
+            br#"{"id":1,"method":"session/prompt","params":{"result":"#
+        ));
     }
 }

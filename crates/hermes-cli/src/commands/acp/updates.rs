@@ -151,13 +151,31 @@ pub fn plan_of_todos(result: &str) -> Option<Plan> {
     Some(Plan::new(entries))
 }
 
+/// The result shown for a stored tool call that has none (hermes was killed or its client
+/// went away during the call; the model is told the same when the session goes on).
+pub const NO_RESULT: &str = "[interrupted: hermes stopped during this call; it has no result]";
+
+/// Ends, as `failed`, every call of `open` (announced, no result stored).
+fn end_open_calls(open: &mut Vec<String>, out: &mut Vec<SessionUpdate>) {
+    for id in open.drain(..) {
+        let mut update = tool_finished(&id, false, NO_RESULT);
+        update.fields.raw_output = None;
+        out.push(SessionUpdate::ToolCallUpdate(update));
+    }
+}
+
 /// The updates that show a stored session's history to a client that loads it: user
 /// messages, answers, reasoning, and each tool call with its result (shown as completed:
-/// the store keeps no error flag), in order. `messages` are the active ones; system
-/// messages are not shown.
+/// the store keeps no error flag), in order. A call with no stored result (hermes stopped
+/// during it) is shown `failed` with [`NO_RESULT`], so no call stays running in the
+/// client. `messages` are the active ones; system messages are not shown.
 pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
     let mut out = Vec::new();
+    let mut open: Vec<String> = Vec::new();
     for m in messages {
+        if m.role != Role::Tool {
+            end_open_calls(&mut open, &mut out);
+        }
         match m.role {
             Role::User => {
                 let text = m.text();
@@ -174,6 +192,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
                     out.push(text_chunk(&text, false));
                 }
                 for call in &m.tool_calls {
+                    open.push(call.id.clone());
                     let preview = hermes_agent::call_preview(&call.name, &call.arguments);
                     out.push(SessionUpdate::ToolCall(tool_call(
                         &call.id,
@@ -186,6 +205,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
             }
             Role::Tool => {
                 if let Some(id) = m.tool_call_id.as_deref() {
+                    open.retain(|o| o != id);
                     let text = m.text();
                     let mut update = tool_finished(id, true, &text);
                     if let Some(plan) = (m.tool_name.as_deref() == Some("todo"))
@@ -201,6 +221,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
             _ => {}
         }
     }
+    end_open_calls(&mut open, &mut out);
     out
 }
 
