@@ -737,3 +737,72 @@ async fn secrets_in_links_and_attachments_never_reach_the_model() {
     );
     assert_eq!(p.exit().await, Some(0));
 }
+
+/// A model that repeats a tool call id within one answer (local servers do): the editor
+/// sees two calls, each ended once, and the next request names each result's own call.
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_tool_call_ids_stay_two_calls() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("a.txt"), "a").unwrap();
+    env.mock.push(MockResponse::tool_calls(&[
+        ("dup", "read_file", r#"{"path":"a.txt"}"#),
+        ("dup", "read_file", r#"{"path":"missing.txt"}"#),
+    ]));
+    env.mock.set_fallback(Some(MockResponse::text("ok")));
+    let mut p = spawn(env.home.path(), &cwd, &[]);
+    p.initialize(false).await;
+    let sid = p.new_session(&cwd).await;
+    let r = p
+        .call("session/prompt", prompt(&sid, "dups"), &mut editor)
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let (started, ended) = p.tool_calls();
+    assert_eq!(started.len(), 2);
+    assert_ne!(started[0], started[1], "{started:?}");
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    p.assert_every_call_ended();
+    hermes_testkit::assert_request_invariants(&env.mock.requests());
+    assert_eq!(p.exit().await, Some(0));
+}
+
+/// `delegate_task`: the subagent's edits go through the session's tools, so they are asked
+/// about in `default` mode (and not made when refused), and its calls end in the editor.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subagents_edits_are_asked_about_too() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    one_call(
+        &env,
+        "d1",
+        "delegate_task",
+        json!({"goal": "write child.txt"}),
+    );
+    one_call(
+        &env,
+        "child_w",
+        "write_file",
+        json!({"path": "child.txt", "content": "from child"}),
+    );
+    env.mock.push(MockResponse::text("child done"));
+    env.mock
+        .set_fallback(Some(MockResponse::text("parent done")));
+    let mut p = spawn(env.home.path(), &cwd, &[]);
+    p.initialize(true).await;
+    let sid = p.new_session(&cwd).await;
+    let mut reject = |m: &Value| {
+        if m["method"] == "session/request_permission" {
+            Reply::Result(json!({"outcome": {"outcome": "selected", "optionId": "reject_once"}}))
+        } else {
+            editor(m)
+        }
+    };
+    let r = p
+        .call("session/prompt", prompt(&sid, "delegate"), &mut reject)
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(permission_questions(&p).len(), 1);
+    assert!(!cwd.join("child.txt").exists());
+    p.assert_every_call_ended();
+    assert_eq!(p.exit().await, Some(0));
+}

@@ -35,14 +35,13 @@ pub fn editor(msg: &Value) -> Reply {
             Ok(content) => Reply::Result(json!({ "content": content })),
             Err(e) => Reply::Error(-32603, e.to_string()),
         },
-        "fs/write_text_file" => {
-            std::fs::write(
-                params["path"].as_str().unwrap(),
-                params["content"].as_str().unwrap(),
-            )
-            .unwrap();
-            Reply::Result(json!({}))
-        }
+        "fs/write_text_file" => match std::fs::write(
+            params["path"].as_str().unwrap(),
+            params["content"].as_str().unwrap(),
+        ) {
+            Ok(()) => Reply::Result(json!({})),
+            Err(e) => Reply::Error(-32603, e.to_string()),
+        },
         "session/request_permission" => {
             Reply::Result(json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}))
         }

@@ -300,18 +300,12 @@ impl ChatAssembler {
                 "the model refused the request (refusal text shown as the answer)".to_string(),
             );
         }
+        let ids = unique_call_ids(self.calls.iter().map(|c| c.id.as_str()));
         let tool_calls = self
             .calls
             .iter()
-            .enumerate()
-            .map(|(n, c)| {
-                let id = if c.id.is_empty() {
-                    format!("call_{n}")
-                } else {
-                    c.id.clone()
-                };
-                ToolCall::new(id, c.name.clone(), c.arguments.clone())
-            })
+            .zip(ids)
+            .map(|(c, id)| ToolCall::new(id, c.name.clone(), c.arguments.clone()))
             .collect();
         let message = AssistantMessage {
             text: std::mem::take(&mut self.text),
@@ -396,4 +390,55 @@ pub fn decode_completion_body(body: &str, hint: PromptHint) -> Result<Vec<Stream
     let mut events = asm.push_value(&value)?;
     events.extend(asm.finish()?);
     Ok(events)
+}
+
+/// The ids of one answer's tool calls, each unique: a missing id becomes `call_N` (N its
+/// position), and an id already used in the answer gets a `_K` suffix, since every call's
+/// result must name its own call (a model that repeats an id would otherwise make the next
+/// request invalid and two calls indistinguishable to a front end).
+fn unique_call_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let ids: Vec<&str> = ids.collect();
+    let mut taken: std::collections::HashSet<String> = ids
+        .iter()
+        .filter(|i| !i.is_empty())
+        .map(|i| i.to_string())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    ids.iter()
+        .enumerate()
+        .map(|(n, id)| {
+            if !id.is_empty() && seen.insert(*id) {
+                return id.to_string();
+            }
+            let base = if id.is_empty() {
+                format!("call_{n}")
+            } else {
+                id.to_string()
+            };
+            let mut fresh = base.clone();
+            let mut k = 1;
+            while taken.contains(&fresh) {
+                fresh = format!("{base}_{k}");
+                k += 1;
+            }
+            taken.insert(fresh.clone());
+            fresh
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unique_call_ids;
+
+    #[test]
+    fn call_ids_are_made_unique() {
+        let ids = unique_call_ids(["dup", "dup", "", "call_2", "dup"].into_iter());
+        assert_eq!(ids, vec!["dup", "dup_1", "call_2_1", "call_2", "dup_2"]);
+        assert_eq!(unique_call_ids(["a", "b"].into_iter()), vec!["a", "b"]);
+        assert_eq!(
+            unique_call_ids(["", ""].into_iter()),
+            vec!["call_0", "call_1"]
+        );
+    }
 }
