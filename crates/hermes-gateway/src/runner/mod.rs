@@ -196,9 +196,12 @@ impl Gateway {
 
     /// Serves until `cancel` fires: every adapter runs in its own task and feeds one inbound
     /// channel; `gateway:startup` fires with the names of the adapters and of the other
-    /// front ends ([`Gateway::set_front_ends`]). On cancel, adapters stop, running turns are
-    /// interrupted (every tool call keeps its result), workers end, and the idle agents are
-    /// dropped. Without adapters (only other front ends) it waits for `cancel`.
+    /// front ends ([`Gateway::set_front_ends`]). Before any inbound message, the messages of
+    /// turns a stop cut (open claims of stopped replicas, this home's last run included) are
+    /// taken over, then the messages the last stop saved are served ([`pending`]). On cancel,
+    /// adapters stop, running turns are interrupted (every tool call keeps its result),
+    /// workers end, and the idle agents are dropped. Without adapters (only other front ends)
+    /// it waits for `cancel`.
     ///
     /// Errors: [`GatewayError::NoPlatforms`] when there is neither an adapter nor another
     /// front end.
@@ -247,6 +250,11 @@ impl Gateway {
         );
         tracing::info!(?platforms, replica = %self.inner.replica.id(), "gateway running");
         let beat = cancel.child_token();
+        // The first beat runs before the messages saved by the last stop are served: the
+        // message whose turn that stop cut kept its claim open and is taken over here, so it
+        // is queued — and continues its turn — ahead of the messages that waited behind it
+        // (served after it, in their order), not at whatever place the race gives it.
+        self.replica_beat(0, &beat).await;
         let beat_task = tokio::spawn(self.clone().replica_heartbeat(beat.clone()));
         let idle = cancel.child_token();
         let idle_task = self.inner.config.idle_release_after.map(|after| {
@@ -287,50 +295,56 @@ impl Gateway {
         Ok(())
     }
 
-    /// This process's replica heartbeat until `cancel`: renews the replica lease every
-    /// third of [`crate::replica::REPLICA_TTL`], adopts and serves the open messages of dead
-    /// replicas, and now and then deletes old done claims.
+    /// This process's replica heartbeat until `cancel`, after the first beat (run by
+    /// [`Gateway::run`] itself): a beat ([`Gateway::replica_beat`]) every third of
+    /// [`crate::replica::REPLICA_TTL`].
     async fn replica_heartbeat(self, cancel: CancellationToken) {
-        let mut beats: u64 = 0;
-        let platforms: HashSet<String> = self.inner.adapters.keys().cloned().collect();
+        let mut beats: u64 = 1;
         loop {
-            let replica = self.inner.replica.clone();
-            let platforms = platforms.clone();
-            let adopted = tokio::task::spawn_blocking(move || {
-                replica.beat()?;
-                if beats.is_multiple_of(720) {
-                    replica.prune()?;
-                }
-                let mut adopted = Vec::new();
-                // Only messages of platforms this process serves (replicas may differ).
-                let served = |key: &str| key.split(':').next().is_some_and(|p| platforms.contains(p));
-                for orphan in replica.orphans(64)?.into_iter().filter(|o| served(&o.key)) {
-                    if let Some(msg) = replica.adopt(&orphan)? {
-                        tracing::info!(key = %orphan.key, from = %orphan.holder, "took over a message of a stopped replica");
-                        adopted.push((orphan.key, msg));
-                    }
-                }
-                Ok::<_, hermes_store::StoreError>(adopted)
-            })
-            .await;
-            match adopted {
-                Ok(Ok(messages)) => {
-                    for (key, msg) in messages {
-                        if cancel.is_cancelled() {
-                            break;
-                        }
-                        lock(&self.inner.redelivered).insert(key);
-                        self.handle_claimed(msg).await;
-                    }
-                }
-                Ok(Err(e)) => tracing::warn!(error = %e, "replica heartbeat failed"),
-                Err(e) => tracing::warn!(error = %e, "replica heartbeat task failed"),
-            }
-            beats += 1;
             tokio::select! {
                 () = cancel.cancelled() => return,
                 () = tokio::time::sleep(crate::replica::REPLICA_TTL / 3) => {}
             }
+            self.replica_beat(beats, &cancel).await;
+            beats += 1;
+        }
+    }
+
+    /// One beat of the replica heartbeat (`beats` before it): renews the replica lease,
+    /// adopts and queues the open messages of dead replicas (a stopped turn's message
+    /// included), and now and then deletes old done claims.
+    async fn replica_beat(&self, beats: u64, cancel: &CancellationToken) {
+        let platforms: HashSet<String> = self.inner.adapters.keys().cloned().collect();
+        let replica = self.inner.replica.clone();
+        let adopted = tokio::task::spawn_blocking(move || {
+            replica.beat()?;
+            if beats.is_multiple_of(720) {
+                replica.prune()?;
+            }
+            let mut adopted = Vec::new();
+            // Only messages of platforms this process serves (replicas may differ).
+            let served = |key: &str| key.split(':').next().is_some_and(|p| platforms.contains(p));
+            for orphan in replica.orphans(64)?.into_iter().filter(|o| served(&o.key)) {
+                if let Some(msg) = replica.adopt(&orphan)? {
+                    tracing::info!(key = %orphan.key, from = %orphan.holder, "took over a message of a stopped replica");
+                    adopted.push((orphan.key, msg));
+                }
+            }
+            Ok::<_, hermes_store::StoreError>(adopted)
+        })
+        .await;
+        match adopted {
+            Ok(Ok(messages)) => {
+                for (key, msg) in messages {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
+                    lock(&self.inner.redelivered).insert(key);
+                    self.handle_claimed(msg).await;
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "replica heartbeat failed"),
+            Err(e) => tracing::warn!(error = %e, "replica heartbeat task failed"),
         }
     }
 
