@@ -89,6 +89,15 @@ impl Db {
         })
     }
 
+    /// Another pooled connection if one can be had without waiting (an idle one, or a new
+    /// one while the pool has room), for a read that splits its work over two connections;
+    /// `None` when the pool is busy or the connection fails (the read then goes on alone).
+    pub(crate) async fn spare_client(&self) -> Option<deadpool_postgres::Client> {
+        let mut timeouts = self.pool.timeouts();
+        timeouts.wait = Some(Duration::ZERO);
+        self.pool.timeout_get(&timeouts).await.ok()
+    }
+
     /// The error of a call made after the store's runtime stopped.
     pub(crate) fn gone(&self, op: &'static str) -> StoreError {
         StoreError::Unavailable {

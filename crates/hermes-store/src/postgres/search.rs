@@ -11,14 +11,20 @@
 //!    index's second column is the message's slice (`ARRAY[id >> SLICE_BITS]`, 65,536 ids;
 //!    schema version 4), so a query naming slices fetches only their matches (a GIN bitmap
 //!    has no order: one query over all ids fetches every match of a frequent word before
-//!    keeping the newest). The first query takes the newest slice (two when it holds less
+//!    keeping the newest). The first step takes the newest slice (two when it holds less
 //!    than half a slice of ids); each next one as many slices below as the density of the
-//!    matches counted so far says hold the missing ones, plus [`SPAN_MARGIN`]; the query
+//!    matches counted so far says hold the missing ones, plus [`SPAN_MARGIN`]; the step
 //!    that would reach the oldest slice (at once when nothing matched so far: a rare term)
-//!    takes all the ids left, without naming slices. Each query keeps at most the matches
-//!    still missing from the window and returns its best `limit` with their ranks; the best
-//!    `limit` of all those, by rank then newest first, are what one query over the whole
-//!    window returns;
+//!    takes all the ids left, without naming slices. A step of two slices or more that
+//!    expects [`SPLIT_MATCHES`] (the first step whenever it takes two) runs as two queries,
+//!    over its newer and its older half, at once on a second pooled connection when one is
+//!    free (fetching the matched rows is most of the time, and two server processes do it
+//!    in parallel); a step to the oldest slice is split only up to [`MAX_SPLIT_SLICES`],
+//!    its halves naming their slices. Each query returns the newest matches it still may need
+//!    (at most the number missing) as arrays of ids and ranks, the rank computed as each
+//!    row is fetched (the sort then moves narrow pairs, not the `tsvector`s); the newest
+//!    [`RANK_WINDOW`] of them all, ranked by rank then newest first, cut to `limit`, are
+//!    what one query over the whole window returns;
 //! 3. when a term has CJK characters, the OR-groups with a CJK term also run as
 //!    case-insensitive substring matches (`ILIKE`) served by the `pg_trgm` index, their extra
 //!    hits appended with rank `0.0`, as SQLite does with its trigram table.
@@ -42,6 +48,16 @@ use crate::types::{SearchHit, SearchQuery};
 /// How much further than the density of the matches counted so far suggests the next query
 /// reaches, so that it usually holds all the missing ones (one more query when it does not).
 const SPAN_MARGIN: f64 = 1.15;
+
+/// A step of the window expected to find at least this many matches runs as two queries
+/// over halves of its slices, at once on two pooled connections: most of a query's time
+/// is fetching the matched rows, which two server processes do in parallel.
+const SPLIT_MATCHES: i64 = 1_000;
+
+/// A step that reaches the oldest slice is split only when it has at most this many
+/// slices (each half names its slices: a long list makes the index scan slower than one
+/// query over all the ids left).
+const MAX_SPLIT_SLICES: i64 = 32;
 
 /// Slices for the query after one that reached down to slice `lowest`, the search having
 /// found `collected` matches among the ids from that slice's first to `top` and still
@@ -105,6 +121,84 @@ fn hit_from_row(row: &Row, snippet: String, rank: f64) -> Result<SearchHit, Stor
     })
 }
 
+/// Where one query of the window looks: the named slices (`ARRAY[id >> SLICE_BITS]`), or
+/// every id up to the given one (the oldest slices, not named).
+enum Part {
+    Slices(Vec<i64>),
+    Upto(i64),
+}
+
+/// The queries that gather a search's window (`Db::search`) and what they share.
+struct Window<'a> {
+    slices_sql: String,
+    upto_sql: String,
+    terms: &'a [String],
+    prefixes: &'a [bool],
+    session_id: Option<&'a str>,
+    role: Option<&'a str>,
+}
+
+impl Window<'_> {
+    /// The newest `want` matches in `part` as `(id, rank)`, in no particular order.
+    async fn part(
+        &self,
+        c: &tokio_postgres::Client,
+        want: i64,
+        part: &Part,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        let (sql, bound): (&str, (&(dyn ToSql + Sync), Type)) = match part {
+            Part::Slices(slices) => (&self.slices_sql, (slices, Type::INT8_ARRAY)),
+            Part::Upto(last) => (&self.upto_sql, (last, Type::INT8)),
+        };
+        let row = c
+            .query_typed_one(
+                sql,
+                &[
+                    (&self.terms, Type::TEXT_ARRAY),
+                    (&self.prefixes, Type::BOOL_ARRAY),
+                    (&self.session_id, Type::TEXT),
+                    (&self.role, Type::TEXT),
+                    (&want, Type::INT8),
+                    bound,
+                ],
+            )
+            .await?;
+        let ids: Option<Vec<i64>> = row.try_get(0)?;
+        let ranks: Option<Vec<f64>> = row.try_get(1)?;
+        Ok(ids
+            .unwrap_or_default()
+            .into_iter()
+            .zip(ranks.unwrap_or_default())
+            .collect())
+    }
+}
+
+/// The queries of one step of the window: the slices `lowest..=next` (`upto`: everything
+/// from `next` down), one query or (`split`) two over halves of them, newest first. An
+/// `upto` step is split only when it has at most [`MAX_SPLIT_SLICES`] slices above
+/// `bottom`, each half then naming its slices.
+fn step_parts(next: i64, lowest: i64, upto: bool, bottom: i64, split: bool) -> Vec<Part> {
+    let last_id = |slice: i64| {
+        slice
+            .saturating_add(1)
+            .saturating_mul(1 << SLICE_BITS)
+            .saturating_sub(1)
+    };
+    let lowest = if upto { bottom.min(next) } else { lowest };
+    let slices = next - lowest + 1;
+    if split && slices >= 2 && (!upto || slices <= MAX_SPLIT_SLICES) {
+        let mid = lowest + slices / 2;
+        vec![
+            Part::Slices((mid..=next).collect()),
+            Part::Slices((lowest..mid).collect()),
+        ]
+    } else if upto {
+        vec![Part::Upto(last_id(next))]
+    } else {
+        vec![Part::Slices((lowest..=next).collect())]
+    }
+}
+
 impl Db {
     pub(crate) async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let items = parse_query(&query.text);
@@ -120,24 +214,28 @@ impl Db {
         let session_id = query.session_id.as_deref();
         let role = query.role.map(Role::as_str);
         let (expr, terms, prefixes) = tsquery(&items);
-        // The window's matches among the slices `$7` (`bigint[]`) or, for the rest, among
-        // the ids up to `$7` (`bigint`): the best `$5` of the newest `$6` with their rank, and
-        // how many of those newest there are.
-        let window = |bound: &str| {
+        // The newest `$5` matches among the slices `$6` (`bigint[]`) or the ids up to `$6`
+        // (`bigint`), as arrays of ids and ranks; the rank is computed as the rows are
+        // fetched, so that only the narrow pairs are sorted.
+        let window_sql = |bound: &str| {
             format!(
                 "WITH q AS (SELECT {expr} AS q) \
-                 SELECT w.id, (-ts_rank(w.search_tsv, q.q, 1))::float8 AS rank, \
-                 count(*) OVER () FROM \
-                 (SELECT m.id, m.search_tsv FROM messages m, q WHERE m.search_tsv @@ q.q \
-                  AND {bound} \
+                 SELECT array_agg(w.id), array_agg(w.rank) FROM \
+                 (SELECT m.id, (-ts_rank(m.search_tsv, q.q, 1))::float8 AS rank \
+                  FROM messages m, q WHERE m.search_tsv @@ q.q AND {bound} \
                   AND ($3::text IS NULL OR m.session_id = $3) \
                   AND ($4::text IS NULL OR m.role = $4) \
-                  ORDER BY m.id DESC LIMIT $6) w, q \
-                 ORDER BY rank, w.id DESC LIMIT $5"
+                  ORDER BY m.id DESC LIMIT $5) w"
             )
         };
-        let slices_sql = window(&format!("ARRAY[m.id >> {SLICE_BITS}] && $7::bigint[]"));
-        let rest_sql = window("m.id <= $7::bigint");
+        let window = Window {
+            slices_sql: window_sql(&format!("ARRAY[m.id >> {SLICE_BITS}] && $6::bigint[]")),
+            upto_sql: window_sql("m.id <= $6::bigint"),
+            terms: &terms,
+            prefixes: &prefixes,
+            session_id,
+            role,
+        };
         let span_sql = "SELECT max(id), min(id) FROM messages \
              WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR role = $2)";
         let detail_sql = format!(
@@ -159,6 +257,7 @@ impl Db {
             ) else {
                 return Ok(Vec::new());
             };
+            // The window so far, newest first.
             let mut ranked: Vec<(i64, f64)> = Vec::new();
             let mut want = RANK_WINDOW;
             let bottom_slice = bottom >> SLICE_BITS;
@@ -169,48 +268,62 @@ impl Db {
             } else {
                 1
             };
+            // Matches expected in the next step (none known before the first).
+            let mut expected = 0.0;
+            let mut spare: Option<deadpool_postgres::Client> = None;
+            let mut first = true;
             loop {
                 let lowest = next.saturating_sub(width - 1);
-                let rest = lowest <= bottom_slice;
-                let last_id = next
-                    .saturating_add(1)
-                    .saturating_mul(1 << SLICE_BITS)
-                    .saturating_sub(1);
-                let slices: Vec<i64> = if rest {
-                    Vec::new()
+                let upto = lowest <= bottom_slice;
+                // The first step's two slices (when it takes two) are split too: their
+                // matches are not counted yet, and they are always wanted.
+                let worth = if first {
+                    width >= 2 && !upto
                 } else {
-                    (lowest..=next).collect()
+                    expected >= SPLIT_MATCHES as f64
                 };
-                let (sql, bound): (&str, (&(dyn ToSql + Sync), Type)) = if rest {
-                    (&rest_sql, (&last_id, Type::INT8))
-                } else {
-                    (&slices_sql, (&slices, Type::INT8_ARRAY))
+                let split = worth && {
+                    if spare.is_none() {
+                        spare = self.spare_client().await;
+                    }
+                    spare.is_some()
                 };
-                let rows = c
-                    .query_typed(
-                        sql,
-                        &[
-                            (&terms, Type::TEXT_ARRAY),
-                            (&prefixes, Type::BOOL_ARRAY),
-                            (&session_id, Type::TEXT),
-                            (&role, Type::TEXT),
-                            (&limit_sql, Type::INT8),
-                            (&want, Type::INT8),
-                            bound,
-                        ],
-                    )
-                    .await?;
-                let mut found = 0;
-                for r in &rows {
-                    ranked.push((r.try_get(0)?, r.try_get(1)?));
-                    found = r.try_get::<_, i64>(2)?;
+                let parts = step_parts(next, lowest, upto, bottom_slice, split);
+                let mut found = match (&parts[..], &spare) {
+                    ([newer, older], Some(other)) => {
+                        let (a, b) = tokio::join!(
+                            window.part(c, want, newer),
+                            window.part(other, want, older)
+                        );
+                        vec![a?, b?]
+                    }
+                    _ => {
+                        let mut found = Vec::with_capacity(parts.len());
+                        for part in &parts {
+                            found.push(window.part(c, want, part).await?);
+                        }
+                        found
+                    }
+                };
+                // Each part's newest, newest part first, until the window is full.
+                for rows in &mut found {
+                    rows.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+                    let take = rows.len().min(usize::try_from(want).unwrap_or(0));
+                    ranked.extend_from_slice(&rows[..take]);
+                    want -= take as i64;
                 }
-                want -= found;
-                if want <= 0 || rest {
+                if want <= 0 || upto {
                     break;
                 }
-                width = next_width(top, lowest, RANK_WINDOW - want, want);
+                first = false;
+                let collected = RANK_WINDOW - want;
+                width = next_width(top, lowest, collected, want);
                 next = lowest - 1;
+                // The density so far over the ids the next step covers.
+                let covered = top - lowest.saturating_mul(1 << SLICE_BITS) + 1;
+                let ids = (width as f64).min((next - bottom_slice + 1) as f64)
+                    * (1i64 << SLICE_BITS) as f64;
+                expected = (collected as f64 * ids / covered.max(1) as f64).min(want as f64);
             }
             // What `ORDER BY rank, id DESC LIMIT limit` over the whole window returns.
             ranked.sort_by(|a, b| {
