@@ -806,3 +806,134 @@ async fn a_subagents_edits_are_asked_about_too() {
     p.assert_every_call_ended();
     assert_eq!(p.exit().await, Some(0));
 }
+
+/// The editor's terminals (and `fs/*`) misbehaving: `terminal/create` or `wait_for_exit`
+/// failing, a client that stops answering (then the user cancels) at each step, a path with
+/// a NUL byte. The call ends with a result each time, a cancel ends the turn within seconds,
+/// and the agent exits cleanly.
+#[tokio::test(flavor = "multi_thread")]
+async fn misbehaving_editor_terminals_never_hold_the_turn() {
+    let modes = [
+        "create-error",
+        "wait-error",
+        "ignore-wait-cancel",
+        "ignore-after-create-cancel",
+        "ignore-create-cancel",
+        "ignore-fs-cancel",
+        "nul-path",
+    ];
+    for mode in modes {
+        let env = Env::new().await;
+        let cwd = env.cwd.path().canonicalize().unwrap();
+        std::fs::write(cwd.join("r.txt"), "r").unwrap();
+        match mode {
+            "nul-path" => {
+                one_call(&env, "c1", "read_file", json!({"path": "a\u{0}b"}));
+                one_call(
+                    &env,
+                    "c2",
+                    "write_file",
+                    json!({"path": "a\u{0}b", "content": "x"}),
+                );
+            }
+            "ignore-fs-cancel" => one_call(&env, "c1", "read_file", json!({"path": "r.txt"})),
+            _ => one_call(&env, "c1", "terminal", json!({"command": "echo hi"})),
+        }
+        env.mock.set_fallback(Some(MockResponse::text("ok")));
+        let mut p = spawn(env.home.path(), &cwd, &[]);
+        p.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities":
+                {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}),
+            &mut editor,
+        )
+        .await;
+        let sid = p.new_session(&cwd).await;
+        p.call(
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": "dont_ask"}),
+            &mut editor,
+        )
+        .await;
+        let id = p.send("session/prompt", prompt(&sid, "go")).await;
+        let mut h = move |m: &Value| {
+            let method = m["method"].as_str().unwrap_or("");
+            match (mode, method) {
+                ("create-error", "terminal/create") => {
+                    Reply::Error(-32000, "no terminals today".into())
+                }
+                ("ignore-create-cancel", "terminal/create") => Reply::Ignore,
+                (_, "terminal/create") => Reply::Result(json!({"terminalId": "t1"})),
+                ("wait-error", "terminal/wait_for_exit") => Reply::Error(-32000, "lost it".into()),
+                (_, "terminal/wait_for_exit") => Reply::Ignore,
+                ("ignore-after-create-cancel", m) if m.starts_with("terminal/") => Reply::Ignore,
+                (_, "terminal/output") => {
+                    Reply::Result(json!({"output": "partial", "truncated": false}))
+                }
+                (_, "terminal/kill") | (_, "terminal/release") => Reply::Result(json!({})),
+                ("ignore-fs-cancel", "fs/read_text_file") => Reply::Ignore,
+                _ => editor(m),
+            }
+        };
+        if mode.ends_with("-cancel") {
+            let awaited = match mode {
+                "ignore-create-cancel" => "terminal/create",
+                "ignore-fs-cancel" => "fs/read_text_file",
+                _ => "terminal/wait_for_exit",
+            };
+            p.until(|m| m["method"] == awaited, &mut h).await;
+            p.notify("session/cancel", json!({"sessionId": sid})).await;
+        }
+        let r = p
+            .try_response(id, &mut h, Duration::from_secs(20))
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the turn never ended: {:?}", p.requests));
+        let stop = if mode.ends_with("-cancel") {
+            "cancelled"
+        } else {
+            "end_turn"
+        };
+        assert_eq!(r["result"]["stopReason"], stop, "{mode}: {r}");
+        p.assert_every_call_ended();
+        assert!(!endings(&p).is_empty(), "{mode}");
+        assert!(p.bad_lines.is_empty(), "{mode}: {:?}", p.bad_lines);
+        assert_eq!(p.exit().await, Some(0), "{mode}");
+    }
+}
+
+/// Six prompts sent at once on one session run one at a time in the order they were sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn prompts_sent_at_once_run_in_order() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    env.mock.set_fallback(Some(MockResponse::text("ok")));
+    let mut p = spawn(env.home.path(), &cwd, &[]);
+    p.initialize(false).await;
+    let sid = p.new_session(&cwd).await;
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        ids.push(
+            p.send("session/prompt", prompt(&sid, &format!("p{n}")))
+                .await,
+        );
+    }
+    for id in ids {
+        let r = p
+            .try_response(id, &mut editor, WAIT)
+            .await
+            .expect("answered");
+        assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    }
+    let requests = env.mock.requests();
+    hermes_testkit::assert_request_invariants(&requests);
+    let users: Vec<Value> = requests[5]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].clone())
+        .collect();
+    let want: Vec<Value> = (0..6).map(|n| json!(format!("p{n}"))).collect();
+    assert_eq!(users, want);
+    assert_eq!(p.exit().await, Some(0));
+}

@@ -201,6 +201,10 @@ impl Peer {
         handler: Handler<'_>,
         wait: Duration,
     ) -> Option<Value> {
+        // A response that came while another was awaited.
+        if let Some(at) = self.other.iter().position(|m| m["id"] == json!(id)) {
+            return Some(self.other.remove(at));
+        }
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());

@@ -166,7 +166,11 @@ impl Server {
                     let s = s4.clone();
                     // Taken here, in the order messages arrive: a `session/cancel` read
                     // after this prompt cancels it, one read before does not.
-                    let seen = s.session(&req.session_id).map(|x| x.cancels()).ok();
+                    // Its place in the session's queue, too.
+                    let seen = s
+                        .session(&req.session_id)
+                        .map(|x| (x.cancels(), x.queue.ticket()))
+                        .ok();
                     tokio::spawn(async move {
                         let _ = responder.respond_with_result(s.prompt(req, seen).await);
                     });
@@ -292,6 +296,7 @@ impl Server {
             interrupter: handle.interrupter(),
             handle: tokio::sync::Mutex::new(handle),
             cancels: std::sync::atomic::AtomicU64::new(0),
+            queue: Arc::default(),
             next_client: Mutex::new(None),
             model_choice: Mutex::new(self.current_choice()),
         });
@@ -367,12 +372,21 @@ impl Server {
     }
 
     /// `session/prompt`: one turn, streamed as updates; the answer says how it ended.
-    /// `seen` is the session's cancel count when the prompt arrived: a cancel after it
-    /// interrupts this turn even when it came before the turn began (or while the prompt
-    /// waited for the one before it).
-    async fn prompt(&self, req: PromptRequest, seen: Option<u64>) -> Result<PromptResponse, Error> {
+    /// `arrival` is the session's cancel count when the prompt arrived and its place in the
+    /// session's queue: a cancel after it interrupts this turn even when it came before the
+    /// turn began (or while the prompt waited for the ones before it).
+    async fn prompt(
+        &self,
+        req: PromptRequest,
+        arrival: Option<(u64, super::session::Ticket)>,
+    ) -> Result<PromptResponse, Error> {
         let session = self.session(&req.session_id)?;
-        let seen = seen.unwrap_or_else(|| session.cancels());
+        let (seen, ticket) = match arrival {
+            Some(arrival) => arrival,
+            None => (session.cancels(), session.queue.ticket()),
+        };
+        // Prompts of one session run in the order they arrived.
+        ticket.turn().await;
         let policy = self
             .kit
             .opts

@@ -214,6 +214,8 @@ pub struct AcpSession {
     /// `session/cancel`s received so far (a prompt compares it with the count when it
     /// arrived, see [`AcpSession::cancels()`]).
     pub cancels: AtomicU64,
+    /// The session's prompts in the order they arrived.
+    pub queue: Arc<PromptQueue>,
     /// A model chosen with `session/set_config_option`, used from the next prompt on.
     pub next_client: Mutex<Option<Arc<dyn ModelClient>>>,
     /// The model choice shown as the `model` option (`provider:model`).
@@ -224,5 +226,55 @@ impl AcpSession {
     /// How many `session/cancel`s this session has received.
     pub fn cancels(&self) -> u64 {
         self.cancels.load(Ordering::SeqCst)
+    }
+}
+
+/// The prompts of one session, run in the order they arrived: each takes a [`Ticket`] when
+/// it is read (in the connection's dispatch loop) and runs once the prompts before it are
+/// done.
+pub struct PromptQueue {
+    next: AtomicU64,
+    done: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for PromptQueue {
+    fn default() -> PromptQueue {
+        PromptQueue {
+            next: AtomicU64::new(0),
+            done: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+impl PromptQueue {
+    /// The next place in the queue.
+    pub fn ticket(self: &Arc<Self>) -> Ticket {
+        Ticket {
+            queue: self.clone(),
+            number: self.next.fetch_add(1, Ordering::SeqCst),
+        }
+    }
+}
+
+/// One prompt's place in its session's [`PromptQueue`]; dropping it lets the next prompt
+/// run (so it is dropped only after [`Ticket::turn`]).
+pub struct Ticket {
+    queue: Arc<PromptQueue>,
+    number: u64,
+}
+
+impl Ticket {
+    /// Waits until every prompt that arrived before this one is done.
+    pub async fn turn(&self) {
+        let mut done = self.queue.done.subscribe();
+        let _ = done.wait_for(|d| *d >= self.number).await;
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.queue
+            .done
+            .send_modify(|d| *d = (*d).max(self.number + 1));
     }
 }

@@ -3,7 +3,9 @@
 //! tool call. The command is the one hermes would run itself — approved by the same rules
 //! and wrapped in the same OS sandbox (`hermes __sandbox-exec …`), so running it in the
 //! editor's process changes where it shows, not what it may do. The variables hermes treats
-//! as secrets are set empty, since the editor's own environment may hold them.
+//! as secrets are set empty, since the editor's own environment may hold them. A client
+//! that stops answering cannot hold the turn: after the command ends, times out or is
+//! interrupted, each request about its terminal waits at most [`CLIENT_WAIT`].
 
 use std::sync::Arc;
 
@@ -22,6 +24,35 @@ const SELF_EXE: &str = "/proc/self/exe";
 
 /// Output the client keeps of one command, in bytes (the tool caps it further).
 const OUTPUT_BYTE_LIMIT: u64 = 1024 * 1024;
+
+/// How long hermes waits for the client to kill, report on or release a terminal (and, after
+/// an interrupt, to start one): a client that never answers must not hold the turn.
+const CLIENT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `request` to the client, its answer or `None` when it failed or took over [`CLIENT_WAIT`].
+async fn bounded<R: agent_client_protocol::JsonRpcRequest>(
+    link: &ClientLink,
+    request: R,
+) -> Option<R::Response> {
+    match tokio::time::timeout(CLIENT_WAIT, link.request(request)).await {
+        Ok(Ok(answer)) => Some(answer),
+        Ok(Err(e)) => {
+            tracing::info!(error = %e.message, "acp: a terminal request failed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("acp: the client did not answer a terminal request in time");
+            None
+        }
+    }
+}
+
+/// Kills and releases terminal `id` (each step bounded by [`CLIENT_WAIT`]).
+async fn kill_and_release(link: &ClientLink, id: TerminalId) {
+    let sid = link.session_id.clone();
+    let _ = bounded(link, KillTerminalRequest::new(sid.clone(), id.clone())).await;
+    let _ = bounded(link, ReleaseTerminalRequest::new(sid, id)).await;
+}
 
 /// Runs foreground commands through the client of one session.
 pub struct ClientTerminal {
@@ -44,13 +75,7 @@ impl Drop for Release {
         }
         let link = self.link.clone();
         let id = self.id.clone();
-        tokio::spawn(async move {
-            let sid = link.session_id.clone();
-            let _ = link
-                .request(KillTerminalRequest::new(sid.clone(), id.clone()))
-                .await;
-            let _ = link.request(ReleaseTerminalRequest::new(sid, id)).await;
-        });
+        tokio::spawn(async move { kill_and_release(&link, id).await });
     }
 }
 
@@ -104,9 +129,25 @@ impl ForegroundRunner for ClientTerminal {
             .env(env)
             .cwd(job.workdir.clone())
             .output_byte_limit(OUTPUT_BYTE_LIMIT);
-        let id = link
-            .request(create)
-            .await
+        let starting = link.clone();
+        let mut create = Box::pin(async move { starting.request(create).await });
+        let created = tokio::select! {
+            created = &mut create => created,
+            () = ctx.cancel.cancelled() => {
+                // A terminal the client starts after all is killed and released.
+                let link = link.clone();
+                tokio::spawn(async move {
+                    if let Ok(Ok(answer)) = tokio::time::timeout(CLIENT_WAIT, create).await {
+                        kill_and_release(&link, answer.terminal_id).await;
+                    }
+                });
+                return Ok(Finished {
+                    ending: Ending::Cancelled,
+                    output: String::new(),
+                });
+            }
+        };
+        let id = created
             .map_err(|e| format!("the editor could not start the command: {}", e.message))?
             .terminal_id;
         let mut release = Release {
@@ -135,14 +176,17 @@ impl ForegroundRunner for ClientTerminal {
             () = tokio::time::sleep(job.timeout) => Ending::TimedOut,
             () = ctx.cancel.cancelled() => Ending::Cancelled,
         };
-        if !matches!(ending, Ending::Exited(_)) {
-            let _ = link
-                .request(KillTerminalRequest::new(sid.clone(), id.clone()))
-                .await;
-        }
-        let output = link
-            .request(TerminalOutputRequest::new(sid.clone(), id.clone()))
-            .await
+        // A client that does not answer the kill will not answer for the output either.
+        let answering = matches!(ending, Ending::Exited(_))
+            || bounded(link, KillTerminalRequest::new(sid.clone(), id.clone()))
+                .await
+                .is_some();
+        let output = if answering {
+            bounded(link, TerminalOutputRequest::new(sid.clone(), id.clone())).await
+        } else {
+            None
+        };
+        let output = output
             .map(|o| {
                 let text = strip_ansi_escapes::strip_str(&o.output);
                 if o.truncated {
@@ -153,7 +197,10 @@ impl ForegroundRunner for ClientTerminal {
             })
             .unwrap_or_default();
         release.armed = false;
-        let _ = link.request(ReleaseTerminalRequest::new(sid, id)).await;
+        let releasing = link.clone();
+        tokio::spawn(async move {
+            bounded(&releasing, ReleaseTerminalRequest::new(sid, id)).await;
+        });
         Ok(Finished { ending, output })
     }
 }
