@@ -586,33 +586,67 @@ async fn a_session_killed_mid_call_loads_with_every_call_ended() {
 /// interrupted call's result is in the store first.
 #[tokio::test(flavor = "multi_thread")]
 async fn stdin_closed_mid_call_stores_the_calls_result() {
-    let env = Env::new().await;
-    let cwd = env.cwd.path().canonicalize().unwrap();
-    one_call(&env, "e1", "terminal", json!({"command": "sleep 30"}));
-    env.mock.set_fallback(Some(MockResponse::text("ok")));
-    let mut p = spawn(env.home.path(), &cwd, &[]);
-    p.initialize(false).await;
-    let sid = p.new_session(&cwd).await;
-    p.send("session/prompt", prompt(&sid, "sleep")).await;
-    p.until(
-        |m| m["params"]["update"]["sessionUpdate"] == "tool_call",
-        &mut editor,
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let started = std::time::Instant::now();
-    assert_eq!(p.exit().await, Some(0));
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert!(p.bad_lines.is_empty(), "{:?}", p.bad_lines);
-    let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
-    let messages = store.load_messages(&sid).unwrap();
-    assert!(
-        messages
-            .iter()
-            .any(|m| m.message.tool_call_id.as_deref() == Some("e1")),
-        "no result stored for the interrupted call: {:?}",
-        messages.iter().map(|m| &m.message).collect::<Vec<_>>()
-    );
+    for mode in ["command", "fs read", "permission", "model"] {
+        let env = Env::new().await;
+        let cwd = env.cwd.path().canonicalize().unwrap();
+        std::fs::write(cwd.join("r.txt"), "r").unwrap();
+        match mode {
+            "command" => one_call(&env, "e1", "terminal", json!({"command": "sleep 30"})),
+            "fs read" => one_call(&env, "e1", "read_file", json!({"path": "r.txt"})),
+            "permission" => one_call(
+                &env,
+                "e1",
+                "write_file",
+                json!({"path": "w.txt", "content": "x"}),
+            ),
+            _ => env.mock.push(MockResponse::text("never").hang()),
+        }
+        env.mock.set_fallback(Some(MockResponse::text("ok")));
+        let mut p = spawn(env.home.path(), &cwd, &[]);
+        p.initialize(mode == "fs read").await;
+        let sid = p.new_session(&cwd).await;
+        p.send("session/prompt", prompt(&sid, "go")).await;
+        let mut silent = |m: &Value| {
+            if m["method"].is_string() {
+                Reply::Ignore
+            } else {
+                editor(m)
+            }
+        };
+        if mode == "model" {
+            p.until(
+                |m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk",
+                &mut silent,
+            )
+            .await;
+        } else {
+            p.until(
+                |m| m["params"]["update"]["sessionUpdate"] == "tool_call",
+                &mut silent,
+            )
+            .await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = std::time::Instant::now();
+        assert_eq!(p.exit().await, Some(0), "{mode}");
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "{mode}: {:?}",
+            started.elapsed()
+        );
+        assert!(p.bad_lines.is_empty(), "{mode}: {:?}", p.bad_lines);
+        let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
+        let messages = store.load_messages(&sid).unwrap();
+        if mode != "model" {
+            assert!(
+                messages
+                    .iter()
+                    .any(|m| m.message.tool_call_id.as_deref() == Some("e1")),
+                "{mode}: no result stored for the interrupted call: {:?}",
+                messages.iter().map(|m| &m.message).collect::<Vec<_>>()
+            );
+        }
+    }
 }
 
 /// Two `hermes acp` processes on one home load the same session and prompt at once: both
@@ -936,4 +970,64 @@ async fn prompts_sent_at_once_run_in_order() {
     let want: Vec<Value> = (0..6).map(|n| json!(format!("p{n}"))).collect();
     assert_eq!(users, want);
     assert_eq!(p.exit().await, Some(0));
+}
+
+/// A dangerous command (a recursive delete) whose question the editor never answers (then
+/// cancels), answers with a malformed outcome, or fails: it is not run, its call ends, and
+/// a malformed `fs/read_text_file` answer fails the read.
+#[tokio::test(flavor = "multi_thread")]
+async fn dangerous_commands_badly_answered_are_not_run() {
+    for mode in ["ignore-cancel", "bad-result", "error"] {
+        let env = Env::new().await;
+        let cwd = env.cwd.path().canonicalize().unwrap();
+        std::fs::create_dir_all(cwd.join("victim")).unwrap();
+        one_call(
+            &env,
+            "c1",
+            "terminal",
+            json!({"command": format!("rm -rf {}/victim", cwd.display())}),
+        );
+        if mode == "bad-result" {
+            one_call(&env, "c2", "read_file", json!({"path": "x.txt"}));
+        }
+        env.mock.set_fallback(Some(MockResponse::text("ok")));
+        let mut p = spawn(env.home.path(), &cwd, &[]);
+        p.initialize(mode == "bad-result").await;
+        let sid = p.new_session(&cwd).await;
+        std::fs::write(cwd.join("x.txt"), "x").unwrap();
+        let id = p.send("session/prompt", prompt(&sid, "go")).await;
+        let mut h = move |m: &Value| match (mode, m["method"].as_str().unwrap_or("")) {
+            ("ignore-cancel", "session/request_permission") => Reply::Ignore,
+            ("bad-result", "session/request_permission") => {
+                Reply::Result(json!({"outcome": {"outcome": "selected", "optionId": 5}}))
+            }
+            ("bad-result", "fs/read_text_file") => Reply::Result(json!({"content": 5})),
+            ("error", "session/request_permission") => Reply::Error(-32000, "nope".into()),
+            _ => editor(m),
+        };
+        if mode == "ignore-cancel" {
+            p.until(|m| m["method"] == "session/request_permission", &mut h)
+                .await;
+            p.notify("session/cancel", json!({"sessionId": sid})).await;
+        }
+        let r = p
+            .try_response(id, &mut h, Duration::from_secs(15))
+            .await
+            .unwrap_or_else(|| panic!("{mode}: the turn never ended"));
+        let stop = if mode == "ignore-cancel" {
+            "cancelled"
+        } else {
+            "end_turn"
+        };
+        assert_eq!(r["result"]["stopReason"], stop, "{mode}: {r}");
+        assert!(cwd.join("victim").exists(), "{mode}: the command ran");
+        assert_eq!(permission_questions(&p).len(), 1, "{mode}");
+        let ended = endings(&p);
+        assert!(
+            !ended.is_empty() && ended.iter().all(|(_, s, _)| s == "failed"),
+            "{mode}: {ended:?}"
+        );
+        p.assert_every_call_ended();
+        assert_eq!(p.exit().await, Some(0));
+    }
 }
