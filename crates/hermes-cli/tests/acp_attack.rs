@@ -722,6 +722,8 @@ async fn secrets_in_links_and_attachments_never_reach_the_model() {
     let dot_env = home.join(".env");
     let uri = format!("file://{}", dot_env.display());
     let project = cwd.join(".env");
+    // The same file, named the way some editors write URIs.
+    let encoded = format!("file://localhost{}/%2Eenv", home.display());
     std::fs::write(&project, format!("KEY={SECRET}\nNAME=demo\n")).unwrap();
     one_call(&env, "s1", "read_file", json!({"path": dot_env}));
     env.mock.set_fallback(Some(MockResponse::text("ok")));
@@ -746,6 +748,8 @@ async fn secrets_in_links_and_attachments_never_reach_the_model() {
                 {"type": "text", "text": "and these"},
                 {"type": "resource", "resource": {"uri": uri,
                     "text": format!("OPENAI_API_KEY={SECRET}\n")}},
+                {"type": "resource", "resource": {"uri": encoded,
+                    "text": "OTHER_VALUE=plain-but-private\n"}},
                 {"type": "resource", "resource": {"uri": format!("file://{}", project.display()),
                     "text": format!("KEY={SECRET}\nNAME=demo\n")}},
             ]}),
@@ -755,6 +759,10 @@ async fn secrets_in_links_and_attachments_never_reach_the_model() {
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     let requests = serde_json::to_string(&env.mock.requests()).unwrap();
     assert!(!requests.contains(SECRET), "a secret reached the model");
+    assert!(
+        !requests.contains("plain-but-private"),
+        "the home's .env reached the model"
+    );
     assert!(
         requests.contains("NAME=demo"),
         "the rest of the project file is shown"

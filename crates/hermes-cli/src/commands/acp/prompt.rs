@@ -79,6 +79,34 @@ pub fn to_text(blocks: &[ContentBlock], screen: Screen<'_>) -> Result<String, St
     Ok(text)
 }
 
+/// The local path a `file:` URI names (`file:///p`, `file://localhost/p`, percent-escapes
+/// decoded), or `None` for another URI or another host.
+pub fn file_path(uri: &str) -> Option<std::path::PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push(((hex(h)? << 4) | hex(l)?) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    Some(std::ffi::OsString::from_vec(out).into())
+}
+
 /// A `file://` URI as its path (what the model passes to the file tools); other URIs as
 /// they are.
 fn shown_uri(uri: &str) -> &str {
@@ -125,6 +153,13 @@ mod tests {
             }
         })
         .unwrap();
+        assert_eq!(
+            file_path("file://localhost/w/%2Eenv"),
+            Some("/w/.env".into())
+        );
+        assert_eq!(file_path("file:///w/a%20b"), Some("/w/a b".into()));
+        assert_eq!(file_path("file://other/w"), None);
+        assert_eq!(file_path("https://x/y"), None);
         assert!(hidden.contains("<attached uri=\"/w/src/lib.rs\">\n[not shown]\n</attached>"));
     }
 }

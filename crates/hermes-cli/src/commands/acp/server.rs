@@ -74,8 +74,8 @@ fn screen_attachment(
     uri: &str,
     text: String,
 ) -> String {
-    if let Some(path) = uri.strip_prefix("file://")
-        && let Err(refusal) = policy.check_read(Path::new(path))
+    if let Some(path) = super::prompt::file_path(uri)
+        && let Err(refusal) = policy.check_read(&path)
     {
         tracing::warn!(%uri, "acp: an attachment the sandbox refuses was left out");
         return format!("[not shown: {refusal}]");
