@@ -1039,3 +1039,44 @@ async fn dangerous_commands_badly_answered_are_not_run() {
         assert_eq!(p.exit().await, Some(0));
     }
 }
+
+/// Process B prompts a session while process A runs a turn of it, then A is killed: B's
+/// turn runs as soon as A is gone, and its request is well formed (A's killed call has a
+/// result).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_waiting_for_a_killed_process_runs_when_it_dies() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    let home = env.home.path().to_path_buf();
+    env.mock.push(MockResponse::text("hello"));
+    one_call(&env, "k1", "terminal", json!({"command": "sleep 60"}));
+    let mut a = spawn(&home, &cwd, &[]);
+    a.initialize(false).await;
+    let sid = a.new_session(&cwd).await;
+    a.call("session/prompt", prompt(&sid, "first"), &mut editor)
+        .await;
+    let mut b = spawn(&home, &cwd, &[]);
+    b.initialize(false).await;
+    b.call("session/load", load(&sid, &cwd), &mut editor).await;
+    a.send("session/prompt", prompt(&sid, "long")).await;
+    a.until(
+        |m| m["params"]["update"]["sessionUpdate"] == "tool_call",
+        &mut editor,
+    )
+    .await;
+    // B prompts while A's turn runs.
+    env.mock.set_fallback(Some(MockResponse::text("b answer")));
+    let ib = b.send("session/prompt", prompt(&sid, "from B")).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = std::time::Instant::now();
+    a.child.start_kill().unwrap();
+    a.child.wait().await.unwrap();
+    let rb = b
+        .try_response(ib, &mut editor, Duration::from_secs(60))
+        .await;
+    let rb = rb.expect("B answered");
+    assert_eq!(rb["result"]["stopReason"], "end_turn", "{rb}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    hermes_testkit::assert_request_invariants(&env.mock.requests()[2..]);
+    assert_eq!(b.exit().await, Some(0));
+}
