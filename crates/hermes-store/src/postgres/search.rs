@@ -15,16 +15,19 @@
 //!    than half a slice of ids); each next one as many slices below as the density of the
 //!    matches counted so far says hold the missing ones, plus [`SPAN_MARGIN`]; the step
 //!    that would reach the oldest slice (at once when nothing matched so far: a rare term)
-//!    takes all the ids left, without naming slices. A step of two slices or more that
-//!    expects [`SPLIT_MATCHES`] (the first step whenever it takes two) runs as two queries,
-//!    over its newer and its older half, at once on a second pooled connection when one is
-//!    free (fetching the matched rows is most of the time, and two server processes do it
-//!    in parallel); a step to the oldest slice is split only up to [`MAX_SPLIT_SLICES`],
-//!    its halves naming their slices. Each query returns the newest matches it still may need
-//!    (at most the number missing) as arrays of ids and ranks, the rank computed as each
-//!    row is fetched (the sort then moves narrow pairs, not the `tsvector`s); the newest
-//!    [`RANK_WINDOW`] of them all, ranked by rank then newest first, cut to `limit`, are
-//!    what one query over the whole window returns;
+//!    takes all the ids left, without naming slices. A step expected to find
+//!    [`SPLIT_MATCHES`] (the first step whenever it stays above the oldest slice, then one
+//!    slice wider) runs as two queries at once, each over alternate slices of the step (the
+//!    ids shared evenly), the second on another pooled connection when one is free:
+//!    fetching the matched rows is most of the time, and two server processes do it in
+//!    parallel. A step to the oldest slice is split only up to [`MAX_SPLIT_SLICES`], its
+//!    parts naming their slices. Each query returns all the matches of its slices as arrays
+//!    of ids and ranks, the rank computed as each row is fetched (no sort or `LIMIT` on the
+//!    server: the bitmap scan fetches every match anyway, and a small `LIMIT` under
+//!    `ORDER BY id DESC` can make the planner walk the primary key backwards through every
+//!    newer message instead); the newest of a step's matches still missing from the
+//!    window are kept, and the window's [`RANK_WINDOW`] ranked by rank then newest first,
+//!    cut to `limit`, are what one query over the whole window returns;
 //! 3. when a term has CJK characters, the OR-groups with a CJK term also run as
 //!    case-insensitive substring matches (`ILIKE`) served by the `pg_trgm` index, their extra
 //!    hits appended with rank `0.0`, as SQLite does with its trigram table.
@@ -50,12 +53,12 @@ use crate::types::{SearchHit, SearchQuery};
 const SPAN_MARGIN: f64 = 1.15;
 
 /// A step of the window expected to find at least this many matches runs as two queries
-/// over halves of its slices, at once on two pooled connections: most of a query's time
+/// over alternate slices of it, at once on two pooled connections: most of a query's time
 /// is fetching the matched rows, which two server processes do in parallel.
 const SPLIT_MATCHES: i64 = 1_000;
 
 /// A step that reaches the oldest slice is split only when it has at most this many
-/// slices (each half names its slices: a long list makes the index scan slower than one
+/// slices (each part names its slices: a long list makes the index scan slower than one
 /// query over all the ids left).
 const MAX_SPLIT_SLICES: i64 = 32;
 
@@ -139,11 +142,10 @@ struct Window<'a> {
 }
 
 impl Window<'_> {
-    /// The newest `want` matches in `part` as `(id, rank)`, in no particular order.
+    /// The matches in `part` as `(id, rank)`, in no particular order.
     async fn part(
         &self,
         c: &tokio_postgres::Client,
-        want: i64,
         part: &Part,
     ) -> Result<Vec<(i64, f64)>, StoreError> {
         let (sql, bound): (&str, (&(dyn ToSql + Sync), Type)) = match part {
@@ -158,7 +160,6 @@ impl Window<'_> {
                     (&self.prefixes, Type::BOOL_ARRAY),
                     (&self.session_id, Type::TEXT),
                     (&self.role, Type::TEXT),
-                    (&want, Type::INT8),
                     bound,
                 ],
             )
@@ -174,26 +175,31 @@ impl Window<'_> {
 }
 
 /// The queries of one step of the window: the slices `lowest..=next` (`upto`: everything
-/// from `next` down), one query or (`split`) two over halves of them, newest first. An
-/// `upto` step is split only when it has at most [`MAX_SPLIT_SLICES`] slices above
-/// `bottom`, each half then naming its slices.
-fn step_parts(next: i64, lowest: i64, upto: bool, bottom: i64, split: bool) -> Vec<Part> {
-    let last_id = |slice: i64| {
-        slice
-            .saturating_add(1)
-            .saturating_mul(1 << SLICE_BITS)
-            .saturating_sub(1)
-    };
+/// from `next` down), one query or (`split`) two over alternate slices of them, which
+/// share the ids (and the matches) about evenly, whatever the density's trend; the top
+/// slice holds only the ids up to `top`. An `upto` step is split only when it has at most
+/// [`MAX_SPLIT_SLICES`] slices above `bottom`, its parts then naming their slices.
+fn step_parts(top: i64, next: i64, lowest: i64, upto: bool, bottom: i64, split: bool) -> Vec<Part> {
     let lowest = if upto { bottom.min(next) } else { lowest };
     let slices = next - lowest + 1;
     if split && slices >= 2 && (!upto || slices <= MAX_SPLIT_SLICES) {
-        let mid = lowest + slices / 2;
-        vec![
-            Part::Slices((mid..=next).collect()),
-            Part::Slices((lowest..mid).collect()),
-        ]
+        // Newest first, each slice to the part with fewer ids so far.
+        let mut parts: [(Vec<i64>, i64); 2] = [(Vec::new(), 0), (Vec::new(), 0)];
+        for slice in (lowest..=next).rev() {
+            let first_id = slice.saturating_mul(1 << SLICE_BITS);
+            let ids = top.min(first_id + (1 << SLICE_BITS) - 1) - first_id + 1;
+            let part = if parts[1].1 < parts[0].1 { 1 } else { 0 };
+            parts[part].0.push(slice);
+            parts[part].1 += ids.max(0);
+        }
+        let [(a, _), (b, _)] = parts;
+        vec![Part::Slices(a), Part::Slices(b)]
     } else if upto {
-        vec![Part::Upto(last_id(next))]
+        let last_id = next
+            .saturating_add(1)
+            .saturating_mul(1 << SLICE_BITS)
+            .saturating_sub(1);
+        vec![Part::Upto(last_id)]
     } else {
         vec![Part::Slices((lowest..=next).collect())]
     }
@@ -214,23 +220,23 @@ impl Db {
         let session_id = query.session_id.as_deref();
         let role = query.role.map(Role::as_str);
         let (expr, terms, prefixes) = tsquery(&items);
-        // The newest `$5` matches among the slices `$6` (`bigint[]`) or the ids up to `$6`
-        // (`bigint`), as arrays of ids and ranks; the rank is computed as the rows are
-        // fetched, so that only the narrow pairs are sorted.
+        // The matches among the slices `$5` (`bigint[]`) or the ids up to `$5` (`bigint`),
+        // as arrays of ids and ranks, ranked as the rows are fetched. All of them, not the
+        // newest few (the client keeps those): the bitmap scan fetches every match before
+        // any sort anyway, and with `ORDER BY id DESC LIMIT` a small limit can make the
+        // planner walk the primary key backwards instead, through every newer message.
         let window_sql = |bound: &str| {
             format!(
                 "WITH q AS (SELECT {expr} AS q) \
-                 SELECT array_agg(w.id), array_agg(w.rank) FROM \
-                 (SELECT m.id, (-ts_rank(m.search_tsv, q.q, 1))::float8 AS rank \
-                  FROM messages m, q WHERE m.search_tsv @@ q.q AND {bound} \
-                  AND ($3::text IS NULL OR m.session_id = $3) \
-                  AND ($4::text IS NULL OR m.role = $4) \
-                  ORDER BY m.id DESC LIMIT $5) w"
+                 SELECT array_agg(m.id), array_agg((-ts_rank(m.search_tsv, q.q, 1))::float8) \
+                 FROM messages m, q WHERE m.search_tsv @@ q.q AND {bound} \
+                 AND ($3::text IS NULL OR m.session_id = $3) \
+                 AND ($4::text IS NULL OR m.role = $4)"
             )
         };
         let window = Window {
-            slices_sql: window_sql(&format!("ARRAY[m.id >> {SLICE_BITS}] && $6::bigint[]")),
-            upto_sql: window_sql("m.id <= $6::bigint"),
+            slices_sql: window_sql(&format!("ARRAY[m.id >> {SLICE_BITS}] && $5::bigint[]")),
+            upto_sql: window_sql("m.id <= $5::bigint"),
             terms: &terms,
             prefixes: &prefixes,
             session_id,
@@ -273,12 +279,10 @@ impl Db {
             let mut spare: Option<deadpool_postgres::Client> = None;
             let mut first = true;
             loop {
-                let lowest = next.saturating_sub(width - 1);
-                let upto = lowest <= bottom_slice;
-                // The first step's two slices (when it takes two) are split too: their
-                // matches are not counted yet, and they are always wanted.
+                // The first step is split whenever it stays above the oldest slice, one
+                // slice wider (its matches are not counted yet, and always wanted).
                 let worth = if first {
-                    width >= 2 && !upto
+                    next.saturating_sub(width) > bottom_slice
                 } else {
                     expected >= SPLIT_MATCHES as f64
                 };
@@ -288,30 +292,33 @@ impl Db {
                     }
                     spare.is_some()
                 };
-                let parts = step_parts(next, lowest, upto, bottom_slice, split);
-                let mut found = match (&parts[..], &spare) {
-                    ([newer, older], Some(other)) => {
-                        let (a, b) = tokio::join!(
-                            window.part(c, want, newer),
-                            window.part(other, want, older)
-                        );
-                        vec![a?, b?]
+                if first && split {
+                    width += 1;
+                }
+                let lowest = next.saturating_sub(width - 1);
+                let upto = lowest <= bottom_slice;
+                let parts = step_parts(top, next, lowest, upto, bottom_slice, split);
+                let found = match (&parts[..], &spare) {
+                    ([a, b], Some(other)) => {
+                        let (a, b) = tokio::join!(window.part(c, a), window.part(other, b));
+                        let mut a = a?;
+                        a.extend(b?);
+                        a
                     }
                     _ => {
-                        let mut found = Vec::with_capacity(parts.len());
+                        let mut found = Vec::new();
                         for part in &parts {
-                            found.push(window.part(c, want, part).await?);
+                            found.extend(window.part(c, part).await?);
                         }
                         found
                     }
                 };
-                // Each part's newest, newest part first, until the window is full.
-                for rows in &mut found {
-                    rows.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
-                    let take = rows.len().min(usize::try_from(want).unwrap_or(0));
-                    ranked.extend_from_slice(&rows[..take]);
-                    want -= take as i64;
-                }
+                // The step's newest, until the window is full.
+                let mut found = found;
+                found.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+                let take = found.len().min(usize::try_from(want).unwrap_or(0));
+                ranked.extend_from_slice(&found[..take]);
+                want -= take as i64;
                 if want <= 0 || upto {
                     break;
                 }
