@@ -44,6 +44,8 @@ def rows(doc):
     add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
     add("CPU time per turn, in-process (same runs)", "turn_overhead_inprocess", "cpu_ms_per_turn", "ms", 2)
     add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
+    add("session resume, 200 messages, p50", "session_resume", "resume_p50_ms", "ms", 2)
+    add("session resume, 200 messages, p99", "session_resume", "resume_p99_ms", "ms", 2)
     gw = doc["results"].get("gateway", {}).get("ours")
     if gw and gw.get("sessions"):
         def split(d, prefix=""):

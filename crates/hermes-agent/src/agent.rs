@@ -548,11 +548,21 @@ impl Agent {
         let row = (!usage.is_empty()).then(|| self.usage_row(usage));
         let with_usage = row.is_some();
         let result = self
-            .blocking(move |s| match &row {
-                Some(row) => {
-                    s.append_message_with_usage_checked(&sid, &message, &row.as_record(), expected)
+            .blocking(move |s| {
+                let started = std::time::Instant::now();
+                let written = match &row {
+                    Some(row) => s.append_message_with_usage_checked(
+                        &sid,
+                        &message,
+                        &row.as_record(),
+                        expected,
+                    ),
+                    None => s.append_message_checked(&sid, &message, None, expected),
+                };
+                if written.is_ok() {
+                    hermes_telemetry::metrics().store_write(started.elapsed().as_secs_f64());
                 }
-                None => s.append_message_checked(&sid, &message, None, expected),
+                written
             })
             .await;
         if result.is_err() && with_usage {

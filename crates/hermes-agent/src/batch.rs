@@ -128,6 +128,11 @@ impl Agent {
                 }
             };
             for (i, mut output, took) in results {
+                hermes_telemetry::metrics().tool_call(
+                    tool_label(&calls[i].name, &self.specs),
+                    tool_outcome(&plans[i], &output, cancel),
+                    took.as_secs_f64(),
+                );
                 // The one place every tool result passes (built-ins, MCP, delegation):
                 // known secrets become markers before the budget spills, the store, the
                 // events or the model see the text (issue 18 item 2).
@@ -232,4 +237,28 @@ async fn run_one(i: usize, plan: &Plan, ctx: ToolContext) -> (usize, ToolOutput,
         Plan::SameAs(_) => ToolOutput::error(CANCELLED_TEXT),
     };
     (i, output, started.elapsed())
+}
+
+/// The metrics label of a call of `name`: the tool's name when it is offered, `unknown` for
+/// a name the model made up (so a hostile model cannot fill the label's cap).
+fn tool_label<'a>(name: &'a str, specs: &[hermes_protocol::ToolSpec]) -> &'a str {
+    if specs.iter().any(|s| s.name == name) {
+        name
+    } else {
+        "unknown"
+    }
+}
+
+/// How a call ended, for `hermes_tool_calls_total`: `refused` (not run: unknown tool, bad
+/// arguments, truncated reply), `cancelled`, `error` or `ok`.
+fn tool_outcome(plan: &Plan, output: &ToolOutput, cancel: &CancellationToken) -> &'static str {
+    if matches!(plan, Plan::Refuse(_)) {
+        "refused"
+    } else if cancel.is_cancelled() && output.content == CANCELLED_TEXT {
+        "cancelled"
+    } else if output.is_error {
+        "error"
+    } else {
+        "ok"
+    }
 }

@@ -205,6 +205,11 @@ impl Agent {
             tokens_after,
             summarized,
         };
+        hermes_telemetry::metrics().compression(match trigger {
+            CompressTrigger::Threshold => "threshold",
+            CompressTrigger::Overflow => "overflow",
+            CompressTrigger::Manual => "manual",
+        });
         let why = match trigger {
             CompressTrigger::Threshold => "context over the threshold",
             CompressTrigger::Overflow => "the provider reported a context overflow",

@@ -284,6 +284,7 @@ impl Agent {
             outcome = TurnOutcome::Failed;
         }
         self.session_usage.add(&usage);
+        hermes_telemetry::metrics().turn_finished(&self.opts.source, outcome.as_str());
         self.fire_hook(
             "agent:end",
             serde_json::json!({
@@ -401,7 +402,21 @@ impl Agent {
         loop {
             attempts.begin(events);
             let mut shown = false;
-            let error = match self.stream_once(&request, events, cancel, &mut shown).await {
+            let mut first_token = None;
+            let started = std::time::Instant::now();
+            let result = self
+                .stream_once(&request, events, cancel, &mut shown, &mut first_token)
+                .await;
+            let metrics = hermes_telemetry::metrics();
+            if !matches!(result, Err(CallFailure::Cancelled)) {
+                metrics.model_call(
+                    self.active.provider(),
+                    &request.model,
+                    started.elapsed().as_secs_f64(),
+                    first_token.map(|t: std::time::Duration| t.as_secs_f64()),
+                );
+            }
+            let error = match result {
                 Ok(reply) => {
                     self.recovery.on_success();
                     return Ok(reply);
@@ -409,6 +424,7 @@ impl Agent {
                 Err(CallFailure::Cancelled) => return Err(CallFailure::Cancelled),
                 Err(CallFailure::Failed(e)) => e,
             };
+            metrics.api_error(error.class.as_str());
             let action = self.recovery.decide(&error);
             if shown {
                 match action {
@@ -476,14 +492,17 @@ impl Agent {
     }
 
     /// One attempt of a model call; `shown` becomes true once a non-empty text or reasoning
-    /// delta of this attempt was sent to `events`.
+    /// delta of this attempt was sent to `events`; `first_token` is set to the time from the
+    /// request to the first streamed piece (text, reasoning or a tool call).
     async fn stream_once(
         &self,
         request: &ChatRequest,
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
         shown: &mut bool,
+        first_token: &mut Option<std::time::Duration>,
     ) -> Result<AssistantMessage, CallFailure> {
+        let started = std::time::Instant::now();
         let client = self.active.clone();
         // An interrupt wins over whatever the stream reports at the same moment (a cancelled
         // request often ends in a transport error): `biased` polls the token first, and a
@@ -511,6 +530,16 @@ impl Agent {
                 () = cancel.cancelled() => return Err(CallFailure::Cancelled),
                 item = stream.next() => item,
             };
+            if first_token.is_none()
+                && matches!(
+                    item,
+                    Some(Ok(StreamEvent::TextDelta(_)
+                        | StreamEvent::ReasoningDelta(_)
+                        | StreamEvent::ToolCallStarted { .. }))
+                )
+            {
+                *first_token = Some(started.elapsed());
+            }
             match item {
                 Some(Ok(StreamEvent::TextDelta(text))) => {
                     *shown |= !text.is_empty();
@@ -626,11 +655,13 @@ impl Agent {
     }
 
     /// What the store records for one call of the active client: its model, provider,
-    /// tokens and cost from the price table.
+    /// tokens and cost from the price table. Each row built is one call's usage, so the
+    /// tokens and cost are counted in the metrics here too.
     pub(crate) fn usage_row(&self, usage: &Usage) -> UsageRow {
         let model = self.active.model().to_string();
         let provider = self.active.provider().to_string();
         let cost_usd = hermes_llm::pricing::provider_cost_usd(&provider, &model, usage);
+        count_usage(&model, usage, cost_usd);
         UsageRow {
             provider,
             model,
@@ -691,5 +722,22 @@ impl UsageRow {
             usage: &self.usage,
             cost_usd: self.cost_usd,
         }
+    }
+}
+
+/// Counts one call's tokens and estimated cost in the process metrics.
+fn count_usage(model: &str, usage: &Usage, cost_usd: Option<f64>) {
+    let metrics = hermes_telemetry::metrics();
+    for (kind, n) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+        ("cache_read", usage.cache_read_tokens),
+        ("cache_write", usage.cache_write_tokens),
+        ("reasoning", usage.reasoning_tokens),
+    ] {
+        metrics.tokens(model, kind, n);
+    }
+    if let Some(usd) = cost_usd {
+        metrics.cost(model, usd);
     }
 }

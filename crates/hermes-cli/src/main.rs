@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         // Before the runtime's threads exist (issue 7 "Memory").
         commands::gateway::process_memory::cap_malloc_arenas();
     }
+    hermes_telemetry::process::mark_start();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -297,6 +297,7 @@ impl Scheduler {
             (RunStatus::Failed, _) => "failed",
             (RunStatus::Timeout, _) => "timeout",
         };
+        hermes_telemetry::metrics().cron_run(status);
         let output_path = self.save_output(&c, status, &out).await;
         let deliveries = if silent {
             Vec::new()

@@ -23,6 +23,17 @@ pub enum BusyInputMode {
     Steer,
 }
 
+impl BusyInputMode {
+    /// The config value: `interrupt`, `queue`, `steer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BusyInputMode::Interrupt => "interrupt",
+            BusyInputMode::Queue => "queue",
+            BusyInputMode::Steer => "steer",
+        }
+    }
+}
+
 /// `display.tool_progress`: which tool lines are shown in chat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolProgress {

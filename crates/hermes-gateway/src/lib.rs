@@ -20,6 +20,8 @@ mod error;
 mod factory;
 pub mod idle;
 pub mod keys;
+#[cfg(feature = "push")]
+pub mod observe;
 pub use hermes_agent::lease;
 pub mod outbox;
 mod platform;

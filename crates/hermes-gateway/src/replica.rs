@@ -17,6 +17,7 @@
 //!   connection) are held by one replica at a time under a leader lease
 //!   `leader:<platform>` ([`leader_name`]).
 
+use crate::runner::observe::ConnectionState;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -215,7 +216,9 @@ impl Replica {
 /// uses [`REPLICA_TTL`]) is tried every third of `ttl`; while held it is renewed at that
 /// pace, and when a renewal fails the adapter is stopped (another replica takes over once
 /// the lease expires). A replica that dies stops renewing, so the connection moves to a live
-/// one within `ttl` and a third.
+/// one within `ttl` and a third. `report` is told the connection's state as it changes
+/// (running while held, standby while another replica holds it, failed when the adapter
+/// stopped with an error).
 pub async fn run_as_leader(
     adapter: Arc<dyn PlatformAdapter>,
     inbound: mpsc::Sender<InboundMessage>,
@@ -223,6 +226,7 @@ pub async fn run_as_leader(
     store: Arc<SessionStore>,
     holder: String,
     ttl: Duration,
+    report: impl Fn(ConnectionState) + Send,
 ) {
     let name = leader_name(adapter.name());
     let step = ttl / 3;
@@ -237,17 +241,25 @@ pub async fn run_as_leader(
                     "this replica holds the platform connection"
                 );
                 announced_follower = false;
+                report(ConnectionState::Running);
                 let run = cancel.child_token();
                 // The heartbeat runs in this task, beside the connection: whatever ends this
                 // task (the process dying included) ends the renewals too.
                 let beat = renew_until_lost(store.clone(), lease.clone(), run.clone(), ttl);
                 let work = async {
-                    if let Err(e) = adapter.run(inbound.clone(), run.clone()).await {
+                    let failed = adapter.run(inbound.clone(), run.clone()).await.err();
+                    if let Some(e) = &failed {
                         tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
                     }
                     run.cancel();
+                    failed.is_some()
                 };
-                tokio::join!(work, beat);
+                let (failed, ()) = tokio::join!(work, beat);
+                report(if failed {
+                    ConnectionState::Failed
+                } else {
+                    ConnectionState::Standby
+                });
                 let s = store.clone();
                 let _ = tokio::task::spawn_blocking(move || s.release_lease(&lease)).await;
             }

@@ -71,8 +71,12 @@ impl AgentCache {
     /// Takes the agent of `key` out of the cache when it was built with `signature`; an
     /// agent built from another configuration is dropped.
     pub fn take(&self, key: &str, signature: &str) -> Option<CachedAgent> {
-        let taken = self.inner.lock().ok()?.pop(key);
-        taken.filter(|c| c.signature == signature)
+        let taken = self.inner.lock().ok()?.pop(key)?;
+        if taken.signature == signature {
+            return Some(taken);
+        }
+        released(1);
+        None
     }
 
     /// Returns an agent to the cache; the least recently used one is dropped when full.
@@ -82,6 +86,9 @@ impl AgentCache {
             Err(_) => None,
         };
         // Dropped outside the lock: dropping an agent may stop its MCP servers.
+        if evicted.is_some() {
+            released(1);
+        }
         drop(evicted);
     }
 
@@ -107,6 +114,15 @@ impl AgentCache {
             }
             Err(_) => Vec::new(),
         };
+        released(all.len());
         drop(all);
+    }
+}
+
+/// `count` agents left memory; their sessions live on in the store.
+fn released(count: usize) {
+    let metrics = hermes_telemetry::metrics();
+    for _ in 0..count {
+        metrics.session_transition(hermes_telemetry::SessionLifecycle::Released);
     }
 }

@@ -121,6 +121,7 @@ async fn one_replica_holds_the_connection_and_a_live_one_takes_over_from_a_dead_
             store.clone(),
             format!("replica-{i}"),
             ttl,
+            |_| {},
         ));
         replicas.push(task);
     }

@@ -98,6 +98,9 @@ pub struct Config {
     /// `mcp_serve:` section of `hermes mcp serve` (our addition; `allow_send: true` lets MCP
     /// clients send chat messages); read by `hermes-cli`.
     pub mcp_serve: Option<yaml_serde::Value>,
+    /// `observability:` section (our addition, issue 24: `metrics: {host, port}` for the
+    /// `/metrics` and `/_status` listener); read by `hermes-cli`.
+    pub observability: Option<yaml_serde::Value>,
     /// `group_sessions_per_user:` (gateway; default true). Kept untyped here so that a bad
     /// value is reported by the gateway naming the key instead of failing the whole file.
     pub group_sessions_per_user: Option<yaml_serde::Value>,

@@ -57,6 +57,19 @@ pub enum TurnOutcome {
     Failed,
 }
 
+impl TurnOutcome {
+    /// The snake_case name, as serialized (`completed`, `budget_exhausted`, `interrupted`,
+    /// `failed`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TurnOutcome::Completed => "completed",
+            TurnOutcome::BudgetExhausted => "budget_exhausted",
+            TurnOutcome::Interrupted => "interrupted",
+            TurnOutcome::Failed => "failed",
+        }
+    }
+}
+
 /// One observable step of a turn, sent to every sink (terminal, `--json`, gateway, API SSE).
 ///
 /// Serialized as `{"type": "<snake_case variant>", …fields}`; new fields may be added,

@@ -13,7 +13,8 @@ use serde_json::Value;
 /// Layer of each crate, bottom = 0 (ARCHITECTURE §1).
 fn layer(name: &str) -> Option<u32> {
     Some(match name {
-        "hermes-protocol" => 0,
+        // Metrics depend on no hermes crate; every layer records into them.
+        "hermes-protocol" | "hermes-telemetry" => 0,
         "hermes-store" => 1,
         "hermes-llm" => 2,
         "hermes-tools" => 3,

@@ -17,6 +17,10 @@ pub struct StatusArgs {
     /// Also start the MCP servers to see whether they answer and what tools they give.
     #[arg(long)]
     pub deep: bool,
+    /// Print the running gateway's `/_status` document as JSON (or, with no gateway
+    /// answering, the version, cron and store parts this command can read itself).
+    #[arg(long)]
+    pub json: bool,
     /// Accepted for Python Hermes' `--all` (everything is always shown).
     #[arg(long, hide = true)]
     pub all: bool,
@@ -44,6 +48,12 @@ fn row(out: &mut Vec<String>, name: &str, value: impl AsRef<str>) {
 
 /// Runs `hermes status`; returns the exit code (0; broken parts are shown, not fatal).
 pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> Result<i32> {
+    if args.json {
+        let app = App::load(profile)?;
+        let doc = crate::commands::gateway::observe::status_document(&app, profile).await;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
     let home = hermes_protocol::HermesHome::resolve(profile)
         .ok_or_else(|| anyhow::anyhow!("cannot find a home directory; set HERMES_HOME"))?;
     let mut out = vec![format!("hermes {}", env!("CARGO_PKG_VERSION"))];

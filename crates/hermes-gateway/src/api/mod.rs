@@ -26,11 +26,9 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +54,8 @@ pub fn api_router(state: ApiState) -> Router {
         .route("/v1/models", get(models))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}/messages", get(sessions::messages))
+        .route("/metrics", get(metrics))
+        .route("/_status", get(status))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_key,
@@ -173,22 +173,26 @@ fn check_exposure(addr: SocketAddr, state: &ApiState) -> Result<(), ApiError> {
 /// Bearer check (constant-time comparison of the key). No key configured → open (the
 /// server then only listens on loopback).
 async fn require_key(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    if let Some(key) = &state.settings().key {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, token) = v.trim().split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            })
-            .unwrap_or("");
-        let matches: bool = given.as_bytes().ct_eq(key.as_bytes()).into();
-        if !matches {
-            return ApiFailure::unauthorized().into_response();
-        }
+    if !crate::observe::bearer_allows(request.headers(), state.settings().key.as_deref()) {
+        return ApiFailure::unauthorized().into_response();
     }
     next.run(request).await
+}
+
+/// `GET /metrics` from the state's observer (404 without one).
+async fn metrics(State(state): State<ApiState>, request: Request) -> Response {
+    match &state.observer {
+        Some(o) => crate::observe::metrics_response(o.metrics().await),
+        None => not_found(request).await,
+    }
+}
+
+/// `GET /_status` from the state's observer (404 without one).
+async fn status(State(state): State<ApiState>, request: Request) -> Response {
+    match &state.observer {
+        Some(o) => crate::observe::status_response(o.status().await),
+        None => not_found(request).await,
+    }
 }
 
 async fn health() -> Response {

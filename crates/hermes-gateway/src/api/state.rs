@@ -21,6 +21,8 @@ pub struct ApiState {
     pub(crate) approver: Arc<dyn Approver>,
     /// Running turns, for the idle memory release ([`crate::idle`]).
     pub(crate) activity: Activity,
+    /// Serves `/metrics` and `/_status` when set ([`crate::observe`]).
+    pub(crate) observer: Option<Arc<dyn crate::observe::Observer>>,
 }
 
 pub(crate) struct Inner {
@@ -55,6 +57,7 @@ impl ApiState {
             }),
             approver: Arc::new(FixedApprover(Approval::Deny)),
             activity: Activity::new(),
+            observer: None,
         }
     }
 
@@ -69,6 +72,13 @@ impl ApiState {
     /// [`crate::Gateway::activity`]) instead of a handle of its own.
     pub fn with_activity(mut self, activity: Activity) -> ApiState {
         self.activity = activity;
+        self
+    }
+
+    /// Serves `GET /metrics` and `GET /_status` from `observer`, behind the API key like
+    /// every other route (without it both answer 404).
+    pub fn with_observer(mut self, observer: Arc<dyn crate::observe::Observer>) -> ApiState {
+        self.observer = Some(observer);
         self
     }
 

@@ -78,6 +78,7 @@ pub(crate) async fn prepare(
     conversation: Conversation,
     session: Option<String>,
 ) -> Result<PreparedTurn, ApiFailure> {
+    hermes_telemetry::metrics().inbound_message(API_SOURCE);
     let claim = match &session {
         Some(id) => Some(state.claim_session(id)?),
         None => None,

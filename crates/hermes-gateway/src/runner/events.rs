@@ -37,6 +37,10 @@ impl Inner {
     /// `session:end` for `old` then `session:reset` from `old` to `new`, with `reason`
     /// (`user_reset`, `idle`, `daily`).
     pub(crate) fn fire_reset(&self, platform: &str, key: &str, old: &str, new: &str, reason: &str) {
+        // The old session ended; the key's agent goes on with a created one.
+        let metrics = hermes_telemetry::metrics();
+        metrics.session_transition(hermes_telemetry::SessionLifecycle::Ended);
+        metrics.session_transition(hermes_telemetry::SessionLifecycle::Created);
         self.fire(
             "session:end",
             Some(platform),

@@ -12,6 +12,7 @@ pub mod commands;
 pub mod deliver;
 mod events;
 mod model;
+pub mod observe;
 pub mod pending;
 pub mod reset;
 mod worker;
@@ -100,6 +101,8 @@ pub(crate) struct Inner {
     /// have started there, so their turn continues what is stored
     /// ([`hermes_agent::Agent::run_redelivered_turn`]).
     pub(crate) redelivered: Mutex<HashSet<String>>,
+    /// The state of each platform adapter's task ([`observe`]).
+    pub(crate) connections: Mutex<HashMap<String, observe::ConnectionState>>,
 }
 
 /// The messaging gateway. Cheap to clone (shared state).
@@ -156,6 +159,7 @@ impl Gateway {
                 hooks: Mutex::new(Hooks::default()),
                 leftover: Mutex::new(Vec::new()),
                 redelivered: Mutex::new(HashSet::new()),
+                connections: Mutex::new(HashMap::new()),
                 front_ends: Mutex::new(Vec::new()),
                 activity: Activity::new(),
                 memory_release: Mutex::new(None),
@@ -219,6 +223,11 @@ impl Gateway {
             let tx = tx.clone();
             let token = cancel.child_token();
             if replicated && adapter.single_connection() {
+                self.set_connection(adapter.name(), observe::ConnectionState::Standby);
+                let report = {
+                    let (gateway, name) = (self.clone(), adapter.name().to_string());
+                    move |state| gateway.set_connection(&name, state)
+                };
                 let (store, holder) = (
                     self.inner.store.clone(),
                     self.inner.replica.id().to_string(),
@@ -230,13 +239,21 @@ impl Gateway {
                     store,
                     holder,
                     crate::replica::REPLICA_TTL,
+                    report,
                 ));
                 continue;
             }
+            let gateway = self.clone();
+            gateway.set_connection(adapter.name(), observe::ConnectionState::Running);
             adapters.spawn(async move {
-                if let Err(e) = adapter.run(tx, token).await {
-                    tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
-                }
+                let state = match adapter.run(tx, token).await {
+                    Ok(()) => observe::ConnectionState::Stopped,
+                    Err(e) => {
+                        tracing::error!(platform = adapter.name(), error = %e, "platform adapter stopped");
+                        observe::ConnectionState::Failed
+                    }
+                };
+                gateway.set_connection(adapter.name(), state);
             });
         }
         drop(tx);
@@ -458,6 +475,7 @@ impl Gateway {
             chars = msg.text.chars().count(),
             "message received"
         );
+        hermes_telemetry::metrics().inbound_message(&msg.source.platform);
         let Some(adapter) = inner.adapters.get(&msg.source.platform).cloned() else {
             tracing::warn!(platform = %msg.source.platform, "message from a platform without adapter");
             return false;
@@ -587,7 +605,11 @@ impl Gateway {
             state.queue.push_front(job);
             return;
         }
-        match (self.inner.config.busy_input_mode, job) {
+        let mode = self.inner.config.busy_input_mode;
+        if running && matches!(job, Job::Message(_)) {
+            hermes_telemetry::metrics().busy_event(mode.as_str());
+        }
+        match (mode, job) {
             (BusyInputMode::Steer, Job::Message(msg)) if running => {
                 state.steer.push(worker::input_text(&msg));
             }

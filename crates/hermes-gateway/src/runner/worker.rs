@@ -9,6 +9,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use hermes_agent::SteerQueue;
 use hermes_protocol::{AgentEvent, TurnOutcome};
+use hermes_telemetry::SessionLifecycle;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
@@ -243,6 +244,7 @@ async fn run_job(
     cached.approval.set_target(None);
     cached.history_version = stored_version(inner, cached.agent.session_id()).await;
     cached.last_active = Utc::now();
+    hermes_telemetry::metrics().session_transition(SessionLifecycle::Idle);
     inner.cache.put(key.to_string(), cached);
     outcome
 }
@@ -263,7 +265,10 @@ async fn checkout(
     adapter: &Arc<dyn PlatformAdapter>,
 ) -> Result<CachedAgent, String> {
     let signature = inner.factory.config_signature();
+    let started = std::time::Instant::now();
+    let metrics = hermes_telemetry::metrics();
     if let Some(mut cached) = inner.cache.take(key, &signature) {
+        metrics.session_transition(SessionLifecycle::Active);
         let sid = cached.agent.session_id().to_string();
         let version = stored_version(inner, &sid).await;
         if version != cached.history_version {
@@ -298,7 +303,15 @@ async fn checkout(
         origin: Some(msg.source.clone()),
         model: model_choice.clone(),
     };
+    let resumed = spec.resume.is_some();
     let agent = inner.factory.build(spec).await?;
+    if resumed {
+        metrics.session_transition(SessionLifecycle::Resumed);
+        metrics.session_resumed(started.elapsed().as_secs_f64());
+    } else {
+        metrics.session_transition(SessionLifecycle::Created);
+    }
+    metrics.session_transition(SessionLifecycle::Active);
     let sid = agent.session_id().to_string();
     let store = inner.store.clone();
     let s = sid.clone();

@@ -5,6 +5,7 @@
 pub mod cron;
 #[cfg(test)]
 mod cron_e2e;
+pub(crate) mod observe;
 pub mod process_memory;
 pub mod service;
 
@@ -350,7 +351,7 @@ fn host_list(app: &App, var: &str) -> Vec<String> {
 
 /// The API server's settings when `API_SERVER_ENABLED` is true (`None` otherwise).
 #[cfg(feature = "api-server")]
-fn api_settings(
+pub(crate) fn api_settings(
     app: &App,
     profile: Option<&str>,
 ) -> Result<Option<hermes_gateway::api::ApiSettings>> {
@@ -372,12 +373,14 @@ fn spawn_api(
     factory: Arc<CliAgentFactory>,
     store: Arc<hermes_store::SessionStore>,
     activity: hermes_gateway::Activity,
+    observer: Arc<observe::ProcessObserver>,
     cancel: &CancellationToken,
 ) -> Option<tokio::task::JoinHandle<Result<()>>> {
     let settings = settings?;
     let addr = settings.addr();
-    let state =
-        hermes_gateway::api::ApiState::new(factory, store, settings).with_activity(activity);
+    let state = hermes_gateway::api::ApiState::new(factory, store, settings)
+        .with_activity(activity)
+        .with_observer(observer);
     let cancel = cancel.clone();
     Some(tokio::spawn(async move {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -397,6 +400,30 @@ fn spawn_api(
             cancel.cancel();
         }
         result.map_err(|e| anyhow!("API server: {e}"))
+    }))
+}
+
+/// Binds the `observability.metrics` listener (a failure is returned before the gateway
+/// starts) and serves `/metrics` and `/_status` on it until `cancel`.
+///
+/// Errors: the exposure rule (no key off loopback), the address is taken.
+async fn spawn_observe(
+    settings: hermes_gateway::observe::ObserveSettings,
+    observer: Arc<observe::ProcessObserver>,
+    cancel: &CancellationToken,
+) -> Result<tokio::task::JoinHandle<Result<(), hermes_gateway::observe::ObserveError>>> {
+    let addr = settings.addr;
+    if settings.key.is_none() && !addr.ip().is_loopback() {
+        return Err(hermes_gateway::observe::ObserveError::UnprotectedBind { addr }.into());
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| anyhow!("/metrics listener: cannot listen on {addr}: {source}"))?;
+    let shown = listener.local_addr().unwrap_or(addr);
+    errln!("metrics and status listening on http://{shown} (/metrics, /_status)");
+    let cancel = cancel.clone();
+    Ok(tokio::spawn(async move {
+        hermes_gateway::observe::serve_observe(listener, observer, settings, cancel).await
     }))
 }
 
@@ -488,7 +515,9 @@ pub(crate) async fn serve(
     if adapters.is_empty() && !api_enabled {
         return Err(hermes_gateway::GatewayError::NoPlatforms.into());
     }
+    let observe = observe::observe_settings(app)?;
     let mut kit = AgentKit::prepare(app, args).await?;
+    let mcp = kit.mcp_servers.clone();
     crate::assembly::sandbox::warn_at_start(&kit.opts.sandbox, &kit.opts.cwd, &kit.tools);
     // FEATURES §12: the gateway and its agents fire the hooks of HERMES_HOME/hooks.
     let (hooks, hook_errors) = hermes_agent::Hooks::discover(&app.home);
@@ -530,8 +559,19 @@ pub(crate) async fn serve(
     gateway.set_memory_release(Arc::new(
         crate::commands::gateway::process_memory::ProcessMemory,
     ));
+    let observer = Arc::new(observe::ProcessObserver::new(
+        gateway.clone(),
+        store.clone(),
+        app.home.clone(),
+        mcp,
+        scheduler_on,
+    ));
+    let observe_task = match observe {
+        Some(settings) => Some(spawn_observe(settings, observer.clone(), &cancel).await?),
+        None => None,
+    };
     #[cfg(feature = "api-server")]
-    let api_task = spawn_api(api, factory, store, gateway.activity(), &cancel);
+    let api_task = spawn_api(api, factory, store, gateway.activity(), observer, &cancel);
     if api_enabled {
         gateway.set_front_ends(vec!["api_server".to_string()]);
     }
@@ -542,6 +582,11 @@ pub(crate) async fn serve(
         None => None,
     } {
         tracing::error!(error = %e, "cron scheduler task failed");
+    }
+    if let Some(task) = observe_task
+        && let Ok(Err(e)) = task.await
+    {
+        tracing::error!(error = %e, "metrics listener failed");
     }
     #[cfg(feature = "api-server")]
     if let Some(task) = api_task {

@@ -71,6 +71,22 @@ fn trim_allocator() {
     }
 }
 
+/// Bytes of heap in use (glibc's `mallinfo2().uordblks`, every arena), for `/_status`;
+/// `None` on other C libraries.
+pub(crate) fn heap_in_use_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 has no preconditions; it reads the arenas under their locks and
+        // returns a plain struct by value.
+        let info = unsafe { libc::mallinfo2() };
+        Some(info.uordblks as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
 /// The resident set in KiB (`VmRSS` of `/proc/self/status`), when readable.
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
