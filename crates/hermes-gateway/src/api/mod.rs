@@ -3,7 +3,8 @@
 //!
 //! Routes: `POST /v1/chat/completions` (stateless, or session-continuing with
 //! `X-Hermes-Session-Id`; SSE with `stream: true`), `GET /v1/models`, `GET /health`,
-//! `GET`/`POST /api/sessions`, `GET /api/sessions/{id}/messages`. Every route except
+//! `GET`/`POST /api/sessions`, `GET /api/sessions/{id}/messages`, and `GET /metrics` and
+//! `GET /_status` when the state has an observer ([`crate::observe`]). Every route except
 //! `/health` needs `Authorization: Bearer <API_SERVER_KEY>` when a key is set; without a key
 //! the server only listens on loopback. Agents come from the front end's
 //! [`crate::AgentFactory`]; this module owns the HTTP surface, not the agent.
