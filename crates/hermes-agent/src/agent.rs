@@ -547,8 +547,14 @@ impl Agent {
         let expected = self.history_version;
         let row = (!usage.is_empty()).then(|| self.usage_row(usage));
         let with_usage = row.is_some();
+        let store_span = tracing::info_span!(
+            "store.append_message",
+            "db.operation.name" = "append_message",
+            "hermes.role" = message.role.as_str(),
+        );
         let result = self
             .blocking(move |s| {
+                let _span = store_span.entered();
                 let started = std::time::Instant::now();
                 let written = match &row {
                     Some(row) => s.append_message_with_usage_checked(

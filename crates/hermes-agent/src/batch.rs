@@ -14,6 +14,7 @@ use hermes_tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::dispatch::{CANCELLED_TEXT, call_preview, prepare_call, result_preview, run_prepared};
@@ -93,6 +94,22 @@ impl Agent {
         let mut turn_chars_left = budget.per_turn;
         let mut outputs: Vec<Option<(ToolOutput, Duration)>> = vec![None; calls.len()];
 
+        // One span per call (OpenTelemetry's `execute_tool {name}`): name, call id and
+        // outcome, never the arguments or the result.
+        let spans: Vec<tracing::Span> = calls
+            .iter()
+            .map(|c| {
+                let name = tool_label(&c.name, &self.specs);
+                tracing::info_span!(
+                    "execute_tool",
+                    "otel.name" = %format!("execute_tool {name}"),
+                    "gen_ai.operation.name" = "execute_tool",
+                    "gen_ai.tool.name" = name,
+                    "gen_ai.tool.call.id" = %c.id,
+                    "hermes.tool.outcome" = tracing::field::Empty,
+                )
+            })
+            .collect();
         for segment in segments {
             for &i in &segment.calls {
                 let _ = events.send(AgentEvent::ToolStarted {
@@ -112,7 +129,10 @@ impl Agent {
                 SegmentKind::Parallel => {
                     let mut futs = Vec::with_capacity(runnable.len());
                     for &i in &runnable {
-                        futs.push(Box::pin(run_one(i, &plans[i], ctx.for_call(&calls[i].id))));
+                        futs.push(Box::pin(
+                            run_one(i, &plans[i], ctx.for_call(&calls[i].id))
+                                .instrument(spans[i].clone()),
+                        ));
                     }
                     futures::stream::iter(futs)
                         .buffer_unordered(MAX_PARALLEL_WORKERS)
@@ -122,15 +142,21 @@ impl Agent {
                 SegmentKind::Sequential => {
                     let mut out = Vec::with_capacity(runnable.len());
                     for &i in &runnable {
-                        out.push(run_one(i, &plans[i], ctx.for_call(&calls[i].id)).await);
+                        out.push(
+                            run_one(i, &plans[i], ctx.for_call(&calls[i].id))
+                                .instrument(spans[i].clone())
+                                .await,
+                        );
                     }
                     out
                 }
             };
             for (i, mut output, took) in results {
+                let outcome = tool_outcome(&plans[i], &output, cancel);
+                spans[i].record("hermes.tool.outcome", outcome);
                 hermes_telemetry::metrics().tool_call(
                     tool_label(&calls[i].name, &self.specs),
-                    tool_outcome(&plans[i], &output, cancel),
+                    outcome,
                     took.as_secs_f64(),
                 );
                 // The one place every tool result passes (built-ins, MCP, delegation):

@@ -117,6 +117,7 @@ impl Agent {
         (self.compression_threshold() / 4).max(1)
     }
 
+    #[tracing::instrument(name = "compress", skip_all, fields(hermes.compression.trigger = ?trigger))]
     pub(crate) async fn compress_history(
         &mut self,
         focus: Option<&str>,

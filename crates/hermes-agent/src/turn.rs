@@ -404,9 +404,43 @@ impl Agent {
             let mut shown = false;
             let mut first_token = None;
             let started = std::time::Instant::now();
-            let result = self
-                .stream_once(&request, events, cancel, &mut shown, &mut first_token)
-                .await;
+            // One span per attempt, named and attributed per the OpenTelemetry conventions
+            // for generative AI (`chat {model}`); no prompt or answer text.
+            let span = tracing::info_span!(
+                "chat",
+                "otel.name" = %format!("chat {}", request.model),
+                "otel.kind" = "client",
+                "gen_ai.operation.name" = "chat",
+                "gen_ai.provider.name" = %self.active.provider(),
+                "gen_ai.request.model" = %request.model,
+                "hermes.attempt" = attempts.started,
+                "gen_ai.usage.input_tokens" = tracing::field::Empty,
+                "gen_ai.usage.output_tokens" = tracing::field::Empty,
+                "hermes.time_to_first_token_ms" = tracing::field::Empty,
+                "error.type" = tracing::field::Empty,
+            );
+            let result = {
+                use tracing::Instrument;
+                self.stream_once(&request, events, cancel, &mut shown, &mut first_token)
+                    .instrument(span.clone())
+                    .await
+            };
+            if let Some(t) = first_token {
+                span.record("hermes.time_to_first_token_ms", t.as_millis() as u64);
+            }
+            match &result {
+                Ok(reply) => {
+                    span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
+                }
+                Err(CallFailure::Failed(e)) => {
+                    span.record("error.type", e.class.as_str());
+                }
+                Err(CallFailure::Cancelled) => {
+                    span.record("error.type", "cancelled");
+                }
+            }
+            drop(span);
             let metrics = hermes_telemetry::metrics();
             if !matches!(result, Err(CallFailure::Cancelled)) {
                 metrics.model_call(

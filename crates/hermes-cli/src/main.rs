@@ -24,6 +24,7 @@ mod logfile;
 mod masking;
 mod repl;
 mod setup;
+mod trace_export;
 mod views;
 
 use std::process::ExitCode;
@@ -73,13 +74,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    let code = match runtime.block_on(commands::run(cli)) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
             errln!("error: {}", hermes_llm::redact_secrets(&format!("{e:#}")));
             ExitCode::FAILURE
         }
-    }
+    };
+    trace_export::shutdown();
+    code
 }
 
 /// The command line, with `acp` put in front when the binary runs as `hermes-acp` (Python
@@ -161,6 +164,20 @@ fn init_logging(cli: &Cli) {
             .with_filter(LevelFilter::WARN)
     });
     masking::set_redactor(redactor.clone());
+    // Traces over OTLP when an endpoint is set (issue 24 §1; `trace_export`).
+    let config_endpoint = || {
+        let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
+        let loaded = hermes_protocol::config::Config::load(&home.config_file()).ok()?;
+        let otlp = loaded.config.observability.as_ref()?.get("otlp")?;
+        otlp.get("endpoint")?.as_str().map(str::to_string)
+    };
+    let otel_layer = trace_export::endpoint(
+        |k| std::env::var(k).ok(),
+        std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|| std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .map_or_else(config_endpoint, |_| None),
+    )
+    .and_then(|url| trace_export::layer(&url));
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(|| render::output::MaskedStderr)
@@ -173,6 +190,7 @@ fn init_logging(cli: &Cli) {
     });
     let _ = tracing_subscriber::registry()
         .with(agent_layer)
+        .with(otel_layer)
         .with(errors_layer)
         .with(stderr_layer)
         .try_init();

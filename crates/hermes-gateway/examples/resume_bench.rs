@@ -54,9 +54,16 @@ async fn main() {
         let mut asking = Message::assistant(String::new());
         asking.tool_calls = vec![call];
         for m in [
-            Message::user(format!("what is in part {turn} of the project? {}", "x".repeat(200))),
+            Message::user(format!(
+                "what is in part {turn} of the project? {}",
+                "x".repeat(200)
+            )),
             asking,
-            Message::tool(format!("call_{turn}"), "terminal", "a.rs\nb.rs\n".repeat(20)),
+            Message::tool(
+                format!("call_{turn}"),
+                "terminal",
+                "a.rs\nb.rs\n".repeat(20),
+            ),
             Message::assistant(format!("Part {turn} holds two files. {}", "y".repeat(300))),
         ] {
             h.store.append_message(&id, &m, None).unwrap();

@@ -1,0 +1,191 @@
+//! Trace export (issue 24 §1): `chat -q` with `OTEL_EXPORTER_OTLP_ENDPOINT` sends its spans
+//! over OTLP/HTTP to a loopback receiver that decodes them with the official protocol
+//! definitions (`opentelemetry-proto` from PyPI, `scripts/otlp-proto.sh`,
+//! `HERMES_OTLP_PYTHON`): one turn with two tool calls is one trace — the turn, two model
+//! calls and two tool calls under it, with `gen_ai.*` attributes and no message text. A
+//! collector that is down or refusing changes nothing of the answer.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{Env, stdout};
+use hermes_testkit::MockResponse;
+use serde_json::Value;
+
+/// The receiver (killed on drop) and the file it writes spans to.
+struct Receiver {
+    child: Child,
+    port: u16,
+    spans: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Receiver {
+    fn start(python: &str, mode: &str) -> Receiver {
+        let dir = tempfile::tempdir().unwrap();
+        let spans = dir.path().join("spans.jsonl");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otlp/receiver.py");
+        let mut child = Command::new(python)
+            .args([script, "0", spans.to_str().unwrap(), mode])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the receiver prints its port");
+        Receiver {
+            child,
+            port,
+            spans,
+            _dir: dir,
+        }
+    }
+
+    fn spans(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.spans)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn python() -> Option<String> {
+    let p = std::env::var("HERMES_OTLP_PYTHON").ok()?;
+    std::path::Path::new(&p).exists().then_some(p)
+}
+
+/// A mock turn: two `read_file` calls in one reply, then the answer.
+async fn two_tool_turn() -> Env {
+    let env = Env::new().await;
+    std::fs::write(env.cwd.path().join("a.txt"), "alpha secret-file-text-1").unwrap();
+    std::fs::write(env.cwd.path().join("b.txt"), "beta").unwrap();
+    env.mock.push(MockResponse::tool_calls(&[
+        ("call_a", "read_file", r#"{"path":"a.txt"}"#),
+        ("call_b", "read_file", r#"{"path":"b.txt"}"#),
+    ]));
+    env.mock
+        .push(MockResponse::text("both files read: lime-orchard-9"));
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let receiver = Receiver::start(&python, "accept");
+    let env = two_tool_turn().await;
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt for me: plum-question-3"],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(stdout(&out).contains("lime-orchard-9"));
+    // The spans were sent before the process exited.
+    let spans = receiver.spans();
+    let named = |n: &str| spans.iter().filter(|s| s["name"] == n).collect::<Vec<_>>();
+    let turns = named("turn");
+    assert_eq!(turns.len(), 1, "{spans:#?}");
+    let turn = turns[0];
+    let trace = turn["trace_id"].as_str().unwrap();
+    assert!(
+        spans.iter().all(|s| s["trace_id"] == trace),
+        "every span is in the turn's trace: {spans:#?}"
+    );
+    assert_eq!(turn["parent_span_id"], "");
+    assert_eq!(turn["service"], "hermes", "{turn:#}");
+    let chats = named("chat mock-model");
+    assert_eq!(chats.len(), 2, "{spans:#?}");
+    for chat in &chats {
+        assert_eq!(chat["parent_span_id"], turn["span_id"]);
+        assert_eq!(chat["kind"], 3, "client span");
+        assert_eq!(chat["attributes"]["gen_ai.operation.name"], "chat");
+        assert_eq!(chat["attributes"]["gen_ai.request.model"], "mock-model");
+        assert_eq!(chat["attributes"]["gen_ai.provider.name"], "custom");
+        assert!(chat["attributes"]["gen_ai.usage.input_tokens"].is_string());
+    }
+    let tools = named("execute_tool read_file");
+    assert_eq!(tools.len(), 2, "{spans:#?}");
+    let mut ids: Vec<&str> = tools
+        .iter()
+        .map(|t| t["attributes"]["gen_ai.tool.call.id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["call_a", "call_b"]);
+    for tool in &tools {
+        assert_eq!(tool["parent_span_id"], turn["span_id"]);
+        assert_eq!(tool["attributes"]["gen_ai.tool.name"], "read_file");
+        assert_eq!(tool["attributes"]["hermes.tool.outcome"], "ok");
+    }
+    assert!(!named("store.append_message").is_empty());
+    let text = serde_json::to_string(&spans).unwrap();
+    for content in ["plum-question-3", "lime-orchard-9", "secret-file-text-1"] {
+        assert!(!text.contains(content), "{content} in the spans");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let refusing = Receiver::start(&python, "refuse");
+    // A port nothing listens on.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for endpoint in [
+        format!("http://127.0.0.1:{down}"),
+        format!("http://127.0.0.1:{}", refusing.port),
+    ] {
+        let env = two_tool_turn().await;
+        let started = std::time::Instant::now();
+        let out = env
+            .run_env(
+                &["chat", "-q", "read a.txt and b.txt"],
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone())],
+            )
+            .await;
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        assert!(stdout(&out).contains("lime-orchard-9"));
+        // Nothing about the collector on the terminal; the log has one line.
+        assert!(
+            !common::stderr(&out).contains("trace"),
+            "{}",
+            common::stderr(&out)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the exit waited too long for {endpoint}"
+        );
+        let log = std::fs::read_to_string(env.home.path().join("logs").join("agent.log"))
+            .unwrap_or_default();
+        assert_eq!(
+            log.matches("trace export failed").count(),
+            1,
+            "one log line for {endpoint}: {log}"
+        );
+    }
+}
