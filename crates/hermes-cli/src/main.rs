@@ -124,6 +124,7 @@ fn init_logging(cli: &Cli) {
             Command::Chat { .. }
                 | Command::Doctor { .. }
                 | Command::Status(_)
+                | Command::Debug { .. }
                 | Command::Mcp { .. }
                 | Command::Acp(_)
         )

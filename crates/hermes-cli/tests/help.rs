@@ -23,6 +23,9 @@ const PATHS: &[&[&str]] = &[
     &["cron"],
     &["cron", "create"],
     &["gateway"],
+    &["debug"],
+    &["debug", "session"],
+    &["debug", "prompt"],
     &["status"],
     &["insights"],
     &["logs"],
@@ -67,8 +70,8 @@ fn each_subcommand_help_shows_only_its_own_flags() {
     for path in PATHS {
         let text = help(path);
         for flag in CHAT_ONLY {
-            // `prompt-size --json` is its own output switch.
-            if *path == ["prompt-size"] && *flag == "--json" {
+            // `prompt-size --json` and `debug … --json` are their own output switches.
+            if matches!(path, ["prompt-size"] | ["debug", _]) && *flag == "--json" {
                 continue;
             }
             assert!(

@@ -30,7 +30,7 @@ mod tokens;
 
 pub use builder::{
     BuiltPrompt, COMPACT_CONTEXT_CAP_CHARS, COMPACT_IDENTITY_MAX_CHARS, COMPACT_WINDOW_MAX_TOKENS,
-    LayerKind, PromptBuilder, PromptInputs, PromptProfile,
+    LayerKind, LayerSize, PromptBuilder, PromptInputs, PromptProfile,
 };
 pub use compress::{
     CompressionConfig, CompressionPlan, ContextCompressor, compression_threshold,

@@ -94,6 +94,23 @@ impl CliPrompt {
         provider: &str,
         tool_names: &[String],
     ) -> hermes_context::BuiltPrompt {
+        self.built_on(
+            chrono::Local::now().date_naive(),
+            model,
+            provider,
+            tool_names,
+        )
+    }
+
+    /// [`CliPrompt::built`] with the metadata line's date set to `date` instead of today
+    /// (`hermes debug prompt --session` rebuilds a session's prompt as of its start).
+    pub fn built_on(
+        &self,
+        date: chrono::NaiveDate,
+        model: &str,
+        provider: &str,
+        tool_names: &[String],
+    ) -> hermes_context::BuiltPrompt {
         if let Err(e) = ensure_soul(&self.home) {
             tracing::warn!(error = %e, "could not seed SOUL.md; using the built-in identity");
         }
@@ -117,7 +134,7 @@ impl CliPrompt {
             tool_names,
             model,
             provider,
-            date: chrono::Local::now().date_naive(),
+            date,
             profile: self.profile,
             context_window: self.context_window,
             extra_system: None,

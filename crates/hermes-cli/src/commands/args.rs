@@ -148,6 +148,14 @@ pub enum Command {
     Import(crate::commands::backup::ImportArgs),
     /// The size of the system prompt and tool schemas a session would send, part by part.
     PromptSize(crate::commands::prompt_size::PromptSizeArgs),
+    /// Look inside: a session message by message with token counts, request sizes, tool
+    /// timings, retries and errors (`debug session`); the system prompt layer by layer
+    /// (`debug prompt`).
+    Debug {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::commands::debug::DebugCmd,
+    },
     /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.
     Completion {
         /// The shell: bash, zsh, fish, elvish or powershell.

@@ -9,6 +9,7 @@ pub mod backup;
 pub mod chat;
 pub mod config;
 pub mod cron;
+pub mod debug;
 pub mod doctor;
 pub mod gateway;
 pub mod insights;
@@ -65,6 +66,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Backup(args)) => backup::backup(profile, args),
         Some(Command::Import(args)) => backup::import(profile, args),
         Some(Command::PromptSize(args)) => prompt_size::run(profile, &chat, args),
+        Some(Command::Debug { action }) => debug::run(profile, &chat, action),
         Some(Command::Doctor { fix }) => {
             crate::repl::terminate::exit_cleanly_on_signals();
             doctor::run(profile, &chat, *fix).await

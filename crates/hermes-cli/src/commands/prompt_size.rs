@@ -26,14 +26,38 @@ struct Part {
     tokens: u64,
 }
 
-/// Runs `hermes prompt-size`; returns the exit code.
-pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Result<i32> {
-    let app = App::load(profile)?;
-    app.warn_config();
-    let runtime = crate::assembly::runtime::resolve_runtime(&app, chat)?;
-    let (toolsets, _) = crate::assembly::tools::enabled_toolsets(&app, chat);
+/// What a session would send before its first message, as `crate::assembly` builds it: the
+/// measurement `hermes prompt-size` and `hermes debug prompt` show.
+pub(crate) struct PromptMeasure {
+    /// The model and provider the prompt is built for.
+    pub model: String,
+    /// Provider name.
+    pub provider: String,
+    /// Whether the compact prompt profile is in force.
+    pub compact: bool,
+    /// The prompt source, to rebuild the prompt for another model, date or directory.
+    pub source: crate::assembly::prompt::CliPrompt,
+    /// The prompt, section by section.
+    pub built: hermes_context::BuiltPrompt,
+    /// The built-in tool schemas the agent would send, in order.
+    pub specs: Vec<hermes_protocol::ToolSpec>,
+    /// Whether MCP servers are configured (their tools are not counted).
+    pub mcp_configured: bool,
+}
+
+impl PromptMeasure {
+    /// The tool names, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.specs.iter().map(|s| s.name.clone()).collect()
+    }
+}
+
+/// Builds the prompt and tool schemas a new session would get, without connecting anywhere.
+pub(crate) fn measure(app: &App, chat: &ChatArgs) -> Result<PromptMeasure> {
+    let runtime = crate::assembly::runtime::resolve_runtime(app, chat)?;
+    let (toolsets, _) = crate::assembly::tools::enabled_toolsets(app, chat);
     let store = app.open_store()?;
-    let registry = crate::assembly::tools::build_registry(&app, chat, Some(store))?;
+    let registry = crate::assembly::tools::build_registry(app, chat, Some(store))?;
     let selection = registry
         .select(&ToolsetSelection::new(
             toolsets.clone(),
@@ -41,13 +65,13 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
         ))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut tools = selection.tools().to_vec();
-    let compact = crate::assembly::runtime::prompt_is_compact(&app, chat, runtime.api_mode);
-    crate::assembly::delegation::configure(&app, compact, &mut tools);
+    let compact = crate::assembly::runtime::prompt_is_compact(app, chat, runtime.api_mode);
+    crate::assembly::delegation::configure(app, compact, &mut tools);
     let cwd = match &app.config.terminal.cwd {
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
     };
-    let prompt = crate::assembly::prompt::CliPrompt::new(
+    let source = crate::assembly::prompt::CliPrompt::new(
         app.home.clone(),
         cwd,
         compact,
@@ -63,7 +87,36 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
     .with_tool_use_enforcement(app.config.agent.tool_use_enforcement_setting());
     let specs: Vec<hermes_protocol::ToolSpec> = tools.iter().map(|t| t.spec()).collect();
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    let built = prompt.built(&runtime.model, &runtime.provider, &names);
+    let built = source.built(&runtime.model, &runtime.provider, &names);
+    Ok(PromptMeasure {
+        model: runtime.model,
+        provider: runtime.provider,
+        compact,
+        source,
+        built,
+        specs,
+        mcp_configured: app.config.mcp_servers.is_some(),
+    })
+}
+
+/// Bytes of a tool schema as sent (its JSON text).
+pub(crate) fn spec_bytes(spec: &hermes_protocol::ToolSpec) -> usize {
+    serde_json::to_string(spec).map(|s| s.len()).unwrap_or(0)
+}
+
+/// Runs `hermes prompt-size`; returns the exit code.
+pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Result<i32> {
+    let app = App::load(profile)?;
+    app.warn_config();
+    let PromptMeasure {
+        model,
+        provider,
+        compact,
+        built,
+        specs,
+        mcp_configured,
+        ..
+    } = measure(&app, chat)?;
     let estimator = hermes_context::TokenEstimator::new();
     let sections: Vec<Part> = built
         .sections
@@ -78,7 +131,7 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
         .iter()
         .map(|spec| Part {
             name: spec.name.clone(),
-            bytes: serde_json::to_string(spec).map(|s| s.len()).unwrap_or(0),
+            bytes: spec_bytes(spec),
             tokens: estimator.estimate_tool(spec),
         })
         .collect();
@@ -94,8 +147,8 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
         let part_json =
             |p: &Part| serde_json::json!({"name": p.name, "bytes": p.bytes, "tokens": p.tokens});
         let value = serde_json::json!({
-            "model": runtime.model,
-            "provider": runtime.provider,
+            "model": model,
+            "provider": provider,
             "profile": if compact { "compact" } else { "full" },
             "system_prompt": {
                 "bytes": prompt_total.0,
@@ -115,8 +168,8 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
     }
     outln!(
         "{} on {} ({} prompt profile); tokens are estimates",
-        runtime.model,
-        runtime.provider,
+        model,
+        provider,
         if compact { "compact" } else { "full" }
     );
     outln!();
@@ -155,7 +208,7 @@ pub fn run(profile: Option<&str>, chat: &ChatArgs, args: &PromptSizeArgs) -> Res
         prompt_total.0 + tools_total.0,
         prompt_total.1 + tools_total.1
     );
-    if app.config.mcp_servers.is_some() {
+    if mcp_configured {
         outln!("(tools of MCP servers join at session start and are not counted here)");
     }
     Ok(0)

@@ -85,8 +85,8 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "use `hermes status` (a summary of every component) or `hermes doctor`",
     ),
     (
-        &["debug"],
-        "nothing is uploaded; `hermes logs` shows the logs and `hermes status` the setup",
+        &["debug", "share"],
+        "nothing is uploaded; `hermes debug session ID` and `hermes debug prompt` show what a session sent, `hermes logs` the logs",
     ),
     (&["checkpoints"], "filesystem checkpoints are not in hermes"),
     (
