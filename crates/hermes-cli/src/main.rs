@@ -164,7 +164,6 @@ fn init_logging(cli: &Cli) {
             .log_internal_errors(false)
             .with_filter(LevelFilter::WARN)
     });
-    masking::set_redactor(redactor.clone());
     // Traces over OTLP when an endpoint is set (issue 24 §1; `trace_export`).
     let config_endpoint = || {
         let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
@@ -179,6 +178,7 @@ fn init_logging(cli: &Cli) {
             .map_or_else(config_endpoint, |_| None),
     )
     .and_then(|url| trace_export::layer(&url));
+    masking::set_redactor(redactor.clone());
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(|| render::output::MaskedStderr)
@@ -190,8 +190,8 @@ fn init_logging(cli: &Cli) {
             .with_filter(env(if verbose { "info" } else { "warn" }))
     });
     let _ = tracing_subscriber::registry()
-        .with(agent_layer)
         .with(otel_layer)
+        .with(agent_layer)
         .with(errors_layer)
         .with(stderr_layer)
         .try_init();
