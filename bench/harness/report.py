@@ -43,6 +43,8 @@ def rows(doc):
     add("CPU time of the REPL process per turn (same runs)", "turn_overhead", "cpu_ms_per_turn", "ms", 2)
     add("agent overhead per turn, in-process (cargo bench)", "turn_overhead_inprocess", "per_turn_ms", "ms", 2)
     add("CPU time per turn, in-process (same runs)", "turn_overhead_inprocess", "cpu_ms_per_turn", "ms", 2)
+    add("  … spans formatted by a log layer", "turn_overhead_inprocess_logs", "per_turn_ms", "ms", 2)
+    add("  … and exported over OTLP/HTTP (loopback sink)", "turn_overhead_inprocess_otlp", "per_turn_ms", "ms", 2)
     add(f"idle REPL RSS after {cfg.get('idle_s')} s", "idle_repl", "rss_mb", "MB")
     add("session resume, 200 messages, p50", "session_resume", "resume_p50_ms", "ms", 2)
     add("session resume, 200 messages, p99", "session_resume", "resume_p99_ms", "ms", 2)

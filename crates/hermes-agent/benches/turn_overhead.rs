@@ -8,6 +8,12 @@
 //! system, all threads, from `/proc/self/stat`; Linux only), which other load on the machine disturbs far
 //! less than wall time. Run: `cargo bench -p hermes-agent --bench turn_overhead` (release
 //! profile).
+//!
+//! `HERMES_BENCH_TRACING` picks what records the turn's spans (issue 24: the overhead of
+//! tracing with export on and off): `off` (default, no subscriber), `logs` (a log layer at
+//! `info` writing to nowhere, as the binary's `agent.log` layer formats every span), `otlp`
+//! (the same log layer plus the OpenTelemetry layer exporting hermes' spans in batches over
+//! OTLP/HTTP to a loopback sink that answers 200 to everything).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -161,11 +167,103 @@ fn process_cpu() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
+/// A loopback HTTP sink on its own thread: reads each request and answers `200` with an
+/// empty body. Returns its port.
+fn start_sink() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut seen = Vec::new();
+                loop {
+                    let Ok(n) = stream.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    // One request at a time: head, then Content-Length bytes of body.
+                    while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if seen.len() < end + 4 + len {
+                            break;
+                        }
+                        seen.drain(..end + 4 + len);
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+                        );
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Installs the subscriber of `HERMES_BENCH_TRACING` (module docs); returns the tracer
+/// provider to flush at the end, for `otlp`.
+fn install_tracing() -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig;
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let mode = std::env::var("HERMES_BENCH_TRACING").unwrap_or_else(|_| "off".into());
+    // A macro, not a closure: each subscriber stack types its layers for its own position.
+    macro_rules! logs {
+        () => {
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(std::io::sink)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+        };
+    }
+    match mode.as_str() {
+        "logs" => {
+            tracing_subscriber::registry().with(logs!()).init();
+            None
+        }
+        "otlp" => {
+            let port = start_sink();
+            hermes_llm::init_tls();
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(format!("http://127.0.0.1:{port}/v1/traces"))
+                .build()
+                .unwrap();
+            let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .build();
+            let ours = tracing_subscriber::filter::filter_fn(|meta| {
+                meta.is_span() && meta.target().starts_with("hermes")
+            });
+            let otel = tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("hermes"))
+                .with_filter(ours);
+            tracing_subscriber::registry()
+                .with(otel)
+                .with(logs!())
+                .init();
+            Some(provider)
+        }
+        _ => None,
+    }
+}
+
 fn main() {
     let turns: usize = std::env::var("HERMES_BENCH_TURNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
+    let provider = install_tracing();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -189,5 +287,8 @@ fn main() {
             "process CPU time per turn (user + system, all threads, same runs): {:.0} µs",
             cpu.as_secs_f64() * 1e6 / (5 * turns) as f64
         );
+    }
+    if let Some(provider) = provider {
+        let _ = provider.shutdown();
     }
 }

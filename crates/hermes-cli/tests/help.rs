@@ -70,8 +70,9 @@ fn each_subcommand_help_shows_only_its_own_flags() {
     for path in PATHS {
         let text = help(path);
         for flag in CHAT_ONLY {
-            // `prompt-size --json` and `debug … --json` are their own output switches.
-            if matches!(path, ["prompt-size"] | ["debug", _]) && *flag == "--json" {
+            // `prompt-size --json`, `debug … --json` and `status --json` are their own
+            // output switches.
+            if matches!(path, ["prompt-size"] | ["debug", _] | ["status"]) && *flag == "--json" {
                 continue;
             }
             assert!(
