@@ -363,12 +363,16 @@ async fn metrics_and_status_need_the_key_and_hold_no_secret_or_message_text() {
     assert_eq!(metric_families(&metrics), metric_families(&via_api));
     // The scheduler writes its first heartbeat after its first pass: wait for it, so the
     // document's shape does not depend on start-up timing.
-    let status_body = wait_for("the cron heartbeat in /_status", Duration::from_secs(30), || {
-        let (status, body) = get(gw.metrics, "/_status", Some(KEY))?;
-        assert_eq!(status, 200);
-        let doc: Value = serde_json::from_str(&body).ok()?;
-        (!doc["cron"]["heartbeat"].is_null()).then_some(body)
-    });
+    let status_body = wait_for(
+        "the cron heartbeat in /_status",
+        Duration::from_secs(30),
+        || {
+            let (status, body) = get(gw.metrics, "/_status", Some(KEY))?;
+            assert_eq!(status, 200);
+            let doc: Value = serde_json::from_str(&body).ok()?;
+            (!doc["cron"]["heartbeat"].is_null()).then_some(body)
+        },
+    );
     for text in [&metrics, &status_body] {
         for leak in [secret, "purple-harbor-42", "blue-lantern-77"] {
             assert!(!text.contains(leak), "{leak} leaked into {text}");
