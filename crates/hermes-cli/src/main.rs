@@ -171,13 +171,8 @@ fn init_logging(cli: &Cli) {
         let otlp = loaded.config.observability.as_ref()?.get("otlp")?;
         otlp.get("endpoint")?.as_str().map(str::to_string)
     };
-    let otel_layer = trace_export::endpoint(
-        |k| std::env::var(k).ok(),
-        std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            .or_else(|| std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT"))
-            .map_or_else(config_endpoint, |_| None),
-    )
-    .and_then(|url| trace_export::layer(&url));
+    let otel_layer = trace_export::endpoint(|k| std::env::var(k).ok(), config_endpoint)
+        .and_then(|url| trace_export::layer(&url));
     masking::set_redactor(redactor.clone());
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()

@@ -30,15 +30,16 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
 /// The traces endpoint from the environment and `config_endpoint` (module docs), or `None`.
+/// `config_endpoint` (reading config.yaml) is called only when no variable is set.
 pub(crate) fn endpoint(
     var: impl Fn(&str) -> Option<String>,
-    config_endpoint: Option<String>,
+    config_endpoint: impl FnOnce() -> Option<String>,
 ) -> Option<String> {
     let set = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     if let Some(url) = set(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
         return Some(url);
     }
-    let base = set(var("OTEL_EXPORTER_OTLP_ENDPOINT")).or_else(|| set(config_endpoint))?;
+    let base = set(var("OTEL_EXPORTER_OTLP_ENDPOINT")).or_else(|| set(config_endpoint()))?;
     Some(format!("{}/v1/traces", base.trim_end_matches('/')))
 }
 
@@ -147,11 +148,11 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        assert_eq!(endpoint(env(&[]), None), None);
+        assert_eq!(endpoint(env(&[]), || None), None);
         assert_eq!(
             endpoint(
                 env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/")]),
-                None
+                || None
             ),
             Some("http://c:4318/v1/traces".to_string())
         );
@@ -161,12 +162,12 @@ mod tests {
                     ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
                     ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t/x")
                 ]),
-                None
+                || Some("http://cfg:4318".into())
             ),
             Some("http://t/x".to_string())
         );
         assert_eq!(
-            endpoint(env(&[]), Some("http://cfg:4318".into())),
+            endpoint(env(&[]), || Some("http://cfg:4318".into())),
             Some("http://cfg:4318/v1/traces".to_string())
         );
     }
