@@ -1,0 +1,82 @@
+//! The trace context of the current `tracing` span, in W3C Trace Context form (issue 24 §1):
+//! the trace id stored with a turn's messages and the `traceparent` sent to MCP servers and,
+//! when asked for, to model providers.
+//!
+//! A span has a trace context only when trace export is on (the binary installed the
+//! `tracing-opentelemetry` layer); otherwise every function here answers `None`, so nothing
+//! is stored or sent.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+/// The W3C header (and MCP `_meta` key) that carries the trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// The trace id of the current span: 32 lowercase hex digits, or `None` when the span is not
+/// traced.
+pub fn current_trace_id() -> Option<String> {
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| sc.trace_id().to_string())
+}
+
+/// The current span's context as W3C headers: `traceparent` (`00-<trace>-<span>-<flags>`)
+/// and `tracestate` when it has one. Empty when the span is not traced.
+pub fn current_trace_headers() -> Vec<(String, String)> {
+    let cx = tracing::Span::current().context();
+    if !cx.span().span_context().is_valid() {
+        return Vec::new();
+    }
+    let mut carrier = HashMap::new();
+    TraceContextPropagator::new().inject_context(&cx, &mut carrier);
+    let mut headers: Vec<(String, String)> = carrier.into_iter().collect();
+    headers.sort();
+    headers
+}
+
+/// The current span's `traceparent` value, or `None` when the span is not traced.
+pub fn current_traceparent() -> Option<String> {
+    current_trace_headers()
+        .into_iter()
+        .find(|(k, _)| k == TRACEPARENT)
+        .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    #[test]
+    fn untraced_spans_have_no_context() {
+        let _span = tracing::info_span!("plain").entered();
+        assert_eq!(current_trace_id(), None);
+        assert!(current_trace_headers().is_empty());
+    }
+
+    #[test]
+    fn traced_spans_give_a_w3c_traceparent_with_their_trace_id() {
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        tracing::subscriber::with_default(subscriber, || {
+            let _turn = tracing::info_span!("turn").entered();
+            let id = current_trace_id().expect("a traced span has a trace id");
+            assert_eq!(id.len(), 32);
+            let _inner = tracing::info_span!("execute_tool").entered();
+            let parent = current_traceparent().expect("traceparent");
+            let parts: Vec<&str> = parent.split('-').collect();
+            assert_eq!(parts.len(), 4, "{parent}");
+            assert_eq!(parts[0], "00");
+            assert_eq!(parts[1], id, "one trace for the turn and its children");
+            assert_eq!(parts[2].len(), 16);
+            assert_eq!(parts[3], "01", "sampled");
+        });
+    }
+}
