@@ -26,6 +26,7 @@ pub mod reconnect;
 pub mod sampling;
 pub mod server;
 pub mod stdio;
+mod trace_context;
 mod utility;
 
 pub use manager::{McpManager, McpTool, ServerReport, StartOptions};

@@ -18,6 +18,7 @@ use crate::config::{ServerSpec, Transport};
 use crate::handler::Handler;
 use crate::mapping::{MappedResult, map_call_result, normalize_schema};
 use crate::stdio::{self, StdioChild};
+use crate::trace_context::{self, TraceHeaders};
 
 /// The MCP protocol version hermes asks for in `initialize` (spec 2025-11-25).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -336,7 +337,10 @@ impl McpServer {
                     StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
                 let service = match oauth {
                     None => {
-                        let transport = StreamableHttpClientTransport::from_config(config);
+                        let transport = StreamableHttpClientTransport::with_client(
+                            TraceHeaders(http_client()?),
+                            config,
+                        );
                         tokio::time::timeout(limit, rmcp::serve_client(handler, transport))
                             .await
                             .map_err(|_| timeout_msg())?
@@ -356,8 +360,10 @@ impl McpServer {
                                 crate::oauth::authorized_client(&name, url, settings, store)
                                     .await
                                     .map_err(|e| e.to_string())?;
-                            let transport =
-                                StreamableHttpClientTransport::with_client(client, config);
+                            let transport = StreamableHttpClientTransport::with_client(
+                                TraceHeaders(client),
+                                config,
+                            );
                             rmcp::serve_client(handler, transport)
                                 .await
                                 .map_err(|e| format!("initialize failed: {e}"))
@@ -448,7 +454,42 @@ impl McpServer {
     /// per-call timeout, `cancel`, and one-at-a-time unless the server allows parallel calls.
     /// Reconnects first when the connection is gone. Never fails: problems become error
     /// results for the model.
+    ///
+    /// The call is a span (`tools/call {tool}`, OpenTelemetry's MCP client conventions) and
+    /// carries the trace context to the server ([`crate::trace_context`]).
     pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: Value,
+        cancel: &CancellationToken,
+    ) -> MappedResult {
+        use tracing::Instrument;
+        let transport = match self.spec.transport {
+            Transport::Stdio { .. } => "pipe",
+            Transport::Http { .. } => "tcp",
+        };
+        let span = tracing::info_span!(
+            "mcp.call",
+            "otel.name" = %format!("tools/call {tool}"),
+            "otel.kind" = "client",
+            "mcp.method.name" = "tools/call",
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = tool,
+            "hermes.mcp.server" = %self.spec.name,
+            "network.transport" = transport,
+            "error.type" = tracing::field::Empty,
+        );
+        let result = self
+            .call_untraced(tool, args, cancel)
+            .instrument(span.clone())
+            .await;
+        if result.is_error {
+            span.record("error.type", "tool_error");
+        }
+        result
+    }
+
+    async fn call_untraced(
         self: &Arc<Self>,
         tool: &str,
         args: Value,
@@ -505,6 +546,11 @@ impl McpServer {
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = args {
             params = params.with_arguments(map);
+        }
+        if let Some(meta) = trace_context::meta() {
+            params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+                meta,
+            )));
         }
         let call = conn.service.peer().call_tool(params);
         let outcome = tokio::select! {
@@ -610,7 +656,8 @@ impl McpServer {
     /// Not connected, timeout, or the server's error.
     pub async fn read_resource(&self, uri: &str) -> Result<Value, String> {
         let conn = self.live().await?;
-        let params = serde_json::from_value(json!({"uri": uri})).map_err(|e| e.to_string())?;
+        let params = serde_json::from_value(with_trace_meta(json!({"uri": uri})))
+            .map_err(|e| e.to_string())?;
         let r = tokio::time::timeout(
             self.spec.call_timeout,
             conn.service.peer().read_resource(params),
@@ -643,8 +690,10 @@ impl McpServer {
     /// Not connected, timeout, or the server's error.
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, String> {
         let conn = self.live().await?;
-        let params = serde_json::from_value(json!({"name": name, "arguments": arguments}))
-            .map_err(|e| e.to_string())?;
+        let params = serde_json::from_value(with_trace_meta(
+            json!({"name": name, "arguments": arguments}),
+        ))
+        .map_err(|e| e.to_string())?;
         let r = tokio::time::timeout(
             self.spec.call_timeout,
             conn.service.peer().get_prompt(params),
@@ -708,4 +757,36 @@ async fn close(conn: Arc<Connection>) {
         // Still used by an in-flight call: dropping the last reference kills the child.
         Err(conn) => drop(conn),
     }
+}
+
+/// `params` with the current trace context as its `_meta` (unchanged when not traced).
+fn with_trace_meta(mut params: Value) -> Value {
+    if let (Some(meta), Value::Object(map)) = (trace_context::meta(), &mut params) {
+        map.insert("_meta".to_string(), Value::Object(meta));
+    }
+    params
+}
+
+/// The HTTP client of a Streamable HTTP server without OAuth: rmcp's defaults — no idle
+/// connection pool (it stalls on Linux' delayed ACKs when a body was left unread) and only
+/// same-origin 307/308 redirects, at most 10, so the POST body survives and custom headers
+/// (keys) never reach another host.
+fn http_client() -> Result<reqwest::Client, String> {
+    let redirects = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if same_origin && keeps_body && attempt.previous().len() <= 10 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(redirects)
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))
 }
