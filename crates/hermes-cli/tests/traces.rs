@@ -3,7 +3,8 @@
 //! definitions (`opentelemetry-proto` from PyPI, `scripts/otlp-proto.sh`,
 //! `HERMES_OTLP_PYTHON`): one turn with two tool calls is one trace — the turn, two model
 //! calls and two tool calls under it, with `gen_ai.*` attributes and no message text. A
-//! collector that is down or refusing changes nothing of the answer.
+//! collector that is down or refusing changes nothing of the answer. Model requests carry
+//! their span as `traceparent` only with `observability.otlp.propagate_to_providers: true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -71,7 +72,12 @@ fn python() -> Option<String> {
 
 /// A mock turn: two `read_file` calls in one reply, then the answer.
 async fn two_tool_turn() -> Env {
-    let env = Env::new().await;
+    two_tool_turn_with("").await
+}
+
+/// [`two_tool_turn`] with `extra_config` appended to config.yaml.
+async fn two_tool_turn_with(extra_config: &str) -> Env {
+    let env = Env::with_config(extra_config).await;
     std::fs::write(env.cwd.path().join("a.txt"), "alpha secret-file-text-1").unwrap();
     std::fs::write(env.cwd.path().join("b.txt"), "beta").unwrap();
     env.mock.push(MockResponse::tool_calls(&[
@@ -140,6 +146,65 @@ async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
     let text = serde_json::to_string(&spans).unwrap();
     for content in ["plum-question-3", "lime-orchard-9", "secret-file-text-1"] {
         assert!(!text.contains(content), "{content} in the spans");
+    }
+}
+
+/// The `traceparent` headers the mock provider received, in order.
+fn provider_traceparents(env: &Env) -> Vec<Option<String>> {
+    env.mock
+        .captured()
+        .iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.header("traceparent").map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_get_the_model_call_span_as_traceparent_only_when_asked() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let receiver = Receiver::start(&python, "accept");
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    // Default: trace export on, nothing sent to the provider.
+    let env = two_tool_turn().await;
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt"],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone())],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(provider_traceparents(&env), [None, None]);
+
+    let env =
+        two_tool_turn_with("observability:\n  otlp:\n    propagate_to_providers: true\n").await;
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt"],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let sent: Vec<String> = provider_traceparents(&env)
+        .into_iter()
+        .map(|t| t.expect("a traceparent on each model request"))
+        .collect();
+    assert_eq!(sent.len(), 2);
+    let spans = receiver.spans();
+    for parent in &sent {
+        let parts: Vec<&str> = parent.split('-').collect();
+        assert_eq!(parts.len(), 4, "{parent}");
+        let chat = spans
+            .iter()
+            .find(|s| s["span_id"] == parts[2])
+            .unwrap_or_else(|| panic!("no exported span {} in {spans:#?}", parts[2]));
+        assert_eq!(
+            chat["name"], "chat mock-model",
+            "the parent is the model call"
+        );
+        assert_eq!(chat["trace_id"], parts[1]);
     }
 }
 

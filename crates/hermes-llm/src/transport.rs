@@ -50,6 +50,8 @@ pub(crate) struct Endpoint {
     pub(crate) http: reqwest::Client,
     /// The limits every call through this endpoint runs under.
     pub(crate) timeouts: Timeouts,
+    /// Whether each request carries the current span's `traceparent`/`tracestate`.
+    pub(crate) trace_context: bool,
 }
 
 /// A `format_error` for a client that cannot be built as configured.
@@ -64,12 +66,14 @@ pub(crate) fn config_error(what: &str) -> LlmError {
 impl Endpoint {
     /// Builds an endpoint: `credential` is a header name and its value (e.g. `Authorization:
     /// Bearer …`, marked sensitive), `extra` are more headers; `timeouts` bound the calls
-    /// (see the module docs). Errors (`format_error`) name the header that is not valid.
+    /// (see the module docs); `trace_context` adds the W3C trace headers of the span each
+    /// request is sent in (none when trace export is off). Errors (`format_error`) name the header that is not valid.
     pub(crate) fn new(
         url: String,
         credential: Option<(HeaderName, String)>,
         extra: &[(String, String)],
         timeouts: Timeouts,
+        trace_context: bool,
     ) -> Result<Endpoint, LlmError> {
         init_tls();
         let mut headers = HeaderMap::new();
@@ -99,6 +103,7 @@ impl Endpoint {
             headers,
             http,
             timeouts,
+            trace_context,
         })
     }
 
@@ -121,12 +126,18 @@ impl Endpoint {
         body: Vec<u8>,
         cancel: &CancellationToken,
     ) -> Result<Body, LlmError> {
-        let send = self
-            .http
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(body)
-            .send();
+        let mut headers = self.headers.clone();
+        if self.trace_context {
+            for (k, v) in hermes_telemetry::trace::current_trace_headers() {
+                if let (Ok(k), Ok(v)) = (
+                    HeaderName::from_bytes(k.as_bytes()),
+                    HeaderValue::from_str(&v),
+                ) {
+                    headers.insert(k, v);
+                }
+            }
+        }
+        let send = self.http.post(&self.url).headers(headers).body(body).send();
         finish(send, self.timeouts, cancel).await
     }
 

@@ -36,6 +36,10 @@ pub struct AnthropicConfig {
     pub context_window: Option<u64>,
     /// Connect, silence and total limits of each call ([`Timeouts`]).
     pub timeouts: Timeouts,
+    /// Send the W3C trace context (`traceparent`) of the model-call span with each request
+    /// (`observability.otlp.propagate_to_providers`; off by default: a provider learns
+    /// nothing it does not need).
+    pub trace_context: bool,
     /// Body options (default `max_tokens`, prompt caching, thinking budget).
     pub body: BodyOptions,
     /// Extra headers (e.g. `anthropic-beta`).
@@ -53,6 +57,7 @@ impl AnthropicConfig {
             provider_id: "anthropic".to_string(),
             context_window: None,
             timeouts: Timeouts::default(),
+            trace_context: false,
             body: BodyOptions {
                 default_max_tokens: 0,
                 cache: Some(CacheTtl::FiveMinutes),
@@ -105,6 +110,7 @@ impl AnthropicClient {
             credential,
             &extra,
             config.timeouts,
+            config.trace_context,
         )?;
         Ok(AnthropicClient { config, endpoint })
     }

@@ -45,6 +45,10 @@ pub struct OpenAiChatConfig {
     pub context_window: Option<u64>,
     /// Connect, silence and total limits of each call ([`Timeouts`]).
     pub timeouts: Timeouts,
+    /// Send the W3C trace context (`traceparent`) of the model-call span with each request
+    /// (`observability.otlp.propagate_to_providers`; off by default: a provider learns
+    /// nothing it does not need).
+    pub trace_context: bool,
     /// Reasoning echo and prompt-cache markers for this endpoint and model
     /// ([`capabilities`]); detected by [`OpenAiChatConfig::new`].
     pub wire: ChatWireOptions,
@@ -66,6 +70,7 @@ impl OpenAiChatConfig {
             extra_headers: Vec::new(),
             context_window: None,
             timeouts: Timeouts::default(),
+            trace_context: false,
         }
     }
 }
@@ -113,6 +118,7 @@ impl OpenAiChatClient {
             credential,
             &config.extra_headers,
             config.timeouts,
+            config.trace_context,
         )?;
         Ok(OpenAiChatClient { config, endpoint })
     }

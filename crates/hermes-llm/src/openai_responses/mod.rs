@@ -30,6 +30,10 @@ pub struct ResponsesConfig {
     pub context_window: Option<u64>,
     /// Connect, silence and total limits of each call ([`Timeouts`]).
     pub timeouts: Timeouts,
+    /// Send the W3C trace context (`traceparent`) of the model-call span with each request
+    /// (`observability.otlp.propagate_to_providers`; off by default: a provider learns
+    /// nothing it does not need).
+    pub trace_context: bool,
 }
 
 impl ResponsesConfig {
@@ -42,6 +46,7 @@ impl ResponsesConfig {
             provider_id: "openai-api".to_string(),
             context_window: None,
             timeouts: Timeouts::default(),
+            trace_context: false,
         }
     }
 }
@@ -67,6 +72,7 @@ impl ResponsesClient {
             credential,
             &[],
             config.timeouts,
+            config.trace_context,
         )?;
         Ok(ResponsesClient { config, endpoint })
     }

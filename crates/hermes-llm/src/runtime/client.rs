@@ -41,6 +41,9 @@ pub struct ClientOptions {
     /// Time limits of each model call (`model.stream_idle_timeout`,
     /// `model.request_timeout_seconds`; [`Timeouts::from_section`]).
     pub timeouts: Timeouts,
+    /// `observability.otlp.propagate_to_providers`: model requests carry the W3C trace
+    /// context of their span.
+    pub trace_context: bool,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -60,6 +63,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("auth_file", &self.auth_file)
             .field("state_file", &self.state_file)
             .field("timeouts", &self.timeouts)
+            .field("trace_context", &self.trace_context)
             .finish()
     }
 }
@@ -90,6 +94,19 @@ impl ClientOptions {
                     PoolStrategy::NAMES
                 )),
             }
+        }
+        match config
+            .observability
+            .as_ref()
+            .and_then(|o| o.get("otlp"))
+            .and_then(|o| o.get("propagate_to_providers"))
+        {
+            None => {}
+            Some(v) if v.as_bool().is_some() => opts.trace_context = v.as_bool() == Some(true),
+            Some(other) => warnings.push(format!(
+                "observability.otlp.propagate_to_providers must be true or false, not {other:?}; \
+                 not sending trace context to providers"
+            )),
         }
         (opts, warnings)
     }
@@ -208,6 +225,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
             cfg.timeouts = opts.timeouts;
+            cfg.trace_context = opts.trace_context;
             cfg.wire =
                 ChatWireOptions::detect(&rt.provider, &rt.base_url, &rt.model, opts.cache_ttl);
             if rt.provider == "openrouter" {
@@ -227,6 +245,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
             cfg.timeouts = opts.timeouts;
+            cfg.trace_context = opts.trace_context;
             cfg.body.cache = Some(opts.cache_ttl);
             Ok(Arc::new(AnthropicClient::new(cfg)?))
         }
@@ -236,6 +255,7 @@ fn build_single(rt: &Runtime, opts: &ClientOptions) -> Result<Arc<dyn ModelClien
             cfg.provider_id = rt.provider.clone();
             cfg.context_window = rt.context_window;
             cfg.timeouts = opts.timeouts;
+            cfg.trace_context = opts.trace_context;
             Ok(Arc::new(ResponsesClient::new(cfg)?))
         }
         ApiMode::Local => Err(LlmError::new(
