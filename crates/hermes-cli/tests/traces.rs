@@ -113,8 +113,14 @@ async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
     assert_eq!(turns.len(), 1, "{spans:#?}");
     let turn = turns[0];
     let trace = turn["trace_id"].as_str().unwrap();
+    // Building the system prompt (memory files, skills index) happens before the turn,
+    // once per session: those spans are traces of their own.
+    let prompt_build = ["memory.load", "skills.load"];
     assert!(
-        spans.iter().all(|s| s["trace_id"] == trace),
+        spans
+            .iter()
+            .filter(|s| !prompt_build.contains(&s["name"].as_str().unwrap()))
+            .all(|s| s["trace_id"] == trace),
         "every span is in the turn's trace: {spans:#?}"
     );
     assert_eq!(turn["parent_span_id"], "");
@@ -252,5 +258,77 @@ async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
             1,
             "one log line for {endpoint}: {log}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_skill_operations_are_spans_under_their_tool_calls() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let receiver = Receiver::start(&python, "accept");
+    let env = Env::new().await;
+    let skill = env
+        .home
+        .path()
+        .join("skills")
+        .join("notes")
+        .join("tidy-desk");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: tidy-desk\ndescription: Tidy the desk.\n---\nStack the papers: mango-step-4.\n",
+    )
+    .unwrap();
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_m",
+        "memory",
+        r#"{"action":"add","target":"memory","content":"user likes quince-jam-7"}"#,
+    )]));
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_s",
+        "skill_view",
+        r#"{"name":"tidy-desk"}"#,
+    )]));
+    env.mock.push(MockResponse::text("noted"));
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let out = env
+        .run_env(
+            &[
+                "chat",
+                "-q",
+                "remember that I like quince jam, then read tidy-desk",
+            ],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let spans = receiver.spans();
+    let one = |n: &str| {
+        let found: Vec<&Value> = spans.iter().filter(|s| s["name"] == n).collect();
+        assert_eq!(found.len(), 1, "one {n} span: {spans:#?}");
+        found[0]
+    };
+    let update = one("memory.update");
+    assert_eq!(
+        update["parent_span_id"],
+        one("execute_tool memory")["span_id"]
+    );
+    assert_eq!(update["attributes"]["hermes.memory.target"], "memory");
+    assert_eq!(update["attributes"]["hermes.memory.changed"], "true");
+    let view = one("skill.view");
+    assert_eq!(
+        view["parent_span_id"],
+        one("execute_tool skill_view")["span_id"]
+    );
+    assert_eq!(view["attributes"]["hermes.skill.name"], "tidy-desk");
+    assert!(
+        spans.iter().any(|s| s["name"] == "skills.load"),
+        "{spans:#?}"
+    );
+    let text = serde_json::to_string(&spans).unwrap();
+    for content in ["quince-jam-7", "mango-step-4"] {
+        assert!(!text.contains(content), "{content} in the spans");
     }
 }

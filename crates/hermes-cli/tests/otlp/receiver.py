@@ -16,6 +16,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 def value_text(v):
     kind = v.WhichOneof("value")
+    if kind == "bool_value":
+        return "true" if v.bool_value else "false"
     return str(getattr(v, kind)) if kind else ""
 
 

@@ -25,6 +25,7 @@ impl MemorySnapshot {
     /// Entries edited by hand into something the injection scan flags are left out of the
     /// prompt (with a note) — the tool refuses to save such text, but the file is the user's.
     pub fn load(store: &MemoryStore) -> MemorySnapshot {
+        let _span = tracing::info_span!("memory.load").entered();
         let mut notes = Vec::new();
         let mut read = |target: MemoryTarget| -> Vec<String> {
             match store.read(target) {

@@ -145,7 +145,32 @@ impl Tool for MemoryTool {
             );
         }
         let store = self.store.clone();
-        let result = tokio::task::spawn_blocking(move || store.apply(target, &ops)).await;
+        // A span for the file update (issue 24 §1): target and size of the change, never the
+        // entries' text; entered on the blocking thread so it nests under the tool call.
+        let span = tracing::info_span!(
+            "memory.update",
+            "hermes.memory.target" = target.as_str(),
+            "hermes.memory.operations" = ops.len(),
+            "hermes.memory.changed" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+        );
+        let in_span = span.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let _entered = in_span.entered();
+            store.apply(target, &ops)
+        })
+        .await;
+        match &result {
+            Ok(Ok(outcome)) => {
+                span.record("hermes.memory.changed", outcome.changed);
+            }
+            Ok(Err(e)) => {
+                span.record("error.type", e.reason());
+            }
+            Err(_) => {
+                span.record("error.type", "panicked");
+            }
+        }
         match result {
             Ok(Ok(outcome)) => {
                 let body = json!({

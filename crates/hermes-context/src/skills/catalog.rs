@@ -215,10 +215,25 @@ impl SkillCatalog {
     /// a process that builds many prompts (the gateway) stats the files but neither reads
     /// nor parses anything while no skill changed (FEATURES §7).
     pub fn load_cached(root: &Path) -> SkillCatalog {
+        // A span for the prompt's skills index (issue 24 §1): how many skills and where they
+        // came from (`memory`, `snapshot` or `parsed`).
+        let span = tracing::info_span!(
+            "skills.load",
+            "hermes.skills.count" = tracing::field::Empty,
+            "hermes.skills.source" = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let (catalog, source) = SkillCatalog::load_cached_from(root);
+        span.record("hermes.skills.count", catalog.skills.len());
+        span.record("hermes.skills.source", source);
+        catalog
+    }
+
+    fn load_cached_from(root: &Path) -> (SkillCatalog, &'static str) {
         let files = find_skill_files(root);
         let key = manifest(&files);
         if let Some(hit) = memory_cache_get(root, &key) {
-            return hit;
+            return (hit, "memory");
         }
         let snap_path = root.join(SNAPSHOT_FILE);
         if let Ok(bytes) = fs::read(&snap_path)
@@ -226,7 +241,7 @@ impl SkillCatalog {
             && snap.manifest == key
         {
             memory_cache_put(root, &snap.manifest, &snap.catalog);
-            return snap.catalog;
+            return (snap.catalog, "snapshot");
         }
         let catalog = SkillCatalog::from_files(root, &files);
         memory_cache_put(root, &key, &catalog);
@@ -240,9 +255,9 @@ impl SkillCatalog {
             {
                 tracing::debug!(error = %e, "skills snapshot not written");
             }
-            return snap.catalog;
+            return (snap.catalog, "parsed");
         }
-        catalog
+        (catalog, "parsed")
     }
 
     /// The catalog without the skills named in `disabled` (`skills.disabled`).

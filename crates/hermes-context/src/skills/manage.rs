@@ -267,10 +267,28 @@ impl Tool for SkillManageTool {
     }
     async fn call(&self, args: Value, _ctx: &ToolContext) -> ToolOutput {
         let me = self.clone();
-        match tokio::task::spawn_blocking(move || me.run(&args)).await {
+        let span = skill_span("skill.manage", &args);
+        match tokio::task::spawn_blocking(move || {
+            let _entered = span.entered();
+            me.run(&args)
+        })
+        .await
+        {
             Ok(Ok(text)) => ToolOutput::ok(text),
             Ok(Err(e)) => ToolOutput::error(e),
             Err(e) => ToolOutput::error(format!("skill_manage did not finish: {e}")),
         }
     }
+}
+
+/// The span of one skill operation (issue 24 §1): the action and the skill's name, which
+/// are the user's own labels, never the skill's text.
+pub(crate) fn skill_span(name: &'static str, args: &Value) -> tracing::Span {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("");
+    tracing::info_span!(
+        "skill",
+        "otel.name" = name,
+        "hermes.skill.action" = field("action"),
+        "hermes.skill.name" = field("name"),
+    )
 }

@@ -198,7 +198,13 @@ impl Tool for SkillViewTool {
             .filter(|s| !s.is_empty())
             .map(str::to_string);
         let me = self.clone();
-        match tokio::task::spawn_blocking(move || me.view(&name, file.as_deref())).await {
+        let span = super::manage::skill_span("skill.view", &args);
+        match tokio::task::spawn_blocking(move || {
+            let _entered = span.entered();
+            me.view(&name, file.as_deref())
+        })
+        .await
+        {
             Ok(Ok(text)) => ToolOutput::ok(text),
             Ok(Err(e)) => ToolOutput::error(e),
             Err(e) => ToolOutput::error(format!("skill_view did not finish: {e}")),
