@@ -165,14 +165,25 @@ fn init_logging(cli: &Cli) {
             .with_filter(LevelFilter::WARN)
     });
     // Traces over OTLP when an endpoint is set (issue 24 §1; `trace_export`).
-    let config_endpoint = || {
-        let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
-        let loaded = hermes_protocol::config::Config::load(&home.config_file()).ok()?;
-        let otlp = loaded.config.observability.as_ref()?.get("otlp")?;
-        otlp.get("endpoint")?.as_str().map(str::to_string)
+    let otlp_config = || {
+        let read = || {
+            let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
+            let loaded = hermes_protocol::config::Config::load(&home.config_file()).ok()?;
+            let otlp = loaded.config.observability.as_ref()?.get("otlp")?.clone();
+            let text = |k: &str| otlp.get(k)?.as_str().map(str::to_string);
+            Some(trace_export::OtlpSettings {
+                endpoint: text("endpoint"),
+                protocol: text("protocol"),
+            })
+        };
+        read().unwrap_or_default()
     };
-    let otel_layer = trace_export::endpoint(|k| std::env::var(k).ok(), config_endpoint)
-        .and_then(|url| trace_export::layer(&url));
+    let (otlp_target, otlp_warning) = trace_export::target(|k| std::env::var(k).ok(), otlp_config);
+    if let Some(warning) = otlp_warning {
+        // The subscriber is not up yet: this line goes to stderr once.
+        eprintln!("warning: {warning}");
+    }
+    let otel_layer = otlp_target.and_then(|t| trace_export::layer(&t));
     masking::set_redactor(redactor.clone());
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()

@@ -1,5 +1,5 @@
 //! Trace export (issue 24 §1): `chat -q` with `OTEL_EXPORTER_OTLP_ENDPOINT` sends its spans
-//! over OTLP/HTTP to a loopback receiver that decodes them with the official protocol
+//! over OTLP/HTTP (or OTLP/gRPC with `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`) to a loopback receiver that decodes them with the official protocol
 //! definitions (`opentelemetry-proto` from PyPI, `scripts/otlp-proto.sh`,
 //! `HERMES_OTLP_PYTHON`): one turn with two tool calls is one trace — the turn, two model
 //! calls and two tool calls under it, with `gen_ai.*` attributes and no message text. A
@@ -107,7 +107,37 @@ async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert!(stdout(&out).contains("lime-orchard-9"));
     // The spans were sent before the process exited.
-    let spans = receiver.spans();
+    assert_two_tool_trace(&receiver.spans());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_trace_goes_over_grpc_when_the_protocol_says_so() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let receiver = Receiver::start(&python, "grpc");
+    let env = two_tool_turn().await;
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt for me: plum-question-3"],
+            &[
+                (
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    format!("http://127.0.0.1:{}", receiver.port),
+                ),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".to_string()),
+            ],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert!(stdout(&out).contains("lime-orchard-9"));
+    assert_two_tool_trace(&receiver.spans());
+}
+
+/// The spans of [`two_tool_turn`]: one trace — the turn, two model calls and two tool calls
+/// under it, with `gen_ai.*` attributes and no message text.
+fn assert_two_tool_trace(spans: &[Value]) {
     let named = |n: &str| spans.iter().filter(|s| s["name"] == n).collect::<Vec<_>>();
     let turns = named("turn");
     assert_eq!(turns.len(), 1, "{spans:#?}");
@@ -227,16 +257,23 @@ async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
         .local_addr()
         .unwrap()
         .port();
-    for endpoint in [
-        format!("http://127.0.0.1:{down}"),
-        format!("http://127.0.0.1:{}", refusing.port),
+    for (endpoint, protocol) in [
+        (format!("http://127.0.0.1:{down}"), "http/protobuf"),
+        (
+            format!("http://127.0.0.1:{}", refusing.port),
+            "http/protobuf",
+        ),
+        (format!("http://127.0.0.1:{down}"), "grpc"),
     ] {
         let env = two_tool_turn().await;
         let started = std::time::Instant::now();
         let out = env
             .run_env(
                 &["chat", "-q", "read a.txt and b.txt"],
-                &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone())],
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol.to_string()),
+                ],
             )
             .await;
         assert!(out.status.success(), "{}", common::stderr(&out));
@@ -249,14 +286,14 @@ async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
         );
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "the exit waited too long for {endpoint}"
+            "the exit waited too long for {endpoint} ({protocol})"
         );
         let log = std::fs::read_to_string(env.home.path().join("logs").join("agent.log"))
             .unwrap_or_default();
         assert_eq!(
             log.matches("trace export failed").count(),
             1,
-            "one log line for {endpoint}: {log}"
+            "one log line for {endpoint} ({protocol}): {log}"
         );
     }
 }
