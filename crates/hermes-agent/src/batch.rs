@@ -95,7 +95,7 @@ impl Agent {
         let mut outputs: Vec<Option<(ToolOutput, Duration)>> = vec![None; calls.len()];
 
         // One span per call (OpenTelemetry's `execute_tool {name}`): name, call id and
-        // outcome, never the arguments or the result.
+        // outcome; the arguments and the result only with content capture on.
         let spans: Vec<tracing::Span> = calls
             .iter()
             .map(|c| {
@@ -107,9 +107,19 @@ impl Agent {
                     "gen_ai.tool.name" = name,
                     "gen_ai.tool.call.id" = %c.id,
                     "hermes.tool.outcome" = tracing::field::Empty,
+                    "gen_ai.tool.call.arguments" = tracing::field::Empty,
+                    "gen_ai.tool.call.result" = tracing::field::Empty,
                 )
             })
             .collect();
+        // Arguments and results only with content capture on (`observability.capture_content`).
+        if hermes_telemetry::trace::capturing_content() {
+            for (span, call) in spans.iter().zip(calls) {
+                if let Some(text) = hermes_telemetry::trace::captured(&call.arguments) {
+                    span.record("gen_ai.tool.call.arguments", text);
+                }
+            }
+        }
         for segment in segments {
             for &i in &segment.calls {
                 let _ = events.send(AgentEvent::ToolStarted {
@@ -163,6 +173,9 @@ impl Agent {
                 // known secrets become markers before the budget spills, the store, the
                 // events or the model see the text (issue 18 item 2).
                 output.content = self.redactor.redact_string(output.content);
+                if let Some(text) = hermes_telemetry::trace::captured(&output.content) {
+                    spans[i].record("gen_ai.tool.call.result", text);
+                }
                 outputs[i] = Some((output, took));
             }
             for &i in &segment.calls {

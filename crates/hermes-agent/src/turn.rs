@@ -418,7 +418,13 @@ impl Agent {
                 "gen_ai.usage.output_tokens" = tracing::field::Empty,
                 "hermes.time_to_first_token_ms" = tracing::field::Empty,
                 "error.type" = tracing::field::Empty,
+                "gen_ai.system_instructions" = tracing::field::Empty,
+                "gen_ai.input.messages" = tracing::field::Empty,
+                "gen_ai.output.messages" = tracing::field::Empty,
             );
+            if hermes_telemetry::trace::capturing_content() {
+                record_request_content(&span, &request);
+            }
             let result = {
                 use tracing::Instrument;
                 self.stream_once(&request, events, cancel, &mut shown, &mut first_token)
@@ -432,6 +438,19 @@ impl Agent {
                 Ok(reply) => {
                     span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
                     span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
+                    if hermes_telemetry::trace::capturing_content() {
+                        let calls: Vec<serde_json::Value> = reply
+                            .tool_calls
+                            .iter()
+                            .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments}))
+                            .collect();
+                        let output = serde_json::json!([{
+                            "role": "assistant", "content": reply.text, "tool_calls": calls,
+                        }]);
+                        if let Some(text) = hermes_telemetry::trace::captured(&output.to_string()) {
+                            span.record("gen_ai.output.messages", text);
+                        }
+                    }
                 }
                 Err(CallFailure::Failed(e)) => {
                     span.record("error.type", e.class.as_str());
@@ -773,5 +792,31 @@ fn count_usage(model: &str, usage: &Usage, cost_usd: Option<f64>) {
     }
     if let Some(usd) = cost_usd {
         metrics.cost(model, usd);
+    }
+}
+
+/// With content capture on (`observability.capture_content`), the request's system prompt
+/// and messages as span attributes (OpenTelemetry's `gen_ai.system_instructions` and
+/// `gen_ai.input.messages`: role and text of each message, newest kept when cut).
+fn record_request_content(span: &tracing::Span, request: &hermes_llm::ChatRequest) {
+    use hermes_telemetry::trace::{MAX_CONTENT_BYTES, captured};
+    if let Some(text) = captured(&request.system) {
+        span.record("gen_ai.system_instructions", text);
+    }
+    // The newest messages that fit: a cut JSON array would not parse.
+    let mut kept: Vec<serde_json::Value> = Vec::new();
+    let mut bytes = 2;
+    for m in request.messages.iter().rev() {
+        let item = serde_json::json!({"role": m.role.as_str(), "content": m.text()});
+        let len = item.to_string().len() + 1;
+        if bytes + len > MAX_CONTENT_BYTES && !kept.is_empty() {
+            break;
+        }
+        bytes += len;
+        kept.push(item);
+    }
+    kept.reverse();
+    if let Some(text) = captured(&serde_json::Value::Array(kept).to_string()) {
+        span.record("gen_ai.input.messages", text);
     }
 }

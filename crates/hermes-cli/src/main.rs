@@ -164,19 +164,25 @@ fn init_logging(cli: &Cli) {
             .log_internal_errors(false)
             .with_filter(LevelFilter::WARN)
     });
-    // Traces over OTLP when an endpoint is set (issue 24 §1; `trace_export`).
-    let otlp_config = || {
-        let read = || {
-            let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
-            let loaded = hermes_protocol::config::Config::load(&home.config_file()).ok()?;
-            let otlp = loaded.config.observability.as_ref()?.get("otlp")?.clone();
-            let text = |k: &str| otlp.get(k)?.as_str().map(str::to_string);
-            Some(trace_export::OtlpSettings {
-                endpoint: text("endpoint"),
-                protocol: text("protocol"),
+    // Traces over OTLP when an endpoint is set (issue 24 §1; `trace_export`). config.yaml's
+    // `observability:` section is read only when a variable leaves something open.
+    let section = std::cell::OnceCell::new();
+    let observability = || {
+        section
+            .get_or_init(|| {
+                let home = hermes_protocol::HermesHome::resolve(cli.profile.as_deref())?;
+                let loaded = hermes_protocol::config::Config::load(&home.config_file()).ok()?;
+                loaded.config.observability
             })
-        };
-        read().unwrap_or_default()
+            .clone()
+    };
+    let otlp_config = || {
+        let otlp = observability().and_then(|o| o.get("otlp").cloned());
+        let text = |k: &str| otlp.as_ref()?.get(k)?.as_str().map(str::to_string);
+        trace_export::OtlpSettings {
+            endpoint: text("endpoint"),
+            protocol: text("protocol"),
+        }
     };
     let (otlp_target, otlp_warning) = trace_export::target(|k| std::env::var(k).ok(), otlp_config);
     if let Some(warning) = otlp_warning {
@@ -185,6 +191,16 @@ fn init_logging(cli: &Cli) {
     }
     let otel_layer = otlp_target.and_then(|t| trace_export::layer(&t));
     masking::set_redactor(redactor.clone());
+    if otel_layer.is_some() {
+        match observability().and_then(|o| o.get("capture_content").map(|v| v.as_bool())) {
+            // Span text goes through the same masking as the terminal and the logs.
+            Some(Some(true)) => hermes_telemetry::trace::enable_content_capture(masking::mask),
+            None | Some(Some(false)) => {}
+            Some(None) => eprintln!(
+                "warning: observability.capture_content must be true or false; not capturing"
+            ),
+        }
+    }
     let stderr_layer = (!conversation).then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(|| render::output::MaskedStderr)

@@ -369,3 +369,68 @@ async fn memory_and_skill_operations_are_spans_under_their_tool_calls() {
         assert!(!text.contains(content), "{content} in the spans");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_content_puts_redacted_text_in_the_spans() {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return;
+    };
+    let receiver = Receiver::start(&python, "accept");
+    let env = two_tool_turn_with("observability:\n  capture_content: true\n").await;
+    // A key of the home, also inside a file the model reads.
+    let key = "pear-key-0123456789abcdef";
+    std::fs::write(
+        env.home.path().join(".env"),
+        format!("TELEGRAM_BOT_TOKEN={key}\n"),
+    )
+    .unwrap();
+    std::fs::write(env.cwd.path().join("b.txt"), format!("beta {key}")).unwrap();
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt for me: plum-question-3"],
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", receiver.port),
+            )],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let spans = receiver.spans();
+    let text = serde_json::to_string(&spans).unwrap();
+    assert!(!text.contains(key), "a home secret in the spans: {text}");
+    let chats: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "chat mock-model")
+        .collect();
+    assert_eq!(chats.len(), 2);
+    let input = chats[0]["attributes"]["gen_ai.input.messages"]
+        .as_str()
+        .unwrap();
+    let input: Value = serde_json::from_str(input).expect("input messages are JSON");
+    assert_eq!(input[0]["role"], "user");
+    assert!(
+        input[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("plum-question-3")
+    );
+    let answer = chats[1]["attributes"]["gen_ai.output.messages"]
+        .as_str()
+        .unwrap();
+    assert!(answer.contains("lime-orchard-9"), "{answer}");
+    let tools: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "execute_tool read_file")
+        .collect();
+    let results: String = tools
+        .iter()
+        .map(|t| t["attributes"]["gen_ai.tool.call.result"].as_str().unwrap())
+        .collect();
+    assert!(results.contains("secret-file-text-1"), "{results}");
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["attributes"]["gen_ai.tool.call.arguments"] == r#"{"path":"a.txt"}"#)
+    );
+}

@@ -5,8 +5,13 @@
 //! A span has a trace context only when trace export is on (the binary installed the
 //! `tracing-opentelemetry` layer); otherwise every function here answers `None`, so nothing
 //! is stored or sent.
+//!
+//! Span attributes carry no message, prompt or tool text unless the operator turned content
+//! capture on (`observability.capture_content: true`, [`enable_content_capture`]); captured
+//! text passes through the redactor given there and is cut at [`MAX_CONTENT_BYTES`].
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt as _;
@@ -47,11 +52,56 @@ pub fn current_traceparent() -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// Longest captured text attribute, in bytes (longer text is cut, marked with `…`).
+pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+type Redactor = dyn Fn(&str) -> String + Send + Sync;
+
+static CAPTURE: OnceLock<Box<Redactor>> = OnceLock::new();
+
+/// Turns content capture on for the process (once; later calls are ignored): the text
+/// attributes of model and tool spans are recorded, each through `redact` first.
+pub fn enable_content_capture(redact: impl Fn(&str) -> String + Send + Sync + 'static) {
+    let _ = CAPTURE.set(Box::new(redact));
+}
+
+/// Whether content capture is on (build the text only then).
+pub fn capturing_content() -> bool {
+    CAPTURE.get().is_some()
+}
+
+/// `text` redacted and cut to its first [`MAX_CONTENT_BYTES`], or `None` when capture is off.
+pub fn captured(text: &str) -> Option<String> {
+    let redact = CAPTURE.get()?;
+    let text = redact(text);
+    if text.len() <= MAX_CONTENT_BYTES {
+        return Some(text);
+    }
+    let mut end = MAX_CONTENT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(format!("{}…", &text[..end]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use opentelemetry::trace::TracerProvider as _;
     use tracing_subscriber::layer::SubscriberExt as _;
+
+    #[test]
+    fn captured_text_is_redacted_and_cut_on_a_character_boundary() {
+        // One process-wide switch: this is the only test that turns it on.
+        assert_eq!(captured("x"), None);
+        enable_content_capture(|t| t.replace("sk-secret", "***"));
+        assert!(capturing_content());
+        assert_eq!(captured("key sk-secret").as_deref(), Some("key ***"));
+        let long = "é".repeat(MAX_CONTENT_BYTES);
+        let cut = captured(&long).unwrap();
+        assert!(cut.ends_with('…'));
+        assert!(cut.len() <= MAX_CONTENT_BYTES + '…'.len_utf8());
+    }
 
     #[test]
     fn untraced_spans_have_no_context() {
