@@ -94,8 +94,8 @@ impl Agent {
         let mut turn_chars_left = budget.per_turn;
         let mut outputs: Vec<Option<(ToolOutput, Duration)>> = vec![None; calls.len()];
 
-        // One span per call (OpenTelemetry's `execute_tool {name}`): name, call id and
-        // outcome; the arguments and the result only with content capture on.
+        // One span per call (OpenTelemetry's `execute_tool {name}`): name, call id, the
+        // sandbox mode it ran under and outcome; the arguments and the result only with content capture on.
         let spans: Vec<tracing::Span> = calls
             .iter()
             .map(|c| {
@@ -106,6 +106,7 @@ impl Agent {
                     "gen_ai.operation.name" = "execute_tool",
                     "gen_ai.tool.name" = name,
                     "gen_ai.tool.call.id" = %c.id,
+                    "hermes.sandbox.mode" = ctx.sandbox.mode.as_str(),
                     "hermes.tool.outcome" = tracing::field::Empty,
                     "gen_ai.tool.call.arguments" = tracing::field::Empty,
                     "gen_ai.tool.call.result" = tracing::field::Empty,

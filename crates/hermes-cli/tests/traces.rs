@@ -177,6 +177,11 @@ fn assert_two_tool_trace(spans: &[Value]) {
         assert_eq!(tool["parent_span_id"], turn["span_id"]);
         assert_eq!(tool["attributes"]["gen_ai.tool.name"], "read_file");
         assert_eq!(tool["attributes"]["hermes.tool.outcome"], "ok");
+        let mode = tool["attributes"]["hermes.sandbox.mode"].as_str();
+        assert!(
+            matches!(mode, Some("workspace-write" | "read-only" | "off")),
+            "{tool:#}"
+        );
     }
     assert!(!named("store.append_message").is_empty());
     let text = serde_json::to_string(&spans).unwrap();
