@@ -242,12 +242,8 @@ fn install_tracing() -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
             let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
                 .with_batch_exporter(exporter)
                 .build();
-            let ours = tracing_subscriber::filter::filter_fn(|meta| {
-                meta.is_span() && meta.target().starts_with("hermes")
-            });
-            let otel = tracing_opentelemetry::layer()
-                .with_tracer(provider.tracer("hermes"))
-                .with_filter(ours);
+            // The layer every hermes binary installs.
+            let otel = hermes_telemetry::trace::layer(provider.tracer("hermes"));
             tracing_subscriber::registry()
                 .with(otel)
                 .with(logs!())

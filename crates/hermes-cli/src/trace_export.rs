@@ -250,7 +250,6 @@ pub(crate) fn layer<S>(target: &Target) -> Option<impl tracing_subscriber::Layer
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    use tracing_subscriber::Layer;
     // reqwest and tonic are built without a default TLS provider (an `https://` collector
     // needs it).
     hermes_llm::init_tls();
@@ -279,15 +278,7 @@ where
         .build();
     let tracer = provider.tracer("hermes");
     let _ = PROVIDER.set(provider);
-    // Only hermes' own spans: the HTTP and database libraries' spans stay out.
-    let ours = tracing_subscriber::filter::filter_fn(|meta| {
-        meta.is_span() && meta.target().starts_with("hermes")
-    });
-    Some(
-        tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_filter(ours),
-    )
+    Some(hermes_telemetry::trace::layer(tracer))
 }
 
 /// Sends the spans still queued (waiting at most [`SHUTDOWN_TIMEOUT`]); call before exit.

@@ -52,6 +52,30 @@ pub fn current_traceparent() -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// The `tracing` layer that turns hermes' own spans into OpenTelemetry spans of `tracer`,
+/// as every hermes binary and benchmark exports them: spans only (log events stay in the
+/// logs), only targets starting with `hermes` (the HTTP and database libraries' spans stay
+/// out), and none of the per-span extras that cost time on every poll of an instrumented
+/// future and tell an operator nothing here (busy/idle time, source location, thread,
+/// target, context activation on entry).
+pub fn layer<S>(tracer: opentelemetry_sdk::trace::Tracer) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer as _;
+    let ours = tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span() && meta.target().starts_with("hermes")
+    });
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_tracked_inactivity(false)
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_context_activation(false)
+        .with_filter(ours)
+}
+
 /// Longest captured text attribute, in bytes (longer text is cut, marked with `…`).
 pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
 
@@ -113,8 +137,7 @@ mod tests {
     #[test]
     fn traced_spans_give_a_w3c_traceparent_with_their_trace_id() {
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-        let subscriber = tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        let subscriber = tracing_subscriber::registry().with(layer(provider.tracer("test")));
         tracing::subscriber::with_default(subscriber, || {
             let _turn = tracing::info_span!("turn").entered();
             let id = current_trace_id().expect("a traced span has a trace id");
