@@ -61,6 +61,15 @@ impl StoreChoice {
                 if let Some(secs) = pg.connect_timeout {
                     options.connect_timeout = seconds("connect_timeout", secs)?;
                 }
+                options.ssl_root_cert = pg
+                    .sslrootcert
+                    .filter(|p| !p.trim().is_empty())
+                    .or_else(|| {
+                        std::env::var("PGSSLROOTCERT")
+                            .ok()
+                            .filter(|p| !p.is_empty())
+                    })
+                    .map(std::path::PathBuf::from);
                 // Parse now so a bad DSN is reported before anything starts.
                 options.driver_config()?;
                 Ok(StoreChoice::Postgresql(options))

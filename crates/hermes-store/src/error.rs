@@ -217,6 +217,20 @@ fn pg_detail(e: &tokio_postgres::Error) -> String {
             }
             out
         }
-        None => e.to_string(),
+        // The driver's own text names only the kind (`error performing TLS handshake`);
+        // the reason (`invalid peer certificate: UnknownIssuer`) is in its sources.
+        None => {
+            let mut out = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !out.contains(&text) {
+                    out.push_str(": ");
+                    out.push_str(&text);
+                }
+                source = s.source();
+            }
+            out
+        }
     }
 }

@@ -50,6 +50,9 @@ pub struct PostgresqlConfig {
     pub statement_timeout: Option<f64>,
     /// Seconds allowed to open one connection (default 10).
     pub connect_timeout: Option<f64>,
+    /// CA certificates (PEM file) the server must prove itself with when the DSN says
+    /// `sslmode=require` (libpq's name; default: the system's roots).
+    pub sslrootcert: Option<String>,
 }
 
 crate::debug_redacted!(PostgresqlConfig {
@@ -59,6 +62,7 @@ crate::debug_redacted!(PostgresqlConfig {
         pool_size,
         max_overflow,
         statement_timeout,
-        connect_timeout
+        connect_timeout,
+        sslrootcert
     ],
 });

@@ -27,6 +27,10 @@ pub struct PgOptions {
     /// ([`crate::WRITE_RETRY_BUDGET`] by default; [`crate::SessionStore::with_retry_budget`]
     /// changes it later).
     pub retry_budget: Duration,
+    /// The CA certificates (PEM) the server's certificate must chain to with
+    /// `sslmode=require` (`sessiondb.postgresql.sslrootcert`, else `PGSSLROOTCERT`); the
+    /// DSN's own `sslrootcert` wins. `None`: the system's roots. See the `tls` module.
+    pub ssl_root_cert: Option<std::path::PathBuf>,
 }
 
 impl PgOptions {
@@ -40,6 +44,7 @@ impl PgOptions {
             statement_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             retry_budget: crate::store::WRITE_RETRY_BUDGET,
+            ssl_root_cert: None,
         }
     }
 
@@ -54,11 +59,19 @@ impl PgOptions {
         masked_location(&self.dsn)
     }
 
-    /// The driver's configuration: the DSN with the timeouts and the schema added.
+    /// The CA file TLS trusts: the DSN's `sslrootcert`, else [`PgOptions::ssl_root_cert`].
+    pub(crate) fn tls_root(&self) -> Option<std::path::PathBuf> {
+        super::tls::driver_dsn(&self.dsn)
+            .1
+            .or_else(|| self.ssl_root_cert.clone())
+    }
+
+    /// The driver's configuration: the DSN with the timeouts and the schema added, and TLS
+    /// only with `sslmode=require` (the `tls` module).
     pub(crate) fn driver_config(&self) -> Result<tokio_postgres::Config, StoreError> {
+        let (dsn, _) = super::tls::driver_dsn(&self.dsn);
         let mut config: tokio_postgres::Config =
-            self.dsn
-                .parse()
+            dsn.parse()
                 .map_err(|e: tokio_postgres::Error| StoreError::Config {
                     // The driver's parse errors name the bad option, never its value.
                     detail: format!("sessiondb.postgresql.dsn: the DSN cannot be parsed: {e}"),
@@ -76,6 +89,9 @@ impl PgOptions {
             options.push_str(&format!(" -c search_path={schema},public"));
         }
         config.options(options.trim());
+        if config.get_ssl_mode() != tokio_postgres::config::SslMode::Require {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+        }
         config.connect_timeout(self.connect_timeout);
         if config.get_application_name().is_none() {
             config.application_name("hermes");
@@ -93,6 +109,7 @@ impl std::fmt::Debug for PgOptions {
             .field("statement_timeout", &self.statement_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("retry_budget", &self.retry_budget)
+            .field("ssl_root_cert", &self.ssl_root_cert)
             .finish()
     }
 }

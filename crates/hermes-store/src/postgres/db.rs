@@ -37,9 +37,13 @@ impl Db {
     /// runtime (the pool's timeouts use it).
     pub(crate) fn new(options: &PgOptions) -> Result<Db, StoreError> {
         let config = options.driver_config()?;
+        // The connector is used only when the DSN says `sslmode=require` (the driver is told
+        // `sslmode=disable` otherwise, and trusts nothing then).
+        let required = config.get_ssl_mode() == tokio_postgres::config::SslMode::Require;
+        let tls = super::tls::connector(required, options.tls_root().as_deref())?;
         let manager = Manager::from_config(
             config,
-            tokio_postgres::NoTls,
+            tls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -236,6 +240,9 @@ fn classify(e: &StoreError) -> Class {
                 Some(connection) => Class::Retry { connection },
                 None => Class::Fatal,
             },
+            // A certificate the server cannot prove, or a server without TLS: the same
+            // on every attempt (its I/O source must not make it look like a lost link).
+            None if is_tls_failure(source) => Class::Fatal,
             None if source.is_closed() || has_io_source(source) => {
                 Class::Retry { connection: true }
             }
@@ -243,6 +250,11 @@ fn classify(e: &StoreError) -> Class {
         },
         _ => Class::Fatal,
     }
+}
+
+/// Whether the driver failed in the TLS handshake (`Kind::Tls`, whose text it starts with).
+fn is_tls_failure(e: &tokio_postgres::Error) -> bool {
+    e.to_string().starts_with("error performing TLS handshake")
 }
 
 fn has_io_source(e: &tokio_postgres::Error) -> bool {

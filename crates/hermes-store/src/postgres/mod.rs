@@ -39,6 +39,7 @@ mod misc;
 mod schema;
 mod search;
 mod sessions;
+mod tls;
 
 pub use config::{PgOptions, masked_location};
 pub use import::ImportReport;
