@@ -70,6 +70,15 @@ fn python() -> Option<String> {
     std::path::Path::new(&p).exists().then_some(p)
 }
 
+/// A receiver in `mode`, or `None` (said on stderr) without the OTLP Python packages.
+fn receiver(mode: &str) -> Option<Receiver> {
+    let Some(python) = python() else {
+        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+        return None;
+    };
+    Some(Receiver::start(&python, mode))
+}
+
 /// A mock turn: two `read_file` calls in one reply, then the answer.
 async fn two_tool_turn() -> Env {
     two_tool_turn_with("").await
@@ -91,11 +100,9 @@ async fn two_tool_turn_with(extra_config: &str) -> Env {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(receiver) = receiver("accept") else {
         return;
     };
-    let receiver = Receiver::start(&python, "accept");
     let env = two_tool_turn().await;
     let endpoint = format!("http://127.0.0.1:{}", receiver.port);
     let out = env
@@ -112,11 +119,9 @@ async fn one_turn_with_two_tool_calls_is_one_trace_with_gen_ai_spans() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_trace_goes_over_grpc_when_the_protocol_says_so() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(receiver) = receiver("grpc") else {
         return;
     };
-    let receiver = Receiver::start(&python, "grpc");
     let env = two_tool_turn().await;
     let out = env
         .run_env(
@@ -202,11 +207,9 @@ fn provider_traceparents(env: &Env) -> Vec<Option<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn providers_get_the_model_call_span_as_traceparent_only_when_asked() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(receiver) = receiver("accept") else {
         return;
     };
-    let receiver = Receiver::start(&python, "accept");
     let endpoint = format!("http://127.0.0.1:{}", receiver.port);
     // Default: trace export on, nothing sent to the provider.
     let env = two_tool_turn().await;
@@ -251,11 +254,9 @@ async fn providers_get_the_model_call_span_as_traceparent_only_when_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(refusing) = receiver("refuse") else {
         return;
     };
-    let refusing = Receiver::start(&python, "refuse");
     // A port nothing listens on.
     let down = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -305,11 +306,9 @@ async fn a_collector_that_is_down_or_refusing_changes_no_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_and_skill_operations_are_spans_under_their_tool_calls() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(receiver) = receiver("accept") else {
         return;
     };
-    let receiver = Receiver::start(&python, "accept");
     let env = Env::new().await;
     let skill = env
         .home
@@ -377,11 +376,9 @@ async fn memory_and_skill_operations_are_spans_under_their_tool_calls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_content_puts_redacted_text_in_the_spans() {
-    let Some(python) = python() else {
-        eprintln!("skipped: HERMES_OTLP_PYTHON not set (.ci/run installs opentelemetry-proto)");
+    let Some(receiver) = receiver("accept") else {
         return;
     };
-    let receiver = Receiver::start(&python, "accept");
     let env = two_tool_turn_with("observability:\n  capture_content: true\n").await;
     // A key of the home, also inside a file the model reads.
     let key = "pear-key-0123456789abcdef";
