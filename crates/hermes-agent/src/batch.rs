@@ -95,7 +95,8 @@ impl Agent {
         let mut outputs: Vec<Option<(ToolOutput, Duration)>> = vec![None; calls.len()];
 
         // One span per call (OpenTelemetry's `execute_tool {name}`): name, call id, the
-        // sandbox mode it ran under and outcome; the arguments and the result only with content capture on.
+        // sandbox mode it ran under and outcome; the arguments and the result only with
+        // content capture on.
         let spans: Vec<tracing::Span> = calls
             .iter()
             .map(|c| {
@@ -113,7 +114,6 @@ impl Agent {
                 )
             })
             .collect();
-        // Arguments and results only with content capture on (`observability.capture_content`).
         if hermes_telemetry::trace::capturing_content() {
             for (span, call) in spans.iter().zip(calls) {
                 if let Some(text) = hermes_telemetry::trace::captured(&call.arguments) {

@@ -67,7 +67,8 @@ impl Endpoint {
     /// Builds an endpoint: `credential` is a header name and its value (e.g. `Authorization:
     /// Bearer …`, marked sensitive), `extra` are more headers; `timeouts` bound the calls
     /// (see the module docs); `trace_context` adds the W3C trace headers of the span each
-    /// request is sent in (none when trace export is off). Errors (`format_error`) name the header that is not valid.
+    /// request is sent in (none when trace export is off). Errors (`format_error`) name the
+    /// header that is not valid.
     pub(crate) fn new(
         url: String,
         credential: Option<(HeaderName, String)>,
