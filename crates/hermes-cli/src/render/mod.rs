@@ -580,7 +580,8 @@ impl Renderer {
                         }
                     }
                     (_, RenderMode::FinalOnly) => {
-                        self.write_out(&format!("{}\n", final_text.trim_end()));
+                        let text = style::plain_text(final_text);
+                        self.write_out(&format!("{}\n", text.trim_end()));
                     }
                     _ => {}
                 }

@@ -130,6 +130,16 @@ pub fn clean(text: &str) -> String {
     out
 }
 
+/// Text for a pipe or a file (`chat -q | cat`, `> answer.md`): line breaks and tabs kept,
+/// every other control character removed (ESC, CR, BEL, DEL and the C1 controls), so a
+/// model's answer printed by `cat` later cannot set the terminal's title, clipboard or
+/// screen either.
+pub fn plain_text(text: &str) -> String {
+    text.chars()
+        .filter(|&c| matches!(c, '\n' | '\t') || !c.is_control())
+        .collect()
+}
+
 /// Shows a text the user must judge (a command awaiting approval) exactly: line breaks are
 /// kept, each followed by `indent`; tabs become four spaces; every other control character
 /// is shown in caret notation (`^[` for ESC, `^M` for CR, `^?` for DEL) and bidirectional

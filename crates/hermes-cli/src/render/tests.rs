@@ -281,6 +281,16 @@ fn model_text_cannot_inject_escapes() {
     }
 }
 
+#[test]
+fn answers_for_a_pipe_carry_no_terminal_controls() {
+    // `chat -q | cat`: what `cat` prints must not drive the terminal either.
+    let out = stdout_of(
+        RenderMode::FinalOnly,
+        &turn(&["title \x1b]0;pwned\x07 and \x1b]52;c;aGk=\x07 clip\r\n\tindented\u{9b}2J end\n"]),
+    );
+    assert_eq!(out, "title ]0;pwned and ]52;c;aGk= clip\n\tindented2J end\n");
+}
+
 fn tool_events() -> Vec<AgentEvent> {
     let started = |id: &str, name: &str, args: &str| AgentEvent::ToolStarted {
         call_id: id.into(),
