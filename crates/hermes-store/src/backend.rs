@@ -121,6 +121,14 @@ pub trait SessionBackend: Send + Sync {
         usage: &UsageRecord<'_>,
         expected_version: u64,
     ) -> Result<i64, StoreError>;
+    fn append_message_traced(
+        &self,
+        session_id: &str,
+        message: &Message,
+        trace_id: Option<&str>,
+        usage: Option<&UsageRecord<'_>>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError>;
     fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
     fn load_all_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
     fn deactivate_messages_from(
@@ -145,6 +153,14 @@ pub trait SessionBackend: Send + Sync {
         session_id: &str,
         from_id: Option<i64>,
         replacement: &[Message],
+        expected_version: u64,
+    ) -> Result<(Vec<i64>, u64), StoreError>;
+    fn replace_active_traced(
+        &self,
+        session_id: &str,
+        from_id: Option<i64>,
+        replacement: &[Message],
+        trace_ids: &[Option<String>],
         expected_version: u64,
     ) -> Result<(Vec<i64>, u64), StoreError>;
     fn add_usage(&self, session_id: &str, usage: &UsageRecord<'_>) -> Result<(), StoreError>;
@@ -259,12 +275,14 @@ impl SessionBackend for crate::store::SqliteStore {
         fn append_message(&self, session_id: &str, message: &Message, token_count: Option<u64>) -> Result<i64, StoreError>;
         fn append_message_checked(&self, session_id: &str, message: &Message, token_count: Option<u64>, expected_version: u64) -> Result<i64, StoreError>;
         fn append_message_with_usage_checked(&self, session_id: &str, message: &Message, usage: &UsageRecord<'_>, expected_version: u64) -> Result<i64, StoreError>;
+        fn append_message_traced(&self, session_id: &str, message: &Message, trace_id: Option<&str>, usage: Option<&UsageRecord<'_>>, expected_version: u64) -> Result<i64, StoreError>;
         fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
         fn load_all_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
         fn deactivate_messages_from(&self, session_id: &str, message_id: i64) -> Result<usize, StoreError>;
         fn deactivate_messages_checked(&self, session_id: &str, message_id: i64, expected_version: u64) -> Result<u64, StoreError>;
         fn replace_active_from(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message]) -> Result<Vec<i64>, StoreError>;
         fn replace_active_checked(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message], expected_version: u64) -> Result<(Vec<i64>, u64), StoreError>;
+        fn replace_active_traced(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message], trace_ids: &[Option<String>], expected_version: u64) -> Result<(Vec<i64>, u64), StoreError>;
         fn add_usage(&self, session_id: &str, usage: &UsageRecord<'_>) -> Result<(), StoreError>;
         fn usage_by_model(&self, session_id: &str) -> Result<Vec<ModelUsage>, StoreError>;
         fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError>;

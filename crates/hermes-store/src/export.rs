@@ -14,8 +14,8 @@ use crate::types::{SessionRecord, StoredMessage};
 pub enum Format {
     /// A readable transcript: title, metadata, then one `## role` section per message.
     Markdown,
-    /// `{"session": SessionRecord, "messages": [{"id", "timestamp", "active", "message"}]}`,
-    /// pretty-printed.
+    /// `{"session": SessionRecord, "messages": [{"id", "timestamp", "active", "trace_id",
+    /// "message"}]}`, pretty-printed (`trace_id` only on messages stored with one).
     Json,
 }
 
@@ -24,6 +24,8 @@ struct JsonMessage<'a> {
     id: i64,
     timestamp: String,
     active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<&'a str>,
     message: &'a hermes_protocol::Message,
 }
 
@@ -52,6 +54,7 @@ impl SessionStore {
                             id: m.id,
                             timestamp: m.timestamp.to_rfc3339(),
                             active: m.active,
+                            trace_id: m.trace_id.as_deref(),
                             message: &m.message,
                         })
                         .collect(),

@@ -12,7 +12,7 @@ use crate::types::{ModelUsage, StoredMessage};
 
 const MESSAGE_COLUMNS: &str = "m.id, m.role, m.content, h.content_parts, m.tool_calls, \
      m.tool_call_id, m.tool_name, m.reasoning, m.reasoning_content, h.reasoning_signature, \
-     m.finish_reason, m.timestamp, m.active";
+     m.finish_reason, m.timestamp, m.active, h.trace_id";
 
 /// Python's marker for a `content` cell holding JSON (a list of parts) instead of text
 /// (`SessionDB._CONTENT_JSON_PREFIX` in `hermes_state.py`).
@@ -23,7 +23,7 @@ const CONTENT_JSON_PREFIX: &str = "\u{0}json:";
 const IMAGE_PLACEHOLDER: &str = "[image]";
 
 /// The columns a message is stored as: Python's `messages` columns, plus the `hermes_messages`
-/// row when the content or the reasoning signature does not fit them.
+/// row when the content, the reasoning signature or the trace id does not fit them.
 pub(crate) struct Encoded {
     /// `messages.content`: the text (`NULL` when there is none).
     pub(crate) content: Option<String>,
@@ -35,6 +35,17 @@ pub(crate) struct Encoded {
     pub(crate) parts: Option<String>,
     /// `hermes_messages.reasoning_signature`.
     pub(crate) signature: Option<String>,
+    /// `hermes_messages.trace_id`: the trace id of the turn that wrote the message (not part
+    /// of [`Message`]: set by the traced writes after [`encode`]).
+    pub(crate) trace_id: Option<String>,
+}
+
+impl Encoded {
+    /// The same columns with `trace_id` as the message's trace id.
+    pub(crate) fn traced(mut self, trace_id: Option<&str>) -> Encoded {
+        self.trace_id = trace_id.map(str::to_string);
+        self
+    }
 }
 
 fn json_err(what: &'static str) -> impl Fn(serde_json::Error) -> StoreError {
@@ -83,7 +94,21 @@ pub(crate) fn encode(message: &Message) -> Result<Encoded, StoreError> {
         reasoning: message.reasoning.as_ref().map(|r| r.text.clone()),
         parts,
         signature: message.reasoning.as_ref().and_then(|r| r.signature.clone()),
+        trace_id: None,
     })
+}
+
+/// [`encode`] of each of `messages`, with `trace_ids[i]` as the trace id of `messages[i]`
+/// (none past the end of `trace_ids`).
+pub(crate) fn encode_traced(
+    messages: &[Message],
+    trace_ids: &[Option<String>],
+) -> Result<Vec<Encoded>, StoreError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Ok(encode(m)?.traced(trace_ids.get(i).and_then(|t| t.as_deref()))))
+        .collect()
 }
 
 /// Exact inverse of [`FinishReason::as_str`] (`from_wire` would fold provider aliases).
@@ -112,6 +137,7 @@ pub(crate) struct RawRow {
     pub(crate) finish_reason: Option<String>,
     pub(crate) timestamp: f64,
     pub(crate) active: bool,
+    pub(crate) trace_id: Option<String>,
 }
 
 fn raw_from_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
@@ -129,6 +155,7 @@ fn raw_from_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
         finish_reason: row.get(10)?,
         timestamp: row.get::<_, Option<f64>>(11)?.unwrap_or_default(),
         active: row.get::<_, Option<i64>>(12)?.unwrap_or(1) != 0,
+        trace_id: row.get(13)?,
     })
 }
 
@@ -282,12 +309,17 @@ pub(crate) fn insert_row_with_id(
         i64::from(active),
     ])?;
     let row = tx.last_insert_rowid();
-    if enc.parts.is_some() || enc.signature.is_some() {
+    if enc.parts.is_some() || enc.signature.is_some() || enc.trace_id.is_some() {
         tx.prepare_cached(
             "INSERT OR REPLACE INTO hermes_messages (message_id, content_parts, \
-             reasoning_signature) VALUES (?1, ?2, ?3)",
+             reasoning_signature, trace_id) VALUES (?1, ?2, ?3, ?4)",
         )?
-        .execute(rusqlite::params![row, enc.parts, enc.signature])?;
+        .execute(rusqlite::params![
+            row,
+            enc.parts,
+            enc.signature,
+            enc.trace_id
+        ])?;
     }
     Ok(row)
 }
@@ -656,5 +688,6 @@ pub(crate) fn decode_row(db: &str, raw: RawRow) -> Result<Option<StoredMessage>,
         },
         timestamp: from_ts(raw.timestamp),
         active: raw.active,
+        trace_id: raw.trace_id,
     }))
 }

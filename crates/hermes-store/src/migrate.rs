@@ -3,7 +3,8 @@
 //!   22, plus the `hermes_*` tables), so Python opens it without migrating;
 //! - a file of Python's layout (a `schema_version` table) is used as it is when every column
 //!   hermes reads or writes exists, whatever its version; the `hermes_*` tables are added
-//!   when missing (new tables only: nothing of Python's changes); otherwise it is refused
+//!   when missing, and the columns hermes added to them later when an older hermes made
+//!   them (nothing of Python's changes); otherwise it is refused
 //!   ([`StoreError::SchemaMismatch`]);
 //! - a file of hermes' own earlier schema (`PRAGMA user_version` 1–4, [`crate::legacy`]) is
 //!   copied to `state.db.bak-v<N>-<UTC time>` and then converted, in one transaction, keeping
@@ -20,8 +21,9 @@ use crate::error::StoreError;
 use crate::legacy::{LEGACY_LAST, LEGACY_STEPS};
 use crate::messages::{encode, insert_row_with_id};
 use crate::schema::{
-    HERMES_LAYOUT, HERMES_TABLES, PY_DEFERRED_INDEXES, PY_FTS, PY_FTS_TRIGRAM, PY_PLATFORM_INDEX,
-    PY_SCHEMA, PY_TITLE_INDEX, REBUILD_SEARCH, REQUIRED_COLUMNS, SCHEMA_VERSION, fresh_schema,
+    HERMES_ADDED_COLUMNS, HERMES_LAYOUT, HERMES_TABLES, PY_DEFERRED_INDEXES, PY_FTS,
+    PY_FTS_TRIGRAM, PY_PLATFORM_INDEX, PY_SCHEMA, PY_TITLE_INDEX, REBUILD_SEARCH, REQUIRED_COLUMNS,
+    SCHEMA_VERSION, fresh_schema,
 };
 
 /// Checks the SQLite header of an existing file without SQLite touching it: the magic
@@ -242,9 +244,11 @@ fn use_shared(conn: &mut Connection, db: &str) -> Result<(), PrepError> {
     }
     let needs_tables = missing_columns(conn, true)?;
     if !needs_tables.is_empty() {
-        // Only hermes' own tables are missing (a file Python made): add them.
+        // Only hermes' own tables or columns are missing (a file Python or an older hermes
+        // made): add them.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(HERMES_TABLES)?;
+        add_hermes_columns(&tx)?;
         let layout: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if layout < HERMES_LAYOUT {
             tx.pragma_update(None, "user_version", HERMES_LAYOUT)?;
@@ -253,6 +257,23 @@ fn use_shared(conn: &mut Connection, db: &str) -> Result<(), PrepError> {
         let still = missing_columns(conn, true)?;
         if !still.is_empty() {
             return Err(mismatch(conn, still));
+        }
+    }
+    Ok(())
+}
+
+/// Adds each of [`HERMES_ADDED_COLUMNS`] its table lacks (in the caller's transaction; a
+/// column another process added meanwhile is seen and left alone).
+fn add_hermes_columns(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    for (table, column, kind) in HERMES_ADDED_COLUMNS {
+        let has: bool = tx.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+            [table, column],
+            |r| r.get(0),
+        )?;
+        if !has {
+            tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind};"))?;
+            tracing::info!(table, column, "added a column to hermes' own table");
         }
     }
     Ok(())

@@ -14,8 +14,10 @@
 //! - `hermes_sessions`: a session's `history_version` (optimistic concurrency, issue 7 item 4)
 //!   and its model choice (`/model` in a gateway chat);
 //! - `hermes_messages`: the exact content parts of a message that `messages.content` cannot
-//!   hold as one text (several parts, images) and a reasoning signature; `content` then holds
-//!   the text Python shows and searches;
+//!   hold as one text (several parts, images), a reasoning signature, and the trace id of
+//!   the turn that wrote the message (issue 24 §1; added to older files when they are
+//!   opened, [`HERMES_ADDED_COLUMNS`]); `content` then holds the text Python shows and
+//!   searches;
 //! - `hermes_cron_runs`: the run history of scheduled jobs.
 //!
 //! `PRAGMA user_version` (which Python never reads or writes) is [`HERMES_LAYOUT`] in a
@@ -269,7 +271,8 @@ CREATE TABLE IF NOT EXISTS hermes_sessions (
 CREATE TABLE IF NOT EXISTS hermes_messages (
     message_id INTEGER PRIMARY KEY,
     content_parts TEXT,
-    reasoning_signature TEXT
+    reasoning_signature TEXT,
+    trace_id TEXT
 );
 CREATE TABLE IF NOT EXISTS hermes_cron_runs (
     run_id TEXT PRIMARY KEY,
@@ -287,6 +290,12 @@ CREATE TABLE IF NOT EXISTS hermes_cron_runs (
 CREATE INDEX IF NOT EXISTS hermes_cron_runs_job ON hermes_cron_runs(job_id, started_at);
 CREATE INDEX IF NOT EXISTS hermes_cron_runs_started ON hermes_cron_runs(started_at);
 ";
+
+/// Columns added to a `hermes_*` table after it was first created: `(table, column, type)`.
+/// A file whose table lacks one gets it when it is opened (`ALTER TABLE … ADD COLUMN`, which
+/// keeps every row; Python never reads these tables).
+pub(crate) const HERMES_ADDED_COLUMNS: &[(&str, &str, &str)] =
+    &[("hermes_messages", "trace_id", "TEXT")];
 
 /// Every column hermes reads or writes, per table. A file of another schema version is used
 /// only when all of them exist ([`crate::SessionStore::schema_check`]).
@@ -376,7 +385,12 @@ pub(crate) const REQUIRED_COLUMNS: &[(&str, &[&str])] = &[
     ),
     (
         "hermes_messages",
-        &["message_id", "content_parts", "reasoning_signature"],
+        &[
+            "message_id",
+            "content_parts",
+            "reasoning_signature",
+            "trace_id",
+        ],
     ),
     (
         "hermes_cron_runs",

@@ -88,6 +88,10 @@ pub struct StoredMessage {
     pub timestamp: DateTime<Utc>,
     /// False once deactivated by [`crate::SessionStore::deactivate_messages_from`].
     pub active: bool,
+    /// The W3C trace id (32 lowercase hex digits) of the turn that wrote the message, when
+    /// trace export was on (`hermes_messages.trace_id`, issue 24 §1); `None` otherwise and for
+    /// messages Python Hermes wrote.
+    pub trace_id: Option<String>,
 }
 
 /// A full-text search request (FEATURES §10 `session_search` discovery).

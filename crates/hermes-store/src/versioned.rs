@@ -85,13 +85,60 @@ impl SqliteStore {
         usage: &UsageRecord<'_>,
         expected_version: u64,
     ) -> Result<i64, StoreError> {
-        let enc = encode(message)?;
+        self.append_checked(
+            "append_message_with_usage_checked",
+            session_id,
+            message,
+            None,
+            Some(usage),
+            expected_version,
+        )
+    }
+
+    /// The version-checked append with what hermes keeps beside the message: `trace_id`, the
+    /// W3C trace id (32 lowercase hex digits) of the turn that produced it, stored in
+    /// `hermes_messages.trace_id` and read back as [`crate::StoredMessage::trace_id`]; and,
+    /// for a model's reply, the `usage` of its call, recorded in the same commit as
+    /// [`SqliteStore::append_message_with_usage_checked`] does. With neither it is
+    /// [`SqliteStore::append_message_checked`].
+    ///
+    /// Errors: as [`SqliteStore::append_message_checked`].
+    pub fn append_message_traced(
+        &self,
+        session_id: &str,
+        message: &Message,
+        trace_id: Option<&str>,
+        usage: Option<&UsageRecord<'_>>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError> {
+        self.append_checked(
+            "append_message_traced",
+            session_id,
+            message,
+            trace_id,
+            usage,
+            expected_version,
+        )
+    }
+
+    fn append_checked(
+        &self,
+        op: &'static str,
+        session_id: &str,
+        message: &Message,
+        trace_id: Option<&str>,
+        usage: Option<&UsageRecord<'_>>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError> {
+        let enc = encode(message)?.traced(trace_id);
         let now = to_ts(Utc::now());
         let calls = i64::try_from(message.tool_calls.len()).unwrap_or(i64::MAX);
-        self.write("append_message_with_usage_checked", |tx| {
+        self.write(op, |tx| {
             check(tx, session_id, expected_version)?;
             let id = append_in(tx, session_id, message, &enc, now, None, calls)?;
-            add_usage_in(tx, session_id, usage)?;
+            if let Some(usage) = usage {
+                add_usage_in(tx, session_id, usage)?;
+            }
             Ok(id)
         })
     }
@@ -125,10 +172,25 @@ impl SqliteStore {
         replacement: &[Message],
         expected_version: u64,
     ) -> Result<(Vec<i64>, u64), StoreError> {
-        let encoded = replacement
-            .iter()
-            .map(encode)
-            .collect::<Result<Vec<_>, _>>()?;
+        self.replace_active_traced(session_id, from_id, replacement, &[], expected_version)
+    }
+
+    /// [`SqliteStore::replace_active_checked`] with a trace id per replacement message:
+    /// `trace_ids[i]` is stored with `replacement[i]` (as
+    /// [`SqliteStore::append_message_traced`] stores one); a message past the end of
+    /// `trace_ids` has none. Compression passes the trace ids of the messages it keeps, so a
+    /// turn's messages keep their turn's trace id.
+    ///
+    /// Errors: as [`SqliteStore::append_message_checked`].
+    pub fn replace_active_traced(
+        &self,
+        session_id: &str,
+        from_id: Option<i64>,
+        replacement: &[Message],
+        trace_ids: &[Option<String>],
+        expected_version: u64,
+    ) -> Result<(Vec<i64>, u64), StoreError> {
+        let encoded = crate::messages::encode_traced(replacement, trace_ids)?;
         let now = to_ts(Utc::now());
         self.write("replace_active_checked", |tx| {
             let v = check(tx, session_id, expected_version)?;

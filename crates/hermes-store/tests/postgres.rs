@@ -679,3 +679,38 @@ fn a_version_3_database_migrates_forward() {
     let again = SessionStore::from_backend(PgStore::open(&options).unwrap());
     assert_eq!(again.schema_version().unwrap(), PG_SCHEMA_VERSION);
 }
+
+/// A database of PostgreSQL schema version 4 (`hermes_messages` without `trace_id`) migrates
+/// to version 5: the column is added, the rows it had are kept, and trace ids are stored from
+/// then on.
+#[test]
+fn a_version_4_database_gains_the_trace_id_column() {
+    use hermes_protocol::ContentPart;
+    let Some(dsn) = dsn() else { return };
+    let schema = fresh_schema();
+    let options = PgOptions::new(dsn.clone()).with_schema(schema.clone());
+    let store = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    session(&store, "s");
+    let mut multi = Message::user("see");
+    multi.content.push(ContentPart::Image {
+        url: "https://example.com/x.png".into(),
+    });
+    store.append_message("s", &multi, None).unwrap();
+    drop(store);
+    let admin = Admin::connect(&dsn, &schema);
+    admin.run(
+        "ALTER TABLE hermes_messages DROP COLUMN trace_id; \
+         DELETE FROM hermes_schema_migrations WHERE version > 4",
+    );
+    let store = SessionStore::from_backend(PgStore::open(&options).unwrap());
+    assert_eq!(store.schema_version().unwrap(), PG_SCHEMA_VERSION);
+    assert!(store.schema_check().unwrap().is_current());
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    store
+        .append_message_traced("s", &Message::assistant("ok"), Some(trace), None, 0)
+        .unwrap();
+    let stored = store.load_messages("s").unwrap();
+    assert_eq!(stored[0].message, multi, "the old row's parts are kept");
+    let ids: Vec<Option<&str>> = stored.iter().map(|m| m.trace_id.as_deref()).collect();
+    assert_eq!(ids, [None, Some(trace)]);
+}

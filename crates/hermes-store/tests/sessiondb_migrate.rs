@@ -79,6 +79,11 @@ fn source(path: &Path) -> SessionStore {
         url: "data:image/png;base64,AAAA".into(),
     });
     s.append_message("s-tg", &image, None).unwrap();
+    // A turn's trace id, alone and beside content parts (`hermes_messages`).
+    s.append_message_traced("s-tg", &Message::assistant("seen"), Some(TRACE), None, 0)
+        .unwrap();
+    s.append_message_traced("s-tg", &image, Some(TRACE), None, 0)
+        .unwrap();
     s.append_message("s-child", &Message::user("我的笔记本"), None)
         .unwrap();
     let usage = Usage {
@@ -128,6 +133,9 @@ fn source(path: &Path) -> SessionStore {
 }
 
 const IDS: [&str; 3] = ["s-cli", "s-tg", "s-child"];
+
+/// The trace id the source's traced messages carry.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 fn assert_same(src: &SessionStore, pg: &SessionStore) {
     for id in IDS {
@@ -216,6 +224,13 @@ fn an_import_copies_everything_refuses_a_second_and_resumes_after_an_interruptio
     assert!(lines.iter().any(|l| l.contains("verified")), "{lines:?}");
     let pg = SessionStore::from_backend(PgStore::open(&options).unwrap());
     assert_same(&src, &pg);
+    let traced = pg
+        .load_messages("s-tg")
+        .unwrap()
+        .iter()
+        .filter(|m| m.trace_id.as_deref() == Some(TRACE))
+        .count();
+    assert_eq!(traced, 2, "trace ids are copied");
     // New messages get ids after the imported ones.
     pg.create_session(&new("pg-only", "cli", None, None))
         .unwrap();

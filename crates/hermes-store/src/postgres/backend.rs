@@ -214,6 +214,40 @@ impl SessionBackend for PgStore {
         })
     }
 
+    fn append_message_traced(
+        &self,
+        session_id: &str,
+        message: &Message,
+        trace_id: Option<&str>,
+        usage: Option<&UsageRecord<'_>>,
+        expected_version: u64,
+    ) -> Result<i64, StoreError> {
+        let enc = encode(message)?.traced(trace_id);
+        let (id, message, usage) = (
+            session_id.to_string(),
+            message.clone(),
+            usage.map(owned_usage),
+        );
+        self.run(move |db| async move {
+            match &usage {
+                Some(usage) => {
+                    db.append_message_with_usage_checked(
+                        &id,
+                        &message,
+                        &enc,
+                        usage,
+                        expected_version,
+                    )
+                    .await
+                }
+                None => {
+                    db.append_message(&id, &message, &enc, None, Some(expected_version))
+                        .await
+                }
+            }
+        })
+    }
+
     fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let id = session_id.to_string();
         self.run(move |db| async move { db.load_messages(&id, true).await })
@@ -268,6 +302,26 @@ impl SessionBackend for PgStore {
         expected_version: u64,
     ) -> Result<(Vec<i64>, u64), StoreError> {
         let rows = encoded(replacement)?;
+        let id = session_id.to_string();
+        self.run(move |db| async move {
+            db.replace_active(&id, from_id, &rows, Some(expected_version))
+                .await
+        })
+    }
+
+    fn replace_active_traced(
+        &self,
+        session_id: &str,
+        from_id: Option<i64>,
+        replacement: &[Message],
+        trace_ids: &[Option<String>],
+        expected_version: u64,
+    ) -> Result<(Vec<i64>, u64), StoreError> {
+        let rows: Vec<_> = replacement
+            .iter()
+            .cloned()
+            .zip(crate::messages::encode_traced(replacement, trace_ids)?)
+            .collect();
         let id = session_id.to_string();
         self.run(move |db| async move {
             db.replace_active(&id, from_id, &rows, Some(expected_version))

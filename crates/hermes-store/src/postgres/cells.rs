@@ -232,14 +232,15 @@ pub(super) fn checked(columns: &[Column]) -> Vec<usize> {
         .collect()
 }
 
-pub(super) fn checksum(messages: &[(Vec<Cell>, Option<String>, Option<String>)]) -> String {
+pub(super) fn checksum(messages: &[(Vec<Cell>, [Option<String>; 3])]) -> String {
     let mut h = Sha256::new();
-    for (cells, parts, signature) in messages {
+    for (cells, extras) in messages {
         for c in cells {
             c.feed(&mut h);
         }
-        Cell::Text(parts.clone()).feed(&mut h);
-        Cell::Text(signature.clone()).feed(&mut h);
+        for extra in extras {
+            Cell::Text(extra.clone()).feed(&mut h);
+        }
     }
     hex::encode(h.finalize())
 }

@@ -66,6 +66,18 @@ struct SourceMessage {
     cells: Vec<Cell>,
     parts: Option<String>,
     signature: Option<String>,
+    trace_id: Option<String>,
+}
+
+impl SourceMessage {
+    /// Its `hermes_messages` cells, in the order the checksum reads them.
+    fn extras(&self) -> [Option<String>; 3] {
+        [
+            self.parts.clone(),
+            self.signature.clone(),
+            self.trace_id.clone(),
+        ]
+    }
 }
 
 impl PgStore {
@@ -289,7 +301,7 @@ fn read_messages(
     let mut sql = select(columns, "messages m", "");
     sql = sql.replacen(
         "SELECT ",
-        "SELECT h.content_parts, h.reasoning_signature, ",
+        "SELECT h.content_parts, h.reasoning_signature, h.trace_id, ",
         1,
     );
     sql.push_str(
@@ -302,9 +314,10 @@ fn read_messages(
     while let Some(row) = rows.next().map_err(src_err("read"))? {
         let parts: Option<String> = row.get(0).map_err(src_err("read"))?;
         let signature: Option<String> = row.get(1).map_err(src_err("read"))?;
+        let trace_id: Option<String> = row.get(2).map_err(src_err("read"))?;
         let mut cells = Vec::with_capacity(columns.len());
         for (i, col) in columns.iter().enumerate() {
-            let v = row.get_ref(i + 2).map_err(src_err("read"))?;
+            let v = row.get_ref(i + 3).map_err(src_err("read"))?;
             let where_ = || format!("messages.{} of session {session_id}", col.name);
             cells.push(convert(v, col.kind, &where_)?);
         }
@@ -321,6 +334,7 @@ fn read_messages(
             cells,
             parts,
             signature,
+            trace_id,
         });
     }
     Ok(out)
@@ -535,8 +549,7 @@ impl Db {
                 .map(|m| {
                     (
                         check_cols.iter().map(|&i| m.cells[i].clone()).collect(),
-                        m.parts.clone(),
-                        m.signature.clone(),
+                        m.extras(),
                     )
                 })
                 .collect::<Vec<_>>(),
@@ -546,7 +559,7 @@ impl Db {
             .map(|&i| tables.messages[i].name.as_str())
             .collect();
         let readback = format!(
-            "SELECT {}, h.content_parts, h.reasoning_signature FROM messages m \
+            "SELECT {}, h.content_parts, h.reasoning_signature, h.trace_id FROM messages m \
              LEFT JOIN hermes_messages h ON h.message_id = m.id WHERE m.session_id = $1 \
              ORDER BY m.id",
             names
@@ -589,11 +602,11 @@ impl Db {
                 }
             }
             for (m, id) in messages.iter().zip(&new_ids) {
-                if m.parts.is_some() || m.signature.is_some() {
+                if m.parts.is_some() || m.signature.is_some() || m.trace_id.is_some() {
                     tx.execute(
-                        "INSERT INTO hermes_messages (message_id, content_parts, reasoning_signature) \
-                         VALUES ($1, $2, $3)",
-                        &[id, &m.parts, &m.signature],
+                        "INSERT INTO hermes_messages (message_id, content_parts, \
+                         reasoning_signature, trace_id) VALUES ($1, $2, $3, $4)",
+                        &[id, &m.parts, &m.signature, &m.trace_id],
                     )
                     .await?;
                 }
@@ -623,7 +636,8 @@ impl Db {
                 }
                 let parts: Option<String> = r.try_get(check_cols.len())?;
                 let signature: Option<String> = r.try_get(check_cols.len() + 1)?;
-                copied.push((cells, parts, signature));
+                let trace_id: Option<String> = r.try_get(check_cols.len() + 2)?;
+                copied.push((cells, [parts, signature, trace_id]));
             }
             let got = checksum(&copied);
             if copied.len() != messages.len() || got != expected {

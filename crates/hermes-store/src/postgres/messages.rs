@@ -59,16 +59,18 @@ pub(crate) async fn insert_row(
         )
         .await?;
     let id: i64 = row.try_get(0)?;
-    if enc.parts.is_some() || enc.signature.is_some() {
+    if enc.parts.is_some() || enc.signature.is_some() || enc.trace_id.is_some() {
         let st = c
             .prepare_cached(
-                "INSERT INTO hermes_messages (message_id, content_parts, reasoning_signature) \
-                 VALUES ($1, $2, $3) ON CONFLICT (message_id) DO UPDATE SET \
+                "INSERT INTO hermes_messages (message_id, content_parts, reasoning_signature, \
+                 trace_id) VALUES ($1, $2, $3, $4) ON CONFLICT (message_id) DO UPDATE SET \
                  content_parts = excluded.content_parts, \
-                 reasoning_signature = excluded.reasoning_signature",
+                 reasoning_signature = excluded.reasoning_signature, \
+                 trace_id = excluded.trace_id",
             )
             .await?;
-        c.execute(&st, &[&id, &enc.parts, &enc.signature]).await?;
+        c.execute(&st, &[&id, &enc.parts, &enc.signature, &enc.trace_id])
+            .await?;
     }
     Ok(id)
 }
@@ -337,7 +339,7 @@ impl Db {
         let sql = format!(
             "SELECT m.id, m.role, m.content, h.content_parts, m.tool_calls, m.tool_call_id, \
              m.tool_name, m.reasoning, m.reasoning_content, h.reasoning_signature, \
-             m.finish_reason, m.timestamp, m.active FROM messages m \
+             m.finish_reason, m.timestamp, m.active, h.trace_id FROM messages m \
              LEFT JOIN hermes_messages h ON h.message_id = m.id \
              WHERE m.session_id = $1 {} ORDER BY m.id",
             if active_only { "AND m.active = 1" } else { "" }
@@ -362,6 +364,7 @@ impl Db {
                 finish_reason: r.try_get(10)?,
                 timestamp: r.try_get::<_, Option<f64>>(11)?.unwrap_or_default(),
                 active: r.try_get::<_, Option<i64>>(12)?.unwrap_or(1) != 0,
+                trace_id: r.try_get(13)?,
             };
             if let Some(m) = decode_row(&self.location, raw)? {
                 out.push(m);

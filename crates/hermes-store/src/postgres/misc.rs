@@ -57,6 +57,15 @@ const REQUIRED: &[(&str, &[&str])] = &[
     ),
     ("messages", &["id", "session_id", "role", "search_tsv"]),
     ("hermes_sessions", &["session_id", "history_version"]),
+    (
+        "hermes_messages",
+        &[
+            "message_id",
+            "content_parts",
+            "reasoning_signature",
+            "trace_id",
+        ],
+    ),
     ("hermes_write_log", &["write_id", "result"]),
 ];
 

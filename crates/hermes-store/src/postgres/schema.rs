@@ -21,7 +21,7 @@ use crate::error::StoreError;
 use super::db::{Db, read};
 
 /// The newest PostgreSQL schema version this build knows.
-pub const PG_SCHEMA_VERSION: i64 = 4;
+pub const PG_SCHEMA_VERSION: i64 = 5;
 
 /// Message ids per slice of the word index: its second column is `ARRAY[id >> SLICE_BITS]`
 /// (65,536 consecutive ids a slice), which `search.rs` names to fetch a few slices' matches.
@@ -317,6 +317,10 @@ DROP INDEX IF EXISTS idx_messages_search;
 CREATE INDEX idx_messages_search ON messages USING gin (search_tsv, (ARRAY[id >> {SLICE_BITS}]));
 "#;
 
+/// Version 5: the trace id of the turn that wrote a message (issue 24 §1), as in SQLite's
+/// `hermes_messages`.
+const V5: &str = "ALTER TABLE hermes_messages ADD COLUMN IF NOT EXISTS trace_id TEXT;";
+
 /// The migrations, oldest first: entry `i` brings the schema from version `i` to `i + 1`.
 pub(crate) fn migrations() -> Vec<String> {
     let punctuation = punctuation();
@@ -329,6 +333,7 @@ pub(crate) fn migrations() -> Vec<String> {
         V2.to_string(),
         V3.to_string(),
         V4.replace("{SLICE_BITS}", &SLICE_BITS.to_string()),
+        V5.to_string(),
     ]
 }
 

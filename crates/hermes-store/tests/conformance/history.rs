@@ -175,3 +175,99 @@ pub fn a_reply_and_its_usage_commit_together_or_not_at_all(db: &Db) {
         Err(StoreError::SessionNotFound { .. })
     ));
 }
+
+/// The trace id of the turn that wrote a message (issue 24 §1) is kept beside it in
+/// `hermes_messages` and read back with it, by any handle; messages written without one, or
+/// by the untraced writes, have none; a refused write stores no trace id either.
+pub fn trace_ids_are_stored_with_their_messages(db: &Db) {
+    use hermes_protocol::{ContentPart, Reasoning, Usage};
+    use hermes_store::UsageRecord;
+    let store = db.open();
+    session(&store, "s");
+    let turn = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let other = "0af7651916cd43dd8448eb211c80319c";
+    let user = store
+        .append_message_traced("s", &Message::user("one"), Some(turn), None, 0)
+        .unwrap();
+    let usage = Usage {
+        input_tokens: 9,
+        output_tokens: 2,
+        ..Usage::default()
+    };
+    let record = UsageRecord::new("m", "p", &usage, None);
+    // A reply whose content and reasoning also need `hermes_messages`.
+    let mut reply = Message::assistant("look");
+    reply.content.push(ContentPart::Image {
+        url: "https://example.com/a.png".into(),
+    });
+    reply.reasoning = Some(Reasoning {
+        text: "thinking".into(),
+        signature: Some("sig".into()),
+    });
+    store
+        .append_message_traced("s", &reply, Some(turn), Some(&record), 0)
+        .unwrap();
+    store
+        .append_message_checked("s", &Message::user("untraced"), None, 0)
+        .unwrap();
+    store
+        .append_message_traced("s", &Message::user("two"), Some(other), None, 0)
+        .unwrap();
+    assert_eq!(store.get_session("s").unwrap().unwrap().input_tokens, 9);
+
+    let again = db.open();
+    let stored = again.load_messages("s").unwrap();
+    let ids: Vec<Option<&str>> = stored.iter().map(|m| m.trace_id.as_deref()).collect();
+    assert_eq!(ids, [Some(turn), Some(turn), None, Some(other)]);
+    assert_eq!(stored[1].message, reply, "the message itself is unchanged");
+    assert_eq!(stored[0].id, user);
+
+    // Compaction stores each replacement with the trace id given for it.
+    let (new_ids, v) = again
+        .replace_active_traced(
+            "s",
+            Some(stored[2].id),
+            &[Message::user("summary"), Message::user("two")],
+            &[Some(turn.to_string())],
+            0,
+        )
+        .unwrap();
+    assert_eq!((new_ids.len(), v), (2, 1));
+    let active = store.load_messages("s").unwrap();
+    let ids: Vec<Option<&str>> = active.iter().map(|m| m.trace_id.as_deref()).collect();
+    assert_eq!(ids, [Some(turn), Some(turn), Some(turn), None]);
+    // The replaced rows keep theirs.
+    let all = store.load_all_messages("s").unwrap();
+    assert_eq!(
+        all.iter()
+            .filter(|m| !m.active)
+            .map(|m| m.trace_id.as_deref())
+            .collect::<Vec<_>>(),
+        [None, Some(other)]
+    );
+
+    // Refused at a stale version: nothing written.
+    let refused = store.append_message_traced("s", &Message::user("late"), Some(other), None, 0);
+    assert!(matches!(refused, Err(StoreError::HistoryChanged { .. })));
+    assert_eq!(store.load_all_messages("s").unwrap().len(), all.len());
+
+    // The JSON export carries the trace id of the messages that have one.
+    let json: serde_json::Value = serde_json::from_str(
+        &store
+            .export_session("s", hermes_store::Format::Json)
+            .unwrap(),
+    )
+    .unwrap();
+    let exported: Vec<Option<&str>> = json["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.get("trace_id").and_then(serde_json::Value::as_str))
+        .collect();
+    assert_eq!(
+        exported,
+        all.iter()
+            .map(|m| m.trace_id.as_deref())
+            .collect::<Vec<_>>()
+    );
+}

@@ -76,6 +76,7 @@ macro_rules! conformance_tests {
             history::a_change_from_another_connection_refuses_every_checked_write,
             history::ending_a_session_moves_its_version_on,
             history::a_reply_and_its_usage_commit_together_or_not_at_all,
+            history::trace_ids_are_stored_with_their_messages,
             records::one_lease_holder_at_a_time_across_handles_with_increasing_tokens,
             records::an_expired_lease_is_taken_over_and_the_old_holder_fenced_off,
             records::concurrent_acquirers_get_one_lease,
