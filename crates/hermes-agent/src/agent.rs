@@ -150,11 +150,13 @@ pub enum AgentError {
     Join(String),
 }
 
-/// One message of the active history, with its store row id once saved.
+/// One message of the active history, with its store row id once saved and the trace id of
+/// the turn that produced it (issue 24 §1: stored with it; `None` when trace export is off).
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub(crate) id: Option<i64>,
     pub(crate) message: Message,
+    pub(crate) trace_id: Option<String>,
 }
 
 /// One session's agent: its history, prompt and services. Driven by [`crate::AgentHandle`]
@@ -447,6 +449,7 @@ impl Agent {
             .map(|m| Entry {
                 id: Some(m.id),
                 message: m.message,
+                trace_id: m.trace_id,
             })
             .collect();
         self.unsaved.clear();
@@ -522,12 +525,18 @@ impl Agent {
         usage: &Usage,
         _events: &UnboundedSender<AgentEvent>,
     ) {
+        // Taken here, inside the turn's span: the write below runs on a blocking thread.
+        let trace_id = hermes_telemetry::trace::current_trace_id();
         self.flush_unsaved().await;
         let index = self.history.len();
         if let Err(e) = self.create_pending_session().await {
             // Kept in memory and written (with the session) before the next message.
             self.note_store_failure(&e);
-            self.history.push(Entry { id: None, message });
+            self.history.push(Entry {
+                id: None,
+                message,
+                trace_id,
+            });
             self.unsaved.push(index);
             self.record_usage(usage).await;
             return;
@@ -535,6 +544,7 @@ impl Agent {
         self.history.push(Entry {
             id: None,
             message: message.clone(),
+            trace_id: trace_id.clone(),
         });
         if !self.unsaved.is_empty() {
             // Earlier messages are still not written: this one waits behind them, so the
@@ -556,15 +566,14 @@ impl Agent {
             .blocking(move |s| {
                 let _span = store_span.entered();
                 let started = std::time::Instant::now();
-                let written = match &row {
-                    Some(row) => s.append_message_with_usage_checked(
-                        &sid,
-                        &message,
-                        &row.as_record(),
-                        expected,
-                    ),
-                    None => s.append_message_checked(&sid, &message, None, expected),
-                };
+                let record = row.as_ref().map(|row| row.as_record());
+                let written = s.append_message_traced(
+                    &sid,
+                    &message,
+                    trace_id.as_deref(),
+                    record.as_ref(),
+                    expected,
+                );
                 if written.is_ok() {
                     hermes_telemetry::metrics().store_write(started.elapsed().as_secs_f64());
                 }
@@ -605,10 +614,13 @@ impl Agent {
                 continue;
             };
             let message = entry.message.clone();
+            let trace_id = entry.trace_id.clone();
             let sid = self.session_id.clone();
             let expected = self.history_version;
             match self
-                .blocking(move |s| s.append_message_checked(&sid, &message, None, expected))
+                .blocking(move |s| {
+                    s.append_message_traced(&sid, &message, trace_id.as_deref(), None, expected)
+                })
                 .await
             {
                 Ok(id) => self.history[index].id = Some(id),

@@ -251,10 +251,18 @@ impl Agent {
             .count();
         let from_id = self.history[keep..].iter().find_map(|e| e.id);
         let replacement: Vec<Message> = new[keep..].to_vec();
+        let trace_ids = carried_trace_ids(
+            &self.history[keep..],
+            &replacement,
+            hermes_telemetry::trace::current_trace_id(),
+        );
+        let stored_ids = trace_ids.clone();
         let sid = self.session_id.clone();
         let expected = self.history_version;
         let (ids, version) = match self
-            .blocking(move |s| s.replace_active_checked(&sid, from_id, &replacement, expected))
+            .blocking(move |s| {
+                s.replace_active_traced(&sid, from_id, &replacement, &stored_ids, expected)
+            })
             .await
         {
             Ok(done) => done,
@@ -267,16 +275,14 @@ impl Agent {
         };
         self.history_version = version;
         self.history.truncate(keep);
-        self.history.extend(
-            new[keep..]
-                .iter()
-                .cloned()
-                .zip(ids)
-                .map(|(message, id)| Entry {
+        self.history
+            .extend(new[keep..].iter().cloned().zip(ids).zip(trace_ids).map(
+                |((message, id), trace_id)| Entry {
                     id: Some(id),
                     message,
-                }),
-        );
+                    trace_id,
+                },
+            ));
         self.unsaved.clear();
         Ok(())
     }
@@ -299,5 +305,80 @@ impl Agent {
             });
         }
         self.system_prompt = prompt;
+    }
+}
+
+/// The trace id each message of `new` (the history after a compression, from the first
+/// changed message on) is stored with: the trace id of the message of `old` it carries over
+/// — the same message, or the same tool call or tool result with a shortened output — found
+/// in order; `current` (the compressing turn's) for a message that is new, such as the
+/// summary.
+fn carried_trace_ids(
+    old: &[Entry],
+    new: &[Message],
+    current: Option<String>,
+) -> Vec<Option<String>> {
+    fn same(a: &Message, b: &Message) -> bool {
+        if a == b {
+            return true;
+        }
+        if a.role != b.role {
+            return false;
+        }
+        let call_ids = |m: &Message| {
+            m.tool_calls
+                .iter()
+                .map(|c| c.id.clone())
+                .collect::<Vec<_>>()
+        };
+        (a.tool_call_id.is_some() && a.tool_call_id == b.tool_call_id)
+            || (!a.tool_calls.is_empty() && call_ids(a) == call_ids(b))
+    }
+    let mut cursor = 0;
+    new.iter()
+        .map(
+            |m| match old[cursor..].iter().position(|e| same(&e.message, m)) {
+                Some(i) => {
+                    let found = old[cursor + i].trace_id.clone();
+                    cursor += i + 1;
+                    found
+                }
+                None => current.clone(),
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(message: Message, trace: &str) -> Entry {
+        Entry {
+            id: Some(1),
+            message,
+            trace_id: Some(trace.to_string()),
+        }
+    }
+
+    #[test]
+    fn kept_messages_keep_their_trace_id_and_new_ones_get_the_current() {
+        let old = vec![
+            entry(Message::user("first"), "a"),
+            entry(Message::assistant("ok"), "a"),
+            entry(Message::user("second"), "b"),
+            entry(Message::tool("c1", "read_file", "a long output"), "b"),
+            entry(Message::assistant("ok"), "b"),
+        ];
+        let new = vec![
+            Message::user("summary"),
+            Message::tool("c1", "read_file", "[shortened]"),
+            Message::assistant("ok"),
+        ];
+        let ids = carried_trace_ids(&old, &new, Some("now".into()));
+        let ids: Vec<Option<&str>> = ids.iter().map(Option::as_deref).collect();
+        // The second "ok" is the one after the tool result (found in order).
+        assert_eq!(ids, [Some("now"), Some("b"), Some("b")]);
+        assert_eq!(carried_trace_ids(&old, &[Message::user("x")], None), [None]);
     }
 }
