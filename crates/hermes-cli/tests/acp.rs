@@ -301,7 +301,7 @@ async fn an_editor_session_reads_edits_plans_cancels_and_loads_again() {
     // The model option: the second prompt's model calls used the chosen model.
     assert_eq!(
         result(&out, "model")["response"]["configOptions"][0]["currentValue"],
-        "other-model"
+        "custom:other-model"
     );
     assert_eq!(mock.requests()[3]["model"], "other-model");
     assert_eq!(mock.requests()[0]["model"], "mock-model");

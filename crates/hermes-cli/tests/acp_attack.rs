@@ -51,8 +51,12 @@ fn endings(p: &peer::Peer) -> Vec<(String, String, String)> {
             (
                 u["toolCallId"].as_str().unwrap().to_string(),
                 u["status"].as_str().unwrap().to_string(),
-                u["content"][0]["content"]["text"]
-                    .as_str()
+                // The text item (a call run in the editor's terminal shows that first).
+                u["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find_map(|c| c["content"]["text"].as_str())
                     .unwrap_or("")
                     .to_string(),
             )
@@ -1079,4 +1083,120 @@ async fn a_turn_waiting_for_a_killed_process_runs_when_it_dies() {
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     hermes_testkit::assert_request_invariants(&env.mock.requests()[2..]);
     assert_eq!(b.exit().await, Some(0));
+}
+
+/// What the editor shows when a call ends is its result, not a one-line preview: every line
+/// of a file read and of a command's output (capped at 5,000 characters, saying how long the
+/// result was), and a command run in the editor's terminal keeps that terminal in view.
+#[tokio::test(flavor = "multi_thread")]
+async fn ended_calls_show_their_whole_result_and_terminal() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("three.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let long: String = (0..2_000).map(|i| format!("line {i:04}\n")).collect();
+    std::fs::write(cwd.join("long.txt"), &long).unwrap();
+    one_call(&env, "c_three", "read_file", json!({"path": "three.txt"}));
+    one_call(&env, "c_long", "read_file", json!({"path": "long.txt"}));
+    one_call(
+        &env,
+        "c_cmd",
+        "terminal",
+        json!({"command": "echo one; echo two"}),
+    );
+    env.mock.set_fallback(Some(MockResponse::text("ok")));
+    let mut p = spawn(env.home.path(), &cwd, &[]);
+    p.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities":
+            {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}),
+        &mut editor,
+    )
+    .await;
+    let sid = p.new_session(&cwd).await;
+    // An editor whose terminal ran the command and printed two lines.
+    let mut h = |m: &Value| match m["method"].as_str().unwrap_or("") {
+        "terminal/create" => Reply::Result(json!({"terminalId": "term-7"})),
+        "terminal/wait_for_exit" => Reply::Result(json!({"exitCode": 0})),
+        "terminal/output" => Reply::Result(json!({"output": "one\ntwo\n", "truncated": false})),
+        "terminal/kill" | "terminal/release" => Reply::Result(json!({})),
+        _ => editor(m),
+    };
+    let r = p
+        .call("session/prompt", prompt(&sid, "read and run"), &mut h)
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    p.assert_every_call_ended();
+    let ended = endings(&p);
+    let text = |id: &str| {
+        ended
+            .iter()
+            .find(|(c, _, _)| c == id)
+            .map(|(_, _, t)| t.clone())
+            .unwrap_or_else(|| panic!("{id} did not end: {ended:?}"))
+    };
+    let three = text("c_three");
+    assert!(
+        three.contains("alpha") && three.contains("beta") && three.contains("gamma"),
+        "{three}"
+    );
+    let long_shown = text("c_long");
+    assert!(long_shown.contains("line 0000"), "{}", &long_shown[..200]);
+    assert!(!long_shown.contains("line 0499"));
+    assert!(long_shown.contains("characters in all"), "{long_shown}");
+    assert!(long_shown.chars().count() <= 5_000);
+    let cmd = text("c_cmd");
+    assert!(cmd.contains("one") && cmd.contains("two"), "{cmd}");
+    let cmd_end = p
+        .updates
+        .iter()
+        .map(|u| &u["update"])
+        .find(|u| u["toolCallId"] == "c_cmd" && u["status"] == "completed")
+        .unwrap();
+    assert_eq!(cmd_end["content"][0]["type"], "terminal", "{cmd_end}");
+    assert_eq!(cmd_end["content"][0]["terminalId"], "term-7", "{cmd_end}");
+    // The model got the whole file.
+    let sent = env.mock.requests().last().unwrap().to_string();
+    assert!(sent.contains("line 0499"));
+    assert!(p.bad_lines.is_empty(), "{:?}", p.bad_lines);
+    assert_eq!(p.exit().await, Some(0));
+}
+
+/// The model picker shows the model as it was resolved: a bare name is one of the current
+/// provider's (`custom:other-model`), and so is a name with a colon that names no provider.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_option_shows_the_resolved_provider_and_model() {
+    let env = Env::new().await;
+    let cwd = env.cwd.path().canonicalize().unwrap();
+    env.mock.set_fallback(Some(MockResponse::text("ok")));
+    let mut p = spawn(env.home.path(), &cwd, &[]);
+    p.initialize(false).await;
+    let sid = p.new_session(&cwd).await;
+    let set = |value: &str| json!({"sessionId": sid, "configId": "model", "value": value});
+    for (value, shown) in [
+        ("other-model", "custom:other-model"),
+        ("qwen3:8b", "custom:qwen3:8b"),
+        ("custom:third", "custom:third"),
+    ] {
+        let r = p
+            .call("session/set_config_option", set(value), &mut editor)
+            .await;
+        let option = &r["result"]["configOptions"][0];
+        assert_eq!(option["currentValue"], shown, "{value}: {r}");
+        let listed = option["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["value"] == shown)
+            .unwrap_or_else(|| panic!("{value}: {option}"));
+        assert_eq!(
+            listed["description"], "provider custom",
+            "{value}: {listed}"
+        );
+    }
+    let r = p
+        .call("session/prompt", prompt(&sid, "hi"), &mut editor)
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(env.mock.requests().last().unwrap()["model"], "third");
+    assert_eq!(p.exit().await, Some(0));
 }

@@ -22,7 +22,7 @@ use agent_client_protocol::{Agent, Client, ConnectTo, Error};
 use hermes_agent::AgentHandle;
 use hermes_protocol::{AgentEvent, Op, TurnOutcome};
 
-use super::session::{AcpSession, ClientLink, Mode, Running, Shared};
+use super::session::{AcpSession, ClientLink, Mode, Outcomes, Running, Shared};
 use super::updates::{replay, text_chunk, tool_call, tool_finished};
 use crate::assembly::AgentKit;
 use crate::assembly::app::App;
@@ -58,6 +58,11 @@ fn internal(message: impl Into<String>) -> Error {
     let mut e = Error::internal_error();
     e.message = message.into();
     e
+}
+
+/// `provider:model` of `rt` (a value of the `model` option).
+fn choice_of(rt: &hermes_llm::Runtime) -> String {
+    format!("{}:{}", rt.provider, rt.model)
 }
 
 /// The protocol's "no such session" error.
@@ -268,9 +273,13 @@ impl Server {
             edits_allowed: Mutex::new(false),
             commands_allowed: Mutex::new(HashMap::new()),
             running: Running::default(),
+            outcomes: Outcomes::default(),
         });
         let mut kit = self.kit.clone();
         kit.tools = super::tools::wrap(&kit.tools, &shared);
+        kit.mcp = kit
+            .mcp
+            .map(|source| super::tools::wrap_source(source, &shared));
         kit.prompt = Arc::new(kit.prompt.for_cwd(cwd.clone()));
         let mut opts = kit.opts.clone();
         opts.cwd = cwd.clone();
@@ -298,7 +307,7 @@ impl Server {
             cancels: std::sync::atomic::AtomicU64::new(0),
             queue: Arc::default(),
             next_client: Mutex::new(None),
-            model_choice: Mutex::new(self.current_choice()),
+            runtime: Mutex::new(self.kit.runtime.clone()),
         });
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(id.clone(), session.clone());
@@ -450,10 +459,14 @@ impl Server {
                     ..
                 } => {
                     shared.running.finished(&call_id);
+                    // The event has a one-line preview; the tool kept the whole result.
+                    let outcome = shared.outcomes.take(&call_id);
+                    let result = outcome.result.unwrap_or(preview);
                     link.notify(SessionUpdate::ToolCallUpdate(tool_finished(
                         &call_id,
                         ok,
-                        &link.redact(preview),
+                        &link.redact(result),
+                        outcome.terminal,
                     )));
                 }
                 AgentEvent::StreamRestarted { reason, .. } => {
@@ -470,6 +483,7 @@ impl Server {
                     final_text,
                     ..
                 } => {
+                    shared.outcomes.clear();
                     let stop = match outcome {
                         TurnOutcome::Completed => StopReason::EndTurn,
                         TurnOutcome::BudgetExhausted => StopReason::MaxTurnRequests,
@@ -533,7 +547,12 @@ impl Server {
             .as_value_id()
             .map(|v| v.0.to_string())
             .ok_or_else(|| invalid("the model option takes a model id"))?;
-        let mut switcher = ModelSwitcher::new(&self.app, self.kit.runtime.clone());
+        let current = session
+            .runtime
+            .lock()
+            .map(|rt| rt.clone())
+            .unwrap_or_else(|_| self.kit.runtime.clone());
+        let mut switcher = ModelSwitcher::new(&self.app, current);
         let (client, _note) = switcher
             .switch(&value)
             .await
@@ -541,8 +560,9 @@ impl Server {
         if let Ok(mut next) = session.next_client.lock() {
             *next = Some(client);
         }
-        if let Ok(mut choice) = session.model_choice.lock() {
-            *choice = value;
+        // Shown as resolved: a bare model name is one of the current provider's.
+        if let Ok(mut rt) = session.runtime.lock() {
+            *rt = switcher.current;
         }
         Ok(SetSessionConfigOptionResponse::new(
             self.config_options(&session),
@@ -551,16 +571,16 @@ impl Server {
 
     /// `provider:model` of the kit's runtime.
     fn current_choice(&self) -> String {
-        format!("{}:{}", self.kit.runtime.provider, self.kit.runtime.model)
+        choice_of(&self.kit.runtime)
     }
 
     /// The session's options: the model, with the configured one and `fallback_providers`
     /// to pick from (any `provider:model` the runtime resolves is taken).
     fn config_options(&self, session: &AcpSession) -> Vec<SessionConfigOption> {
         let current = session
-            .model_choice
+            .runtime
             .lock()
-            .map(|c| c.clone())
+            .map(|rt| choice_of(&rt))
             .unwrap_or_else(|_| self.current_choice());
         let mut values = vec![self.current_choice()];
         for entry in &self.app.config.fallback_providers {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, SessionId, SessionMode, SessionModeState, SessionNotification,
-    SessionUpdate,
+    SessionUpdate, TerminalId,
 };
 use agent_client_protocol::{Client, JsonRpcRequest};
 use hermes_agent::{AgentHandle, Interrupter};
@@ -180,6 +180,69 @@ impl Running {
     }
 }
 
+/// How much of a call's result its final `tool_call_update` shows (Python Hermes' ACP
+/// adapter shows 5,000 characters); the model gets the whole result either way.
+pub const SHOWN_RESULT_CHARS: usize = 5_000;
+
+/// What the final `tool_call_update` of a call shows besides its status, kept from the tool
+/// until the call's end is reported: its result (the event that reports the end has only a
+/// one-line preview) and the editor terminal it ran in (kept in view after the call ends).
+#[derive(Default)]
+pub struct Outcomes {
+    calls: Mutex<HashMap<String, Outcome>>,
+}
+
+/// See [`Outcomes`].
+#[derive(Default)]
+pub struct Outcome {
+    /// The call's result, at most [`SHOWN_RESULT_CHARS`] characters.
+    pub result: Option<String>,
+    /// The editor terminal the call's command ran in.
+    pub terminal: Option<TerminalId>,
+}
+
+impl Outcomes {
+    /// Call `call_id` returned `result`.
+    pub fn result(&self, call_id: &str, result: &str) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.entry(call_id.to_string()).or_default().result = Some(clip_result(result));
+        }
+    }
+
+    /// Call `call_id` runs in editor terminal `id`.
+    pub fn terminal(&self, call_id: &str, id: TerminalId) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.entry(call_id.to_string()).or_default().terminal = Some(id);
+        }
+    }
+
+    /// What was kept about call `call_id` (nothing when its tool never returned).
+    pub fn take(&self, call_id: &str) -> Outcome {
+        self.calls
+            .lock()
+            .ok()
+            .and_then(|mut calls| calls.remove(call_id))
+            .unwrap_or_default()
+    }
+
+    /// Forgets every call (a turn ended: calls without a reported end are not shown).
+    pub fn clear(&self) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.clear();
+        }
+    }
+}
+
+/// `text` cut to [`SHOWN_RESULT_CHARS`] characters, saying how long it was.
+pub fn clip_result(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= SHOWN_RESULT_CHARS {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(SHOWN_RESULT_CHARS - 100).collect();
+    format!("{kept}\n… ({total} characters in all; the model got every one)")
+}
+
 /// What a session's tools, approver and prompt task share.
 pub struct Shared {
     /// The way back to the client.
@@ -194,6 +257,8 @@ pub struct Shared {
     pub commands_allowed: Mutex<HashMap<String, bool>>,
     /// Calls announced and not ended.
     pub running: Running,
+    /// What the end of each call shows.
+    pub outcomes: Outcomes,
 }
 
 impl Shared {
@@ -218,8 +283,10 @@ pub struct AcpSession {
     pub queue: Arc<PromptQueue>,
     /// A model chosen with `session/set_config_option`, used from the next prompt on.
     pub next_client: Mutex<Option<Arc<dyn ModelClient>>>,
-    /// The model choice shown as the `model` option (`provider:model`).
-    pub model_choice: Mutex<String>,
+    /// The runtime of the session's model (the kit's, or the one chosen with
+    /// `session/set_config_option`): shown as the `model` option (`provider:model`), and
+    /// what a model name without a provider is resolved against.
+    pub runtime: Mutex<hermes_llm::Runtime>,
 }
 
 impl AcpSession {

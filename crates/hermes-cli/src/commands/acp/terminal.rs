@@ -159,6 +159,7 @@ impl ForegroundRunner for ClientTerminal {
             .running
             .newest(|call, _| call == ctx.call_id)
             .await;
+        self.shared.outcomes.terminal(&ctx.call_id, id.clone());
         link.notify(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             ctx.call_id.clone(),
             ToolCallUpdateFields::new()

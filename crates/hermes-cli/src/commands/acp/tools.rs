@@ -14,7 +14,8 @@
 //! - a dangerous command (the REPL's approval question) is a permission request naming the
 //!   running call, with "allow once", "allow for this session" and "reject".
 //!
-//! Every other tool, and every MCP tool, runs as it does in the CLI.
+//! Every other tool, and every MCP tool, runs as it does in the CLI; each tool's result is
+//! kept for the call's final `tool_call_update` ([`super::session::Outcomes`]).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use agent_client_protocol::v1::schema::{
 };
 use hermes_protocol::ToolSpec;
 use hermes_tools::{
-    Approval, ApprovalRequest, Approver, Parallelism, Tool, ToolContext, ToolOutput,
+    Approval, ApprovalRequest, Approver, Parallelism, Tool, ToolContext, ToolOutput, ToolSource,
 };
 use serde_json::Value;
 
@@ -37,6 +38,8 @@ use super::updates::plan_of_todos;
 /// What a wrapped tool does differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
+    /// Nothing: the tool runs as in the CLI (its result is kept for the client).
+    Plain,
     Read,
     Write,
     Patch,
@@ -59,25 +62,53 @@ pub fn wrap(tools: &[Arc<dyn Tool>], shared: &Arc<Shared>) -> Vec<Arc<dyn Tool>>
             if let Some(pair) = &in_client
                 && let Some(t) = pair.iter().find(|t| t.spec().name == name)
             {
-                return t.clone();
+                return session_tool(t.clone(), Role::Plain, shared);
             }
             let role = match name.as_str() {
-                "read_file" => Some(Role::Read),
-                "write_file" => Some(Role::Write),
-                "patch" => Some(Role::Patch),
-                "todo" => Some(Role::Todo),
-                _ => None,
+                "read_file" => Role::Read,
+                "write_file" => Role::Write,
+                "patch" => Role::Patch,
+                "todo" => Role::Todo,
+                _ => Role::Plain,
             };
-            match role {
-                Some(role) => Arc::new(SessionTool {
-                    inner: tool.clone(),
-                    role,
-                    shared: shared.clone(),
-                }) as Arc<dyn Tool>,
-                None => tool.clone(),
-            }
+            session_tool(tool.clone(), role, shared)
         })
         .collect()
+}
+
+fn session_tool(inner: Arc<dyn Tool>, role: Role, shared: &Arc<Shared>) -> Arc<dyn Tool> {
+    Arc::new(SessionTool {
+        inner,
+        role,
+        shared: shared.clone(),
+    })
+}
+
+/// The MCP tools of one ACP session: `source`'s, each result kept for the client.
+pub fn wrap_source(source: Arc<dyn ToolSource>, shared: &Arc<Shared>) -> Arc<dyn ToolSource> {
+    Arc::new(SessionSource {
+        inner: source,
+        shared: shared.clone(),
+    })
+}
+
+/// See [`wrap_source`].
+struct SessionSource {
+    inner: Arc<dyn ToolSource>,
+    shared: Arc<Shared>,
+}
+
+impl ToolSource for SessionSource {
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools()
+            .into_iter()
+            .map(|tool| session_tool(tool, Role::Plain, &self.shared))
+            .collect()
+    }
 }
 
 /// A tool of the session (see [`wrap`]).
@@ -132,8 +163,20 @@ impl Tool for SessionTool {
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
+        let out = self.run(args, ctx).await;
+        if !ctx.call_id.is_empty() {
+            self.shared.outcomes.result(&ctx.call_id, &out.content);
+        }
+        out
+    }
+}
+
+impl SessionTool {
+    /// The call, as the module doc says.
+    async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         let fs = &self.shared.link.caps.fs;
         match self.role {
+            Role::Plain => self.inner.call(args, ctx).await,
             Role::Todo => {
                 let out = self.inner.call(args, ctx).await;
                 if !out.is_error
@@ -161,9 +204,7 @@ impl Tool for SessionTool {
             }
         }
     }
-}
 
-impl SessionTool {
     /// `Err(what to tell the model)` when the user does not allow this edit, or the sandbox
     /// refuses it (checked first: the user is never asked about an edit that cannot be made).
     async fn allow_edit(&self, args: &Value, ctx: &ToolContext) -> Result<(), String> {

@@ -5,7 +5,9 @@
 //! - a tool call → `tool_call` (`in_progress`) with its kind ([`tool_kind`], the mapping
 //!   Python Hermes' ACP adapter uses), a title, the raw arguments, the files it touches as
 //!   `locations` and, for `write_file` and `patch`, the edit as a `diff`; its end →
-//!   `tool_call_update` (`completed` / `failed`) with the result preview;
+//!   `tool_call_update` (`completed` / `failed`) with the result (its first
+//!   [`super::session::SHOWN_RESULT_CHARS`] characters) and, for a command run in the
+//!   editor's terminal, that terminal;
 //! - the `todo` list → `plan` ([`plan_of_todos`]);
 //! - `session/load` replays a stored session the same way ([`replay`]).
 
@@ -13,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    SessionUpdate, Terminal, TerminalId, TextContent, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use hermes_protocol::{Message, Role};
 use serde_json::Value;
@@ -112,20 +114,31 @@ fn edit_diff(name: &str, args: &Value, path: PathBuf) -> Option<Diff> {
 }
 
 /// The `tool_call_update` that ends a call: `completed`, or `failed` when `ok` is false,
-/// with the result text as its content.
-pub fn tool_finished(call_id: &str, ok: bool, result: &str) -> ToolCallUpdate {
+/// with the result text as its content, after the editor terminal the call ran in (the
+/// update replaces the call's content: the terminal stays in view).
+pub fn tool_finished(
+    call_id: &str,
+    ok: bool,
+    result: &str,
+    terminal: Option<TerminalId>,
+) -> ToolCallUpdate {
     let status = if ok {
         ToolCallStatus::Completed
     } else {
         ToolCallStatus::Failed
     };
+    let mut content: Vec<ToolCallContent> = terminal
+        .map(|id| ToolCallContent::Terminal(Terminal::new(id)))
+        .into_iter()
+        .collect();
+    content.push(ToolCallContent::from(ContentBlock::Text(TextContent::new(
+        result,
+    ))));
     ToolCallUpdate::new(
         call_id.to_string(),
         ToolCallUpdateFields::new()
             .status(status)
-            .content(vec![ToolCallContent::from(ContentBlock::Text(
-                TextContent::new(result),
-            ))])
+            .content(content)
             .raw_output(Value::String(result.to_string())),
     )
 }
@@ -158,7 +171,7 @@ pub const NO_RESULT: &str = "[interrupted: hermes stopped during this call; it h
 /// Ends, as `failed`, every call of `open` (announced, no result stored).
 fn end_open_calls(open: &mut Vec<String>, out: &mut Vec<SessionUpdate>) {
     for id in open.drain(..) {
-        let mut update = tool_finished(&id, false, NO_RESULT);
+        let mut update = tool_finished(&id, false, NO_RESULT, None);
         update.fields.raw_output = None;
         out.push(SessionUpdate::ToolCallUpdate(update));
     }
@@ -207,7 +220,7 @@ pub fn replay(messages: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
                 if let Some(id) = m.tool_call_id.as_deref() {
                     open.retain(|o| o != id);
                     let text = m.text();
-                    let mut update = tool_finished(id, true, &text);
+                    let mut update = tool_finished(id, true, &text, None);
                     if let Some(plan) = (m.tool_name.as_deref() == Some("todo"))
                         .then(|| plan_of_todos(&text))
                         .flatten()
