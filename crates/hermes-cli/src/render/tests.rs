@@ -288,7 +288,10 @@ fn answers_for_a_pipe_carry_no_terminal_controls() {
         RenderMode::FinalOnly,
         &turn(&["title \x1b]0;pwned\x07 and \x1b]52;c;aGk=\x07 clip\r\n\tindented\u{9b}2J end\n"]),
     );
-    assert_eq!(out, "title ]0;pwned and ]52;c;aGk= clip\n\tindented2J end\n");
+    assert_eq!(
+        out,
+        "title ]0;pwned and ]52;c;aGk= clip\n\tindented2J end\n"
+    );
 }
 
 fn tool_events() -> Vec<AgentEvent> {
