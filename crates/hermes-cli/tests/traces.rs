@@ -436,3 +436,77 @@ async fn capture_content_puts_redacted_text_in_the_spans() {
             .any(|t| t["attributes"]["gen_ai.tool.call.arguments"] == r#"{"path":"a.txt"}"#)
     );
 }
+
+/// Every message of a turn is stored with the trace id of the turn the receiver got, and
+/// `hermes sessions show <id> --traces` prints it on that turn's line; a later turn with
+/// export off has none, and the list says so once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_show_traces_prints_the_trace_id_the_collector_got() {
+    let Some(receiver) = receiver("accept") else {
+        return;
+    };
+    let env = two_tool_turn().await;
+    let out = env
+        .run_env(
+            &["chat", "-q", "read a.txt and b.txt for me: plum-question-3"],
+            &[(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", receiver.port),
+            )],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let spans = receiver.spans();
+    let turns: Vec<&Value> = spans.iter().filter(|s| s["name"] == "turn").collect();
+    assert_eq!(turns.len(), 1, "{spans:#?}");
+    let trace = turns[0]["trace_id"].as_str().unwrap().to_string();
+    assert_eq!(trace.len(), 32, "{trace}");
+
+    // A second turn, export off.
+    env.mock.push(MockResponse::text("untraced answer"));
+    let out = env.run(&["chat", "-c", "-q", "and now?"]).await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+
+    let store = hermes_store::SessionStore::open(env.home.path().join("state.db")).unwrap();
+    let session = store.latest_session(None).unwrap().unwrap();
+    let stored = store.load_messages(&session.id).unwrap();
+    let roles_and_ids: Vec<(&str, Option<&str>)> = stored
+        .iter()
+        .map(|m| (m.message.role.as_str(), m.trace_id.as_deref()))
+        .collect();
+    let t = Some(trace.as_str());
+    assert_eq!(
+        roles_and_ids,
+        [
+            ("user", t),
+            ("assistant", t),
+            ("tool", t),
+            ("tool", t),
+            ("assistant", t),
+            ("user", None),
+            ("assistant", None),
+        ]
+    );
+    drop(store);
+
+    let out = env
+        .run_ok(&["sessions", "show", &session.id, "--traces"])
+        .await;
+    let text = stdout(&out);
+    // The turn lines come after the header (the session line also shows the first words).
+    let turns: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Time "))
+        .collect();
+    let first = turns
+        .iter()
+        .find(|l| l.contains("read a.txt and b.txt"))
+        .unwrap_or_else(|| panic!("no line for the first turn: {text}"));
+    assert!(first.ends_with(&trace), "{text}");
+    let second = turns.iter().find(|l| l.contains("and now?")).unwrap();
+    assert!(second.ends_with('—'), "{text}");
+    assert_eq!(text.matches(&trace).count(), 1, "{text}");
+    assert_eq!(text.matches("have no trace id").count(), 1, "{text}");
+    // The transcript is not printed with --traces.
+    assert!(!text.contains("lime-orchard-9"), "{text}");
+}

@@ -9,7 +9,9 @@ use hermes_protocol::Role;
 use hermes_store::{Format as StoreFormat, SearchQuery};
 
 use crate::assembly::app::App;
-use crate::views::sessions::{recent_sessions, recent_sessions_text, session_line, sessions_table};
+use crate::views::sessions::{
+    recent_sessions, recent_sessions_text, session_line, sessions_table, turn_traces_text,
+};
 
 /// `hermes sessions …`
 #[derive(Debug, Subcommand)]
@@ -24,10 +26,15 @@ pub enum SessionsCmd {
         #[arg(long)]
         source: Option<String>,
     },
-    /// The messages of one session.
+    /// The messages of one session; with --traces, its turns and their trace ids.
     Show {
         /// Session id, title or unique id prefix.
         session: String,
+        /// List the turns instead (one line per user message: time, first words, the trace
+        /// id its messages were stored with when trace export was on), to look them up in
+        /// the trace backend.
+        #[arg(long)]
+        traces: bool,
     },
     /// Full-text search over all messages.
     Search {
@@ -257,7 +264,7 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             &["sessions"],
             words,
         )),
-        SessionsCmd::Show { session } => {
+        SessionsCmd::Show { session, traces } => {
             let Some(record) = store.find_session(session)? else {
                 errln!("error: no session matches `{session}`");
                 return Ok(1);
@@ -269,6 +276,10 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             }
             for child in store.child_sessions(&record.id)? {
                 outln!("subagent: {}", session_line(&child));
+            }
+            if *traces {
+                outln!("{}", turn_traces_text(&store.load_messages(&record.id)?));
+                return Ok(0);
             }
             for m in store.load_messages(&record.id)? {
                 let msg = &m.message;

@@ -2,7 +2,7 @@
 //! the summary line after `chat -q`).
 
 use anyhow::Result;
-use hermes_store::{SessionRecord, SessionStore};
+use hermes_store::{SessionRecord, SessionStore, StoredMessage};
 use unicode_width::UnicodeWidthStr;
 
 /// Characters of a title shown in lists.
@@ -175,6 +175,88 @@ fn exchanges(store: &SessionStore, session_id: &str) -> Result<Vec<(&'static str
         .collect())
 }
 
+/// Characters of a user message shown in [`turn_traces_text`].
+const TURN_TEXT_CHARS: usize = 40;
+
+/// `hermes sessions show <id> --traces` (issue 24 §1): one line per turn of the active
+/// history — a user message and what followed it until the next one — with the local time
+/// of the user message, its first words (at most 40 characters) and the trace id(s) the
+/// turn's messages were stored with, so a turn can be found in the trace backend. A turn
+/// stored without one shows `—`, and one closing line says why, once.
+pub fn turn_traces_text(messages: &[StoredMessage]) -> String {
+    struct Turn<'a> {
+        first: &'a StoredMessage,
+        trace_ids: Vec<&'a str>,
+    }
+    let mut turns: Vec<Turn<'_>> = Vec::new();
+    for m in messages {
+        if m.message.role == hermes_protocol::Role::User {
+            turns.push(Turn {
+                first: m,
+                trace_ids: Vec::new(),
+            });
+        }
+        let (Some(turn), Some(id)) = (turns.last_mut(), m.trace_id.as_deref()) else {
+            continue;
+        };
+        if !turn.trace_ids.contains(&id) {
+            turn.trace_ids.push(id);
+        }
+    }
+    if turns.is_empty() {
+        return "no turns in this session yet".to_string();
+    }
+    let rows: Vec<(String, String, String)> = turns
+        .iter()
+        .map(|t| {
+            let text = match short(&t.first.message.text(), TURN_TEXT_CHARS) {
+                empty if empty.is_empty() => "(no text)".to_string(),
+                text => text,
+            };
+            let ids = if t.trace_ids.is_empty() {
+                "—".to_string()
+            } else {
+                t.trace_ids.join(", ")
+            };
+            (
+                t.first
+                    .timestamp
+                    .with_timezone(&chrono::Local)
+                    .format("%Y-%m-%d %H:%M:%S")
+                    .to_string(),
+                text,
+                ids,
+            )
+        })
+        .collect();
+    let width = rows
+        .iter()
+        .map(|r| r.1.width())
+        .max()
+        .unwrap_or(0)
+        .max("Message".len());
+    let pad = |s: &str| format!("{s}{}", " ".repeat(width.saturating_sub(s.width())));
+    let mut out = vec![format!("{:<19}  {}  Trace id", "Time", pad("Message"))];
+    for (time, text, ids) in &rows {
+        out.push(format!("{time}  {}  {ids}", pad(text)));
+    }
+    let untraced = turns.iter().filter(|t| t.trace_ids.is_empty()).count();
+    if untraced == turns.len() {
+        out.push(
+            "no trace ids: trace export was off for these turns (set observability.otlp.endpoint \
+             or OTEL_EXPORTER_OTLP_ENDPOINT to export and store them)"
+                .to_string(),
+        );
+    } else if untraced > 0 {
+        out.push(format!(
+            "—: {untraced} of {} turns have no trace id (trace export was off when they ran, \
+             or Python Hermes ran them)",
+            turns.len()
+        ));
+    }
+    out.join("\n")
+}
+
 /// `/history`: the conversation so far, one short paragraph per message.
 pub fn history_text(store: &SessionStore, session_id: &str) -> String {
     match exchanges(store, session_id) {
@@ -273,6 +355,69 @@ mod tests {
             history_version: 0,
             preview: None,
         }
+    }
+
+    fn stored(id: i64, message: hermes_protocol::Message, trace: Option<&str>) -> StoredMessage {
+        StoredMessage {
+            id,
+            message,
+            timestamp: chrono::DateTime::from_timestamp(1_767_225_600 + id, 0).unwrap(),
+            active: true,
+            trace_id: trace.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn turns_are_listed_with_their_trace_ids_and_a_missing_one_is_explained_once() {
+        use hermes_protocol::Message;
+        let a = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let b = "0af7651916cd43dd8448eb211c80319c";
+        let messages = [
+            stored(
+                1,
+                Message::user("What is the capital of France, and why is it Paris and not Lyon?"),
+                Some(a),
+            ),
+            stored(2, Message::tool("c1", "read_file", "x"), Some(a)),
+            stored(3, Message::assistant("Paris."), Some(a)),
+            stored(4, Message::user("thanks"), None),
+            stored(5, Message::assistant("welcome"), None),
+            stored(6, Message::user("again"), Some(a)),
+            // The turn went on in a later process (a redelivered message): both ids.
+            stored(7, Message::assistant("done"), Some(b)),
+        ];
+        let text = turn_traces_text(&messages);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[0].starts_with("Time "), "{text}");
+        assert!(
+            lines[1].contains("What is the capital of France, and why i…"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with(a), "{text}");
+        assert!(
+            lines[2].contains("thanks") && lines[2].ends_with('—'),
+            "{text}"
+        );
+        assert!(lines[3].ends_with(&format!("{a}, {b}")), "{text}");
+        assert!(
+            lines[4].starts_with("—: 1 of 3 turns have no trace id"),
+            "{text}"
+        );
+        // Trace ids start in one column (counted in characters: `…` and `—` are one each).
+        let col = |line: &str, what: &str| line[..line.find(what).unwrap()].chars().count();
+        assert_eq!(col(lines[1], a), col(lines[3], a), "{text}");
+        assert_eq!(col(lines[0], "Trace id"), col(lines[1], a), "{text}");
+        assert_eq!(col(lines[2], "—"), col(lines[1], a), "{text}");
+
+        let off = turn_traces_text(&[stored(1, Message::user("hi"), None)]);
+        assert_eq!(
+            off.matches("no trace ids: trace export was off").count(),
+            1,
+            "{off}"
+        );
+        assert!(!off.contains("—:"), "{off}");
+        assert_eq!(turn_traces_text(&[]), "no turns in this session yet");
     }
 
     #[test]
