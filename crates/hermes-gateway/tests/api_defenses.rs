@@ -416,6 +416,43 @@ async fn silent_connections_are_closed_and_cannot_starve_the_server() {
     server.stop().await;
 }
 
+/// A client that sends requests and never reads the answers (its receive window full) has
+/// its connection closed after the write timeout: such clients cannot hold every slot of
+/// the connection cap, which would starve every other client for good.
+#[tokio::test]
+async fn clients_that_never_read_cannot_hold_the_connections() {
+    let server = Server::start_tuned(None, |s| {
+        s.limits.write_timeout = Duration::from_millis(300);
+        s.limits.max_connections = 4;
+    })
+    .await;
+    let head = format!("GET /health HTTP/1.1\r\nHost: {}\r\n\r\n", addr(&server));
+    let pipelined = head.repeat(200_000);
+    let mut stuck = Vec::new();
+    for _ in 0..4 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut sock = socket
+            .connect(addr(&server).parse().unwrap())
+            .await
+            .unwrap();
+        // Requests until the server stops taking them (its answers fill both buffers).
+        let _ = tokio::time::timeout(Duration::from_secs(2), sock.write_all(pipelined.as_bytes()))
+            .await;
+        stuck.push(sock);
+    }
+    let health = tokio::time::timeout(
+        Duration::from_secs(30),
+        server.req(reqwest::Method::GET, "/health").send(),
+    )
+    .await
+    .expect("clients that never read hold every connection")
+    .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    drop(stuck);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn idle_keep_alive_connections_are_closed() {
     let server = Server::start_tuned(None, |s| {
