@@ -79,9 +79,11 @@ pub(crate) fn target(
         OtlpSettings::default()
     };
     let protocol = protocol.or_else(|| set(from_config.protocol));
-    let (protocol, warning) = match protocol.as_deref() {
-        None | Some("http/protobuf") => (Protocol::HttpProtobuf, None),
-        Some("grpc") => (Protocol::Grpc, None),
+    // Without case, as the exporter spec's values are read by the OTLP crate too.
+    let (protocol, warning) = match protocol {
+        None => (Protocol::HttpProtobuf, None),
+        Some(p) if p.eq_ignore_ascii_case("http/protobuf") => (Protocol::HttpProtobuf, None),
+        Some(p) if p.eq_ignore_ascii_case("grpc") => (Protocol::Grpc, None),
         Some(other) => (
             Protocol::HttpProtobuf,
             Some(format!(
@@ -185,6 +187,10 @@ fn exporter(target: &Target) -> Result<QuietExporter<ExporterKind>, String> {
         Protocol::HttpProtobuf => ExporterKind::Http(Box::new(
             opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
+                // Explicit: the crate would otherwise read OTEL_EXPORTER_OTLP_*PROTOCOL
+                // itself and refuse to build when they name gRPC where `target` did not
+                // choose it (a value it accepts and hermes warned about).
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_endpoint(&target.url)
                 .with_timeout(EXPORT_TIMEOUT)
                 .with_headers(std::collections::HashMap::new())
@@ -196,6 +202,7 @@ fn exporter(target: &Target) -> Result<QuietExporter<ExporterKind>, String> {
             let _entered = rt.enter();
             let built = opentelemetry_otlp::SpanExporter::builder()
                 .with_tonic()
+                .with_protocol(opentelemetry_otlp::Protocol::Grpc)
                 .with_endpoint(&target.url)
                 .with_timeout(EXPORT_TIMEOUT)
                 .with_retry_policy(opentelemetry_otlp::RetryPolicy::disabled())
@@ -383,6 +390,21 @@ mod tests {
             )
             .0,
             http("http://c:4318/v1/traces")
+        );
+        // The spec's values without case, as the OTLP crate reads them.
+        assert_eq!(
+            target(
+                env(&[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", "GRPC")
+                ]),
+                cfg(None, None)
+            ),
+            (grpc("http://c:4317"), None)
+        );
+        assert_eq!(
+            target(env(&[]), cfg(Some("http://c:4318"), Some("HTTP/Protobuf"))),
+            (http("http://c:4318/v1/traces"), None)
         );
         let (t, warning) = target(env(&[]), cfg(Some("http://c:4318"), Some("http/json")));
         assert_eq!(t, http("http://c:4318/v1/traces"));
