@@ -167,6 +167,38 @@ async fn debug_session_of_an_unknown_id_fails_in_one_line() {
     assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
 }
 
+/// Escape sequences in stored text (the user's message, the model's reply and the tool name
+/// it made up) are shown in caret notation: `debug session` cannot set the terminal's title
+/// or clear its screen.
+#[tokio::test]
+async fn debug_session_shows_escape_sequences_instead_of_sending_them() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_x",
+        "evil\u{1b}]0;tool-title\u{7}",
+        "{}",
+    )]));
+    env.mock.push(MockResponse::text(
+        "done \u{1b}[2J\u{1b}]52;c;Y2xpcA==\u{7} cleared",
+    ));
+    env.run_ok(&["chat", "-q", "hi \u{1b}]0;user-title\u{7} there"])
+        .await;
+    let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
+    let id = store.list_sessions(1, 0).unwrap().remove(0).id;
+    let out = env.run_ok(&["debug", "session", &id]).await;
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("hi ^[]0;user-title^G there"), "{text}");
+    assert!(
+        text.contains("done ^[[2J^[]52;c;Y2xpcA==^G cleared"),
+        "{text}"
+    );
+    assert!(text.contains("evil^[]0;tool-title^G"), "{text}");
+}
+
 /// The layers of `debug prompt --json`, as (name, bytes, tokens), and the totals.
 fn layers(json: &serde_json::Value) -> (Vec<(String, u64, u64)>, u64, u64) {
     let prompt = &json["system_prompt"];

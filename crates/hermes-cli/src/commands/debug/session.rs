@@ -312,7 +312,12 @@ pub(super) fn run(profile: Option<&str>, key: &str, show_tokens: bool, json: boo
     if json {
         outln!("{}", serde_json::to_string_pretty(&view.json())?);
     } else {
-        outln!("{}", view.text());
+        // Stored text is anyone's (a chat user's message, a model's reply or tool name, a
+        // tool's output, a log line): its escape sequences are shown, not obeyed.
+        outln!(
+            "{}",
+            crate::render::style::visible_controls(&view.text(), "")
+        );
     }
     Ok(0)
 }
