@@ -408,3 +408,39 @@ async fn metrics_and_status_need_the_key_and_hold_no_secret_or_message_text() {
     assert_eq!(local["gateway"]["running"], false);
     assert_eq!(local["store"]["ok"], true);
 }
+
+/// `hermes status --json` reads at most 1 MiB of whatever answers on the status port: an
+/// endless body (another program on the port, a wrong address) is dropped after it — not
+/// read into memory for the whole fetch timeout — and the local document is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_json_stops_reading_an_endless_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let env = Env::with_config(&format!(
+        "observability:\n  metrics:\n    host: 127.0.0.1\n    port: {port}\n"
+    ))
+    .await;
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut head = [0u8; 4096];
+        let _ = stream.read(&mut head);
+        let _ =
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":\"");
+        let chunk = vec![b'x'; 1 << 20];
+        let mut sent = 0usize;
+        while stream.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+        sent
+    });
+    let out = env.run(&["status", "--json"]).await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let local: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(local["gateway"]["running"], false, "{local}");
+    let sent = server.join().unwrap();
+    assert!(
+        sent < 64 << 20,
+        "status --json read {} MiB of an endless answer",
+        sent >> 20
+    );
+}

@@ -353,6 +353,30 @@ fn reachable(addr: SocketAddr) -> SocketAddr {
 /// How long `hermes status --json` waits for a running gateway's answer.
 const STATUS_FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Largest `/_status` document `hermes status --json` reads (a gateway's is a few KiB).
+const MAX_STATUS_BYTES: usize = 1024 * 1024;
+
+/// The JSON of `response`, read up to [`MAX_STATUS_BYTES`]: `None` when longer, cut off or
+/// not JSON. Whatever answers on the port is read only that far (an endless body otherwise
+/// grows the process's memory for as long as the fetch timeout lets it).
+async fn read_status(mut response: reqwest::Response) -> Option<Value> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_STATUS_BYTES as u64)
+    {
+        return None;
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > MAX_STATUS_BYTES {
+            tracing::info!(url = %response.url(), "status endpoint answered more than 1 MiB");
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).ok()
+}
+
 /// `hermes status --json`: the running gateway's `/_status` when one of
 /// [`status_endpoints`] answers (with `"source"` naming it), else what this process can
 /// tell without one: the version, `"gateway": {"running": false}`, the cron scheduler's
@@ -372,7 +396,7 @@ pub(crate) async fn status_document(app: &App, profile: Option<&str>) -> Value {
             }
             match request.send().await {
                 Ok(r) if r.status().is_success() => {
-                    if let Ok(mut doc) = r.json::<Value>().await
+                    if let Some(mut doc) = read_status(r).await
                         && doc.is_object()
                     {
                         doc["source"] = json!(url);
