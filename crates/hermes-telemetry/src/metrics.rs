@@ -59,8 +59,14 @@ fn tool_histogram() -> Histogram {
     Histogram::new(TOOL_SECONDS.iter().copied())
 }
 
+/// Longest label value kept, in bytes: a longer name (a model named by a chat user's
+/// `/model`, up to a whole message) counts as [`OTHER`], so 200 names cannot make a scrape
+/// of megabytes.
+pub const MAX_LABEL_BYTES: usize = 128;
+
 /// Keeps a label's distinct values bounded: the first [`MAX_LABEL_VALUES`] names seen pass
-/// through, later ones (and empty names) become [`OTHER`].
+/// through, later ones (and empty names, and names over [`MAX_LABEL_BYTES`]) become
+/// [`OTHER`].
 #[derive(Debug, Default)]
 pub struct LabelCap {
     seen: Mutex<HashSet<String>>,
@@ -69,7 +75,7 @@ pub struct LabelCap {
 impl LabelCap {
     /// The label value to record for `name`.
     pub fn value(&self, name: &str) -> String {
-        if name.is_empty() {
+        if name.is_empty() || name.len() > MAX_LABEL_BYTES {
             return OTHER.to_string();
         }
         let Ok(mut seen) = self.seen.lock() else {
@@ -611,5 +617,21 @@ mod tests {
             m.render()
                 .contains("hermes_tool_calls_total{tool=\"tool_0\",outcome=\"ok\"} 2")
         );
+    }
+
+    #[test]
+    fn overlong_label_values_count_as_other() {
+        let m = Metrics::new();
+        let long = "m".repeat(MAX_LABEL_BYTES + 1);
+        m.model_call("custom", &long, 1.0, None);
+        m.tokens(&long, "input", 5);
+        m.model_call("custom", &"n".repeat(MAX_LABEL_BYTES), 1.0, None);
+        let text = m.render();
+        assert!(
+            !text.contains(&long),
+            "an overlong model name became a label"
+        );
+        assert!(text.contains("hermes_tokens_total{model=\"other\",kind=\"input\"} 5"));
+        assert!(text.contains(&format!("model=\"{}\"", "n".repeat(MAX_LABEL_BYTES))));
     }
 }
