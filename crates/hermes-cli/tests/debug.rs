@@ -199,6 +199,31 @@ async fn debug_session_shows_escape_sequences_instead_of_sending_them() {
     assert!(text.contains("evil^[]0;tool-title^G"), "{text}");
 }
 
+/// A stored session's model (anyone's `/model` words in a gateway chat) with escape
+/// sequences: `debug prompt --session` shows them in caret notation.
+#[tokio::test]
+async fn debug_prompt_shows_escape_sequences_of_a_stored_model() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text("Hi."));
+    env.run_ok(&["chat", "-q", "hello"]).await;
+    let store = hermes_store::SessionStore::open(env.home.home().state_db()).unwrap();
+    let id = store.list_sessions(1, 0).unwrap().remove(0).id;
+    drop(store);
+    let conn = rusqlite::Connection::open(env.home.home().state_db()).unwrap();
+    conn.execute(
+        "UPDATE sessions SET model = 'm\u{1b}]0;model-title\u{7}' WHERE id = ?1",
+        [&id],
+    )
+    .unwrap();
+    drop(conn);
+    let text = stdout(&env.run_ok(&["debug", "prompt", "--session", &id]).await);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("m^[]0;model-title^G on "), "{text}");
+}
+
 /// The layers of `debug prompt --json`, as (name, bytes, tokens), and the totals.
 fn layers(json: &serde_json::Value) -> (Vec<(String, u64, u64)>, u64, u64) {
     let prompt = &json["system_prompt"];

@@ -193,6 +193,10 @@ pub(super) fn run(
         return Ok(0);
     }
 
+    // A stored session's model was named by whoever used `/model` in its chat (and the
+    // reason a prompt could not be built may quote it): its escape sequences are shown.
+    let model = crate::render::style::visible_controls(&model, "");
+    let provider = crate::render::style::visible_controls(&provider, "");
     let profile_note = if measured.is_ok() {
         format!(" ({profile_name} prompt profile)")
     } else {
@@ -209,6 +213,7 @@ pub(super) fn run(
         } => {
             outln!("the stored system prompt of session {id}");
             if let Some(why) = unbuilt {
+                let why = crate::render::style::visible_controls(why, "");
                 outln!(
                     "(shown as one block: no prompt could be built here to split it along: {why})"
                 );
