@@ -106,7 +106,7 @@ impl Agent {
                     "otel.name" = %format!("execute_tool {name}"),
                     "gen_ai.operation.name" = "execute_tool",
                     "gen_ai.tool.name" = name,
-                    "gen_ai.tool.call.id" = %c.id,
+                    "gen_ai.tool.call.id" = span_call_id(&c.id),
                     "hermes.sandbox.mode" = ctx.sandbox.mode.as_str(),
                     "hermes.tool.outcome" = tracing::field::Empty,
                     "gen_ai.tool.call.arguments" = tracing::field::Empty,
@@ -281,6 +281,23 @@ async fn run_one(i: usize, plan: &Plan, ctx: ToolContext) -> (usize, ToolOutput,
 
 /// The metrics label of a call of `name`: the tool's name when it is offered, `unknown` for
 /// a name the model made up (so a hostile model cannot fill the label's cap).
+/// Longest tool call id a span carries, in bytes: the id is the model's to choose, and one
+/// of megabytes would make its span (and the export batch holding it) too large for a
+/// collector to take.
+const MAX_SPAN_CALL_ID_BYTES: usize = 128;
+
+/// `id` cut to [`MAX_SPAN_CALL_ID_BYTES`] on a character boundary, for the span.
+fn span_call_id(id: &str) -> &str {
+    if id.len() <= MAX_SPAN_CALL_ID_BYTES {
+        return id;
+    }
+    let mut end = MAX_SPAN_CALL_ID_BYTES;
+    while !id.is_char_boundary(end) {
+        end -= 1;
+    }
+    &id[..end]
+}
+
 fn tool_label<'a>(name: &'a str, specs: &[hermes_protocol::ToolSpec]) -> &'a str {
     if specs.iter().any(|s| s.name == name) {
         name
