@@ -803,14 +803,31 @@ fn record_request_content(span: &tracing::Span, request: &hermes_llm::ChatReques
     if let Some(text) = captured(&request.system) {
         span.record("gen_ai.system_instructions", text);
     }
-    // The newest messages that fit: a cut JSON array would not parse.
+    // The newest messages that fit: a cut JSON array would not parse. Each text is
+    // redacted first (markers change its length), and the newest message alone, when too
+    // long, keeps the start of its text that fits.
     let mut kept: Vec<serde_json::Value> = Vec::new();
     let mut bytes = 2;
     for m in request.messages.iter().rev() {
-        let item = serde_json::json!({"role": m.role.as_str(), "content": m.text()});
-        let len = item.to_string().len() + 1;
-        if bytes + len > MAX_CONTENT_BYTES && !kept.is_empty() {
-            break;
+        let text = captured(&m.text()).unwrap_or_default();
+        let mut item = serde_json::json!({"role": m.role.as_str(), "content": text});
+        let mut len = item.to_string().len() + 1;
+        if bytes + len > MAX_CONTENT_BYTES {
+            if !kept.is_empty() {
+                break;
+            }
+            let mut text = text;
+            while bytes + len > MAX_CONTENT_BYTES && !text.is_empty() {
+                let mut end = text
+                    .len()
+                    .saturating_sub(bytes + len - MAX_CONTENT_BYTES + 3);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                item = serde_json::json!({"role": m.role.as_str(), "content": format!("{text}…")});
+                len = item.to_string().len() + 1;
+            }
         }
         bytes += len;
         kept.push(item);
