@@ -322,3 +322,39 @@ async fn a_turn_waits_while_another_process_runs_the_session() {
         ]
     );
 }
+
+/// Stored text is anyone's (a model's answer, a chat user's message, a tool's output): what
+/// `sessions list`, `show` and `search` print of it carries its escape sequences in caret
+/// notation, never raw, so showing a session cannot retitle, clear or write the clipboard
+/// of the terminal.
+#[tokio::test]
+async fn stored_escape_sequences_never_reach_the_terminal_raw() {
+    let env = Env::new().await;
+    env.mock.push(MockResponse::text(
+        "quince \x1b]0;owned\x07 answer \x1b]52;c;aGk=\x07 \x1b[2J done",
+    ));
+    let out = env
+        .run(&["chat", "-q", "hello \x1b[31mred\x1b[0m quince"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains('\x1b'), "{:?}", stdout(&out));
+    let list = env.run_ok(&["sessions", "list"]).await;
+    let id = stdout(&list)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    for args in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", id.as_str()],
+        vec!["sessions", "search", "quince"],
+    ] {
+        let out = env.run_ok(&args).await;
+        let text = stdout(&out);
+        assert!(!text.contains('\x1b'), "{args:?}: {text:?}");
+        assert!(!text.contains('\x07'), "{args:?}: {text:?}");
+    }
+    let show = stdout(&env.run_ok(&["sessions", "show", &id]).await);
+    assert!(show.contains("^[]0;owned^G"), "{show:?}");
+}

@@ -270,7 +270,11 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 return Ok(1);
             };
             outln!("{}", session_line(&record));
-            outln!("model: {} ({})", record.model, record.provider);
+            outln!(
+                "model: {} ({})",
+                shown(&record.model),
+                shown(&record.provider)
+            );
             if let Some(parent) = store.subagent_parent(&record.id)? {
                 outln!("subagent of: {parent}");
             }
@@ -292,10 +296,10 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 outln!("\n[{}] {who}", m.timestamp.format("%H:%M:%S"));
                 let text = msg.text();
                 if !text.is_empty() {
-                    outln!("{text}");
+                    outln!("{}", shown(&text));
                 }
                 for call in &msg.tool_calls {
-                    outln!("→ {}({})", call.name, call.arguments);
+                    outln!("→ {}({})", shown(&call.name), shown(&call.arguments));
                 }
             }
             Ok(0)
@@ -316,9 +320,9 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
                 outln!(
                     "{}{subagent}  {}  [{}] {}",
                     h.session_id,
-                    h.session_title.unwrap_or_default(),
+                    shown(&h.session_title.unwrap_or_default()),
                     h.role.as_str(),
-                    h.snippet.replace('\n', " ")
+                    shown(&h.snippet.replace('\n', " "))
                 );
             }
             Ok(0)
@@ -349,4 +353,11 @@ pub fn run(profile: Option<&str>, action: &SessionsCmd) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// Stored text as the terminal may show it: written by models, tools and chat users, so its
+/// control characters (escape sequences, carriage returns) appear in caret notation instead
+/// of acting on the terminal; line breaks and tabs kept as such.
+fn shown(text: &str) -> String {
+    crate::render::style::visible_controls(text, "")
 }

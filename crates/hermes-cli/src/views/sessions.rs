@@ -8,7 +8,8 @@ use unicode_width::UnicodeWidthStr;
 /// Characters of a title shown in lists.
 const TITLE_CHARS: usize = 60;
 
-/// What a list shows as a session's title: its title, else the start of its first message.
+/// What a list shows as a session's title: its title, else the start of its first message;
+/// on one line, control characters in caret notation.
 pub fn shown_title(s: &SessionRecord) -> String {
     let title = s
         .title
@@ -20,7 +21,9 @@ pub fn shown_title(s: &SessionRecord) -> String {
     if one_line.chars().count() > TITLE_CHARS {
         short.push('…');
     }
-    short
+    // A stored title is anyone's text (a gateway user's first message, Python's `/title`):
+    // its escape sequences are shown, never sent to the terminal.
+    crate::render::style::visible_controls(&short, "")
 }
 
 /// One line describing a session (`hermes sessions show`).
