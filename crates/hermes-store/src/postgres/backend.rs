@@ -206,12 +206,7 @@ impl SessionBackend for PgStore {
         usage: &UsageRecord<'_>,
         expected_version: u64,
     ) -> Result<i64, StoreError> {
-        let enc = encode(message)?;
-        let (id, message, usage) = (session_id.to_string(), message.clone(), owned_usage(usage));
-        self.run(move |db| async move {
-            db.append_message_with_usage_checked(&id, &message, &enc, &usage, expected_version)
-                .await
-        })
+        self.append_message_traced(session_id, message, None, Some(usage), expected_version)
     }
 
     fn append_message_traced(
@@ -301,12 +296,7 @@ impl SessionBackend for PgStore {
         replacement: &[Message],
         expected_version: u64,
     ) -> Result<(Vec<i64>, u64), StoreError> {
-        let rows = encoded(replacement)?;
-        let id = session_id.to_string();
-        self.run(move |db| async move {
-            db.replace_active(&id, from_id, &rows, Some(expected_version))
-                .await
-        })
+        self.replace_active_traced(session_id, from_id, replacement, &[], expected_version)
     }
 
     fn replace_active_traced(
