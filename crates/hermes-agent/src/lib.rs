@@ -20,6 +20,7 @@ mod hooks;
 pub mod lease;
 mod repair;
 mod review;
+mod span_content;
 mod steer;
 mod switch;
 mod turn;

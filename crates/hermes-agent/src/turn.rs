@@ -422,9 +422,7 @@ impl Agent {
                 "gen_ai.input.messages" = tracing::field::Empty,
                 "gen_ai.output.messages" = tracing::field::Empty,
             );
-            if hermes_telemetry::trace::capturing_content() {
-                record_request_content(&span, &request);
-            }
+            crate::span_content::record_request(&span, &request);
             let result = {
                 use tracing::Instrument;
                 self.stream_once(&request, events, cancel, &mut shown, &mut first_token)
@@ -438,19 +436,7 @@ impl Agent {
                 Ok(reply) => {
                     span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
                     span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
-                    if hermes_telemetry::trace::capturing_content() {
-                        let calls: Vec<serde_json::Value> = reply
-                            .tool_calls
-                            .iter()
-                            .map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments}))
-                            .collect();
-                        let output = serde_json::json!([{
-                            "role": "assistant", "content": reply.text, "tool_calls": calls,
-                        }]);
-                        if let Some(text) = hermes_telemetry::trace::captured(&output.to_string()) {
-                            span.record("gen_ai.output.messages", text);
-                        }
-                    }
+                    crate::span_content::record_reply(&span, reply);
                 }
                 Err(CallFailure::Failed(e)) => {
                     span.record("error.type", e.class.as_str());
@@ -792,48 +778,5 @@ fn count_usage(model: &str, usage: &Usage, cost_usd: Option<f64>) {
     }
     if let Some(usd) = cost_usd {
         metrics.cost(model, usd);
-    }
-}
-
-/// With content capture on (`observability.capture_content`), the request's system prompt
-/// and messages as span attributes (OpenTelemetry's `gen_ai.system_instructions` and
-/// `gen_ai.input.messages`: role and text of each message, newest kept when cut).
-fn record_request_content(span: &tracing::Span, request: &hermes_llm::ChatRequest) {
-    use hermes_telemetry::trace::{MAX_CONTENT_BYTES, captured};
-    if let Some(text) = captured(&request.system) {
-        span.record("gen_ai.system_instructions", text);
-    }
-    // The newest messages that fit: a cut JSON array would not parse. Each text is
-    // redacted first (markers change its length), and the newest message alone, when too
-    // long, keeps the start of its text that fits.
-    let mut kept: Vec<serde_json::Value> = Vec::new();
-    let mut bytes = 2;
-    for m in request.messages.iter().rev() {
-        let text = captured(&m.text()).unwrap_or_default();
-        let mut item = serde_json::json!({"role": m.role.as_str(), "content": text});
-        let mut len = item.to_string().len() + 1;
-        if bytes + len > MAX_CONTENT_BYTES {
-            if !kept.is_empty() {
-                break;
-            }
-            let mut text = text;
-            while bytes + len > MAX_CONTENT_BYTES && !text.is_empty() {
-                let mut end = text
-                    .len()
-                    .saturating_sub(bytes + len - MAX_CONTENT_BYTES + 3);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-                item = serde_json::json!({"role": m.role.as_str(), "content": format!("{text}…")});
-                len = item.to_string().len() + 1;
-            }
-        }
-        bytes += len;
-        kept.push(item);
-    }
-    kept.reverse();
-    if let Some(text) = captured(&serde_json::Value::Array(kept).to_string()) {
-        span.record("gen_ai.input.messages", text);
     }
 }
