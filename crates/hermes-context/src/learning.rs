@@ -11,7 +11,7 @@ use hermes_tools::Tool;
 
 use crate::builder::{LayerKind, PromptBuilder};
 use crate::fragments::Fragment;
-use crate::memory::{MemorySnapshot, MemoryStore, MemoryTool};
+use crate::memory::{MemoryTool, configured_memory_provider};
 use crate::session_search::SessionSearchTool;
 use crate::skills::{
     IndexFilter, SkillCatalog, SkillManageTool, SkillViewTool, SkillsListTool, check_skill_name_arg,
@@ -41,7 +41,9 @@ pub fn learning_tools_with(
 /// Like [`learning_tools_with`], with the skills in `disabled_skills` (`skills.disabled`
 /// united with the platform's `skills.platform_disabled`,
 /// `hermes_protocol::config::SkillsConfig::disabled_for`) left out of `skills_list` and
-/// refused by `skill_view`.
+/// refused by `skill_view`. The `memory` tool writes through the provider `memory.provider`
+/// chooses ([`configured_memory_provider`]); one naming an external provider hermes does not
+/// implement is logged as a warning here, and the built-in files serve.
 pub fn learning_tools_configured(
     home: &HermesHome,
     store: Option<Arc<SessionStore>>,
@@ -51,8 +53,11 @@ pub fn learning_tools_configured(
     let skills = home.skills_dir();
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     if memory.memory_enabled || memory.user_profile_enabled {
+        if let Some(warning) = memory.provider_warning() {
+            tracing::warn!(target: "hermes::memory", "{warning}");
+        }
         tools.push(Arc::new(
-            MemoryTool::new(MemoryStore::from_config(home, memory))
+            MemoryTool::with_provider(configured_memory_provider(home, memory))
                 .with_targets(memory.memory_enabled, memory.user_profile_enabled),
         ));
     }
@@ -110,7 +115,7 @@ impl LearningLayers {
     ) -> LearningLayers {
         let mut layers = LearningLayers::default();
         if filter.tool_names.iter().any(|t| t == "memory") {
-            let snap = MemorySnapshot::load(&MemoryStore::from_config(home, memory));
+            let snap = configured_memory_provider(home, memory).snapshot();
             if memory.memory_enabled {
                 layers.memory = snap.memory_block();
             }

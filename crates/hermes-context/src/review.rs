@@ -7,7 +7,7 @@ use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 
 use crate::fragments::Fragment;
-use crate::memory::{ENTRY_DELIMITER, MemorySnapshot, MemoryStore};
+use crate::memory::{ENTRY_DELIMITER, configured_memory_provider};
 
 /// The tools a review may run (FEATURES §8: "only memory and skill tools"). Every other call
 /// of the forked agent is refused without running.
@@ -64,7 +64,7 @@ impl ReviewKind {
             ReviewKind::Skills => Fragment::ReviewSkills.raw().to_string(),
             ReviewKind::Combined => Fragment::ReviewCombined.raw().to_string(),
             ReviewKind::SessionEnd => {
-                let live = MemorySnapshot::load(&MemoryStore::from_config(home, memory));
+                let live = configured_memory_provider(home, memory).snapshot();
                 let show = |entries: &[String], enabled: bool| {
                     if !enabled {
                         "(turned off)".to_string()

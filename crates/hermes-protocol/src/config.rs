@@ -10,11 +10,16 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub mod custom_providers;
+pub mod memory;
 pub mod python_keys;
 pub mod sessiondb;
 pub mod terminal;
 pub mod web;
 pub use custom_providers::CustomProvider;
+pub use memory::{
+    BUILTIN_MEMORY_PROVIDER, DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_MEMORY_NUDGE_INTERVAL,
+    DEFAULT_USER_CHAR_LIMIT, EXTERNAL_MEMORY_PROVIDERS, MemoryConfig, MemoryProviderChoice,
+};
 pub use python_keys::IgnoredPythonKeys;
 pub use sessiondb::{PostgresqlConfig, SESSIONDB_DSN_ENV, SessionDbConfig};
 pub use terminal::{
@@ -321,44 +326,6 @@ pub struct LocalModelConfig {
     pub kv_cache_type: Option<String>,
 }
 
-/// Default char limit of `MEMORY.md` (FEATURES §6).
-pub const DEFAULT_MEMORY_CHAR_LIMIT: usize = 2_200;
-/// Default char limit of `USER.md` (FEATURES §6).
-pub const DEFAULT_USER_CHAR_LIMIT: usize = 1_375;
-/// Default number of user turns between background memory reviews (FEATURES §8).
-pub const DEFAULT_MEMORY_NUDGE_INTERVAL: u32 = 10;
-
-/// `memory:` section (FEATURES §6, §13; key names as in the Python system).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MemoryConfig {
-    /// Whether `MEMORY.md` (the agent's notes) is shown in the prompt and writable by the
-    /// `memory` tool (default true).
-    pub memory_enabled: bool,
-    /// Whether `USER.md` (the user profile) is shown in the prompt and writable by the
-    /// `memory` tool (default true).
-    pub user_profile_enabled: bool,
-    /// Char limit of `MEMORY.md` (default [`DEFAULT_MEMORY_CHAR_LIMIT`]).
-    pub memory_char_limit: usize,
-    /// Char limit of `USER.md` (default [`DEFAULT_USER_CHAR_LIMIT`]).
-    pub user_char_limit: usize,
-    /// User turns between background memory reviews (default
-    /// [`DEFAULT_MEMORY_NUDGE_INTERVAL`]; 0 turns reviews off).
-    pub nudge_interval: u32,
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        MemoryConfig {
-            memory_enabled: true,
-            user_profile_enabled: true,
-            memory_char_limit: DEFAULT_MEMORY_CHAR_LIMIT,
-            user_char_limit: DEFAULT_USER_CHAR_LIMIT,
-            nudge_interval: DEFAULT_MEMORY_NUDGE_INTERVAL,
-        }
-    }
-}
-
 /// Default number of tool-calling iterations between background skill reviews (FEATURES §8).
 pub const DEFAULT_SKILL_NUDGE_INTERVAL: u32 = 10;
 
@@ -606,6 +573,7 @@ impl Config {
                 message,
             }
         })?;
+        warnings.extend(config.memory.provider_warning());
         let ignored_python = yaml_serde::from_str::<yaml_serde::Value>(text)
             .map(|v| python_keys::ignored_keys(&v))
             .unwrap_or_default();

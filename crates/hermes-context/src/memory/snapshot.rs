@@ -3,6 +3,7 @@
 
 use crate::fragments::Fragment;
 use crate::injection::{ScanScope, scan_for_injection};
+use crate::memory::provider::{FileMemoryProvider, MemoryProvider};
 use crate::memory::store::{ENTRY_DELIMITER, MemoryStore, MemoryTarget, joined_chars, usage_text};
 
 /// Both memory files as read once at session start.
@@ -25,10 +26,15 @@ impl MemorySnapshot {
     /// Entries edited by hand into something the injection scan flags are left out of the
     /// prompt (with a note) — the tool refuses to save such text, but the file is the user's.
     pub fn load(store: &MemoryStore) -> MemorySnapshot {
+        MemorySnapshot::from_provider(&FileMemoryProvider::new(store.clone()))
+    }
+
+    /// Like [`MemorySnapshot::load`], from any [`MemoryProvider`]'s entries and limits.
+    pub fn from_provider(store: &dyn MemoryProvider) -> MemorySnapshot {
         let _span = tracing::info_span!("memory.load").entered();
         let mut notes = Vec::new();
         let mut read = |target: MemoryTarget| -> Vec<String> {
-            match store.read(target) {
+            match store.list(target) {
                 Ok(entries) => entries
                     .into_iter()
                     .filter(|e| match scan_for_injection(e, ScanScope::Strict).first() {

@@ -13,6 +13,7 @@ use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 
 use crate::injection::{ScanScope, scan_for_injection};
+use crate::memory::gate::{self, Conflict, Refusal, Verdict};
 
 /// Separator between entries in a memory file: a line holding only `§` (FEATURES §6).
 pub const ENTRY_DELIMITER: &str = "\n§\n";
@@ -125,6 +126,11 @@ pub enum MemoryError {
     /// Empty content or old_text.
     #[error("{0} must not be empty")]
     Empty(&'static str),
+    /// The content is below the information threshold of the write gate (seed 004 §5.2;
+    /// [`crate::memory::gate::check_information`]). Only the gated path
+    /// ([`MemoryStore::apply_gated`]) returns it.
+    #[error("{0}")]
+    LowInformation(Refusal),
     /// The file on disk has been edited into a shape the entry parser cannot round-trip; a
     /// mutation would rewrite the user's formatting, so it is refused.
     #[error(
@@ -151,7 +157,7 @@ pub enum MemoryError {
 
 impl MemoryError {
     /// A short machine-readable reason: `over_limit`, `no_match`, `ambiguous`,
-    /// `blocked_by_scan`, `empty`, `unparseable`, `io`.
+    /// `blocked_by_scan`, `empty`, `low_information`, `unparseable`, `io`.
     pub fn reason(&self) -> &'static str {
         match self {
             MemoryError::OverLimit { .. } => "over_limit",
@@ -159,6 +165,7 @@ impl MemoryError {
             MemoryError::Ambiguous { .. } => "ambiguous",
             MemoryError::Blocked { .. } => "blocked_by_scan",
             MemoryError::Empty(_) => "empty",
+            MemoryError::LowInformation(_) => "low_information",
             MemoryError::Unparseable { .. } => "unparseable",
             MemoryError::Io { .. } => "io",
         }
@@ -178,7 +185,7 @@ fn render_entries(entries: &[String]) -> String {
 }
 
 /// The result of a successful [`MemoryStore::apply`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MemoryOutcome {
     /// Entries now in the file.
     pub entries: Vec<String>,
@@ -188,6 +195,34 @@ pub struct MemoryOutcome {
     pub limit: usize,
     /// False when every operation was a no-op (exact duplicates); the file was not rewritten.
     pub changed: bool,
+    /// What the write gate did instead of adding (merges, superseded entries), in operation
+    /// order; always empty on the ungated path ([`MemoryStore::apply`]).
+    pub gated: Vec<GateAction>,
+}
+
+/// An add the write gate (seed 004 §5.2) turned into an update of an existing entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateAction {
+    /// The new entry was a near-duplicate of an existing one (Jaccard similarity of their
+    /// content words above [`gate::NEAR_DUPLICATE_JACCARD`]); the existing entry became
+    /// `after` (the new wording, or unchanged when it already said everything).
+    Merged {
+        /// The existing entry before the merge.
+        before: String,
+        /// The entry after it.
+        after: String,
+        /// The Jaccard similarity, 0.0–1.0.
+        similarity: f64,
+    },
+    /// The new entry contradicted an existing one, which it replaced (the newer fact wins).
+    Superseded {
+        /// The older entry, now gone.
+        old: String,
+        /// The newer entry, in its place.
+        new: String,
+        /// How they conflicted.
+        conflict: Conflict,
+    },
 }
 
 impl MemoryOutcome {
@@ -338,8 +373,37 @@ impl MemoryStore {
         target: MemoryTarget,
         ops: &[MemoryOp],
     ) -> Result<MemoryOutcome, MemoryError> {
+        self.apply_with(target, ops, false)
+    }
+
+    /// Like [`MemoryStore::apply`], through the write gate of seed 004 §5.2
+    /// ([`crate::memory::gate`]): the content of an add or replace below the information
+    /// threshold refuses the whole batch ([`MemoryError::LowInformation`]); an add that
+    /// contradicts an existing entry replaces it, and an add that nearly duplicates one
+    /// updates it ([`GateAction`], in [`MemoryOutcome::gated`]). Decided under the lock
+    /// against the entries on disk now, like every other change.
+    ///
+    /// # Errors
+    /// Any [`MemoryError`]; the file is then unchanged.
+    pub fn apply_gated(
+        &self,
+        target: MemoryTarget,
+        ops: &[MemoryOp],
+    ) -> Result<MemoryOutcome, MemoryError> {
+        self.apply_with(target, ops, true)
+    }
+
+    fn apply_with(
+        &self,
+        target: MemoryTarget,
+        ops: &[MemoryOp],
+        gated: bool,
+    ) -> Result<MemoryOutcome, MemoryError> {
         for op in ops {
             check_op(op)?;
+            if gated {
+                check_information(op)?;
+            }
         }
         hermes_protocol::private_fs::create_dir_all(&self.dir).map_err(|source| {
             MemoryError::Io {
@@ -362,8 +426,16 @@ impl MemoryStore {
         }
         let before = parse_entries(&raw);
         let mut entries = before.clone();
+        let mut actions = Vec::new();
         for op in ops {
-            apply_one(&mut entries, op)?;
+            match op {
+                MemoryOp::Add { content } if gated => {
+                    if let Some(action) = apply_gated_add(&mut entries, content.trim()) {
+                        actions.push(action);
+                    }
+                }
+                _ => apply_one(&mut entries, op)?,
+            }
         }
         let limit = self.limit(target);
         let old_chars = joined_chars(&before);
@@ -386,6 +458,7 @@ impl MemoryStore {
             chars,
             limit,
             changed,
+            gated: actions,
         })
     }
 
@@ -427,6 +500,60 @@ fn check_op(op: &MemoryOp) -> Result<(), MemoryError> {
         }
     }
     Ok(())
+}
+
+/// The information threshold for the content of an add or replace (gated path only).
+fn check_information(op: &MemoryOp) -> Result<(), MemoryError> {
+    match op {
+        MemoryOp::Add { content } | MemoryOp::Replace { content, .. } => {
+            gate::check_information(content).map_err(MemoryError::LowInformation)
+        }
+        MemoryOp::Remove { .. } => Ok(()),
+    }
+}
+
+/// One gated add: supersede a conflicting entry, merge into a near-duplicate, or append.
+/// An exact duplicate is a near-duplicate whose merge changes nothing (no action reported).
+fn apply_gated_add(entries: &mut Vec<String>, content: &str) -> Option<GateAction> {
+    let (index, after, action) = match gate::judge(entries, content) {
+        Verdict::Add => {
+            entries.push(content.to_string());
+            return None;
+        }
+        Verdict::Merge { index, similarity } => {
+            let before = entries[index].clone();
+            let after = gate::merged_text(&before, content);
+            let action = (before != content).then(|| GateAction::Merged {
+                before: before.clone(),
+                after: after.clone(),
+                similarity,
+            });
+            (index, after, action)
+        }
+        Verdict::Supersede { index, conflict } => {
+            let old = entries[index].clone();
+            let action = GateAction::Superseded {
+                old,
+                new: content.to_string(),
+                conflict,
+            };
+            (index, content.to_string(), Some(action))
+        }
+    };
+    // Copies of the updated entry elsewhere collapse into it (as with replace).
+    let old = entries[index].clone();
+    let mut kept: Vec<String> = Vec::with_capacity(entries.len());
+    for (j, e) in entries.iter().enumerate() {
+        if j == index {
+            if !kept.contains(&after) {
+                kept.push(after.clone());
+            }
+        } else if *e != old && (*e != after || !kept.contains(&after)) {
+            kept.push(e.clone());
+        }
+    }
+    *entries = kept;
+    action
 }
 
 /// Index of the single distinct entry containing `old_text` (identical entries count as one).

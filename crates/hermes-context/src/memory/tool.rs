@@ -1,25 +1,37 @@
-//! The `memory` tool (FEATURES §6): add / replace / remove, or an all-or-nothing batch.
+//! The `memory` tool (FEATURES §6): add / replace / remove, or an all-or-nothing batch,
+//! through a [`MemoryProvider`] and its write gate (seed 004 §5.2).
+
+use std::sync::Arc;
 
 use hermes_protocol::ToolSpec;
 use hermes_tools::{Parallelism, Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::fragments::Fragment;
-use crate::memory::store::{MemoryError, MemoryOp, MemoryStore, MemoryTarget};
+use crate::memory::provider::{FileMemoryProvider, MemoryProvider};
+use crate::memory::store::{
+    GateAction, MemoryError, MemoryOp, MemoryOutcome, MemoryStore, MemoryTarget,
+};
 
-/// The `memory` tool over one [`MemoryStore`]. Toolset `memory`.
+/// The `memory` tool over one [`MemoryProvider`]. Toolset `memory`.
 #[derive(Debug, Clone)]
 pub struct MemoryTool {
-    store: MemoryStore,
+    provider: Arc<dyn MemoryProvider>,
     memory_enabled: bool,
     user_enabled: bool,
 }
 
 impl MemoryTool {
-    /// A tool writing to `store`, both files writable.
+    /// A tool writing to `store` through the built-in provider ([`FileMemoryProvider`],
+    /// gated), both files writable.
     pub fn new(store: MemoryStore) -> MemoryTool {
+        MemoryTool::with_provider(Arc::new(FileMemoryProvider::new(store)))
+    }
+
+    /// A tool writing through `provider`, both files writable.
+    pub fn with_provider(provider: Arc<dyn MemoryProvider>) -> MemoryTool {
         MemoryTool {
-            store,
+            provider,
             memory_enabled: true,
             user_enabled: true,
         }
@@ -144,7 +156,7 @@ impl Tool for MemoryTool {
                 .to_string(),
             );
         }
-        let store = self.store.clone();
+        let provider = self.provider.clone();
         // A span for the file update (issue 24 §1): target and size of the change, never the
         // entries' text; entered on the blocking thread so it nests under the tool call.
         let span = tracing::info_span!(
@@ -157,7 +169,7 @@ impl Tool for MemoryTool {
         let in_span = span.clone();
         let result = tokio::task::spawn_blocking(move || {
             let _entered = in_span.entered();
-            store.apply(target, &ops)
+            provider.apply(target, &ops)
         })
         .await;
         match &result {
@@ -172,30 +184,78 @@ impl Tool for MemoryTool {
             }
         }
         match result {
-            Ok(Ok(outcome)) => {
-                let body = json!({
-                    "success": true,
-                    "target": target.as_str(),
-                    "changed": outcome.changed,
-                    "entries": outcome.entries.len(),
-                    "usage": outcome.usage(),
-                    "note": if outcome.changed { "saved; shown in the prompt from the next session" } else { "already saved; nothing changed" },
-                });
-                ToolOutput::ok(body.to_string())
-            }
+            Ok(Ok(outcome)) => ToolOutput::ok(success_body(target, &outcome).to_string()),
             Ok(Err(e)) => ToolOutput::error(error_body(target, &e)),
             Err(join) => ToolOutput::error(format!("memory update did not finish: {join}")),
         }
     }
 }
 
+/// The result of a successful call: what changed, and what the write gate merged or
+/// replaced instead of adding (`merged`, `superseded`), so the model knows.
+fn success_body(target: MemoryTarget, outcome: &MemoryOutcome) -> Value {
+    let mut merged = Vec::new();
+    let mut superseded = Vec::new();
+    for action in &outcome.gated {
+        match action {
+            GateAction::Merged {
+                before,
+                after,
+                similarity,
+            } => merged.push(json!({
+                "existing_entry": before,
+                "entry_now": after,
+                "similarity": (similarity * 100.0).round() / 100.0,
+            })),
+            GateAction::Superseded { old, new, conflict } => superseded.push(json!({
+                "old_entry": old,
+                "new_entry": new,
+                "conflict": conflict.as_str(),
+            })),
+        }
+    }
+    let note = if !superseded.is_empty() {
+        "saved; it contradicted an existing entry, which was replaced by the newer fact (see          `superseded`); shown in the prompt from the next session"
+    } else if !merged.is_empty() && !outcome.changed {
+        "already saved: an existing entry nearly duplicates the new text (word-set Jaccard \
+         similarity above 0.85) and already says all of it (see `merged`); nothing changed"
+    } else if !merged.is_empty() {
+        "merged: the new text nearly duplicates an existing entry (word-set Jaccard similarity          above 0.85), so that entry was updated instead of adding a new one (see `merged`);          shown in the prompt from the next session"
+    } else if outcome.changed {
+        "saved; shown in the prompt from the next session"
+    } else {
+        "already saved; nothing changed"
+    };
+    let mut body = json!({
+        "success": true,
+        "target": target.as_str(),
+        "changed": outcome.changed,
+        "entries": outcome.entries.len(),
+        "usage": outcome.usage(),
+        "note": note,
+    });
+    if let Some(map) = body.as_object_mut() {
+        if !merged.is_empty() {
+            map.insert("merged".into(), Value::Array(merged));
+        }
+        if !superseded.is_empty() {
+            map.insert("superseded".into(), Value::Array(superseded));
+        }
+    }
+    body
+}
+
 fn error_body(target: MemoryTarget, e: &MemoryError) -> String {
-    // The over-limit message lists the current entries so the model can consolidate.
-    json!({
+    // The over-limit message lists the current entries so the model can consolidate; a
+    // low-information refusal says what to write instead.
+    let mut body = json!({
         "success": false,
         "target": target.as_str(),
         "reason": e.reason(),
         "error": e.to_string(),
-    })
-    .to_string()
+    });
+    if let (MemoryError::LowInformation(refusal), Some(map)) = (e, body.as_object_mut()) {
+        map.insert("rule".into(), Value::String(refusal.rule().to_string()));
+    }
+    body.to_string()
 }

@@ -190,10 +190,7 @@ pub const PYTHON_KEYS: &[(&str, KeyStatus)] = &[
     ("memory.memory_char_limit", Honoured),
     ("memory.user_char_limit", Honoured),
     ("memory.nudge_interval", Honoured),
-    (
-        "memory.provider",
-        Ignored("hermes keeps memory in MEMORY.md and USER.md only (no external memory provider)"),
-    ),
+    ("memory.provider", Honoured),
     ("delegation", Ignored("not used by hermes' delegate_task")),
     ("delegation.max_iterations", Honoured),
     ("delegation.max_concurrent_children", Honoured),
