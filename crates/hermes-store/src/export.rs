@@ -81,6 +81,7 @@ fn markdown(session: &SessionRecord, messages: &[StoredMessage]) -> String {
         let reason = session.end_reason.as_deref().unwrap_or("");
         let _ = writeln!(out, "- ended: {} {reason}", ended.to_rfc3339());
     }
+    let mut last_trace: Option<&str> = None;
     for stored in messages {
         let m = &stored.message;
         let inactive = if stored.active { "" } else { " (inactive)" };
@@ -89,6 +90,14 @@ fn markdown(session: &SessionRecord, messages: &[StoredMessage]) -> String {
             (role, _) => role.as_str().to_string(),
         };
         let _ = writeln!(out, "\n## {heading}{inactive}\n");
+        // The trace id (issue 24) under the first message of each traced turn: the
+        // messages after it with the same id belong to the same trace.
+        if let Some(trace) = stored.trace_id.as_deref()
+            && last_trace != Some(trace)
+        {
+            let _ = writeln!(out, "*trace `{trace}`*\n");
+        }
+        last_trace = stored.trace_id.as_deref();
         if let Some(reasoning) = &m.reasoning {
             for line in reasoning.text.lines() {
                 let _ = writeln!(out, "> {line}");

@@ -270,4 +270,26 @@ pub fn trace_ids_are_stored_with_their_messages(db: &Db) {
             .map(|m| m.trace_id.as_deref())
             .collect::<Vec<_>>()
     );
+
+    // The Markdown export names each trace once, under the first message of its run.
+    let md = store
+        .export_session("s", hermes_store::Format::Markdown)
+        .unwrap();
+    let marks: Vec<&str> = md
+        .lines()
+        .filter_map(|l| l.strip_prefix("*trace `"))
+        .filter_map(|l| l.strip_suffix("`*"))
+        .collect();
+    let mut runs: Vec<&str> = Vec::new();
+    let mut last = None;
+    for id in all.iter().map(|m| m.trace_id.as_deref()) {
+        if let Some(id) = id
+            && last != Some(id)
+        {
+            runs.push(id);
+        }
+        last = id;
+    }
+    assert_eq!(marks, runs);
+    assert!(marks.contains(&turn) && marks.contains(&other), "{md}");
 }
