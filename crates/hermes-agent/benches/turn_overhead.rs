@@ -155,16 +155,15 @@ async fn run_once(turns: usize) -> (Duration, Duration, Option<Duration>) {
     )
 }
 
-/// User + system CPU time of this process so far (all threads, finished ones included), from
-/// `/proc/self/stat` fields 14 and 15 in clock ticks of 1/100 s (`USER_HZ`, 100 on Linux);
-/// `None` elsewhere.
+/// CPU time of this process so far, all threads (finished ones included), from
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)` (nanosecond resolution; `/proc/self/stat`'s
+/// 10 ms ticks were too coarse for a run of a tenth of a second).
 fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may hold spaces; the fields after it follow its `)`.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(Duration::new(
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?,
+    ))
 }
 
 /// A loopback HTTP sink on its own thread: reads each request and answers `200` with an

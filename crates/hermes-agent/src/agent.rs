@@ -562,9 +562,12 @@ impl Agent {
             "db.operation.name" = "append_message",
             "hermes.role" = message.role.as_str(),
         );
+        // The span is entered around the awaited future, on the agent's task: entered on the
+        // blocking thread instead, a turn's four write spans cost as much as its model-call
+        // and tool spans together (turn_overhead bench, docs/benchmarks.md).
+        use tracing::Instrument as _;
         let result = self
             .blocking(move |s| {
-                let _span = store_span.entered();
                 let started = std::time::Instant::now();
                 let record = row.as_ref().map(|row| row.as_record());
                 let written = s.append_message_traced(
@@ -579,6 +582,7 @@ impl Agent {
                 }
                 written
             })
+            .instrument(store_span)
             .await;
         if result.is_err() && with_usage {
             self.record_usage(usage).await;

@@ -9,11 +9,16 @@
 //! generic variable). The protocol is `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
 //! `OTEL_EXPORTER_OTLP_PROTOCOL`, else `observability.otlp.protocol`: `http/protobuf`
 //! (default) or `grpc`. The service name is `OTEL_SERVICE_NAME`, else `hermes`.
+//! `OTEL_SDK_DISABLED=true` (the SDK configuration spec's switch, without case) turns export
+//! off whatever else is set.
 //!
 //! A turn never waits for the collector: spans go to a bounded queue (2,048; more are
 //! dropped) and each batch is sent once with a 5 s timeout. A collector that is down or
-//! refuses is logged once (`agent.log`), its batches dropped; nothing is retried. gRPC runs
-//! on a one-thread runtime of its own, so export never competes with the agent's tasks.
+//! refuses is logged once (`agent.log`), its batches dropped; nothing is retried; a redirect
+//! is an answer like any other refusal, not followed (spans go only where the endpoint
+//! says). At exit the queued spans get [`SHUTDOWN_TIMEOUT`]; when they cannot be sent in it,
+//! `agent.log` says so. gRPC runs on a one-thread runtime of its own, so export never
+//! competes with the agent's tasks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -68,6 +73,9 @@ pub(crate) fn target(
     config: impl FnOnce() -> OtlpSettings,
 ) -> (Option<Target>, Option<String>) {
     let set = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    if set(var("OTEL_SDK_DISABLED")).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return (None, None);
+    }
     let traces_url = set(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"));
     let base_url = set(var("OTEL_EXPORTER_OTLP_ENDPOINT"));
     let protocol = set(var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
@@ -194,6 +202,7 @@ fn exporter(target: &Target) -> Result<QuietExporter<ExporterKind>, String> {
                 .with_endpoint(&target.url)
                 .with_timeout(EXPORT_TIMEOUT)
                 .with_headers(std::collections::HashMap::new())
+                .with_http_client(http_client()?)
                 .build()
                 .map_err(|e| e.to_string())?,
         )),
@@ -219,6 +228,22 @@ fn exporter(target: &Target) -> Result<QuietExporter<ExporterKind>, String> {
         endpoint: target.url.clone(),
         warned: AtomicBool::new(false),
     })
+}
+
+/// The blocking HTTP client the exporter's batch thread sends with: the export timeout, and
+/// redirects not followed (the crate's own client follows up to 10). Built on a thread of
+/// its own, as the OTLP crate does: a blocking client cannot be built or dropped on an async
+/// runtime's thread.
+fn http_client() -> Result<reqwest::blocking::Client, String> {
+    std::thread::spawn(|| {
+        reqwest::blocking::Client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+    })
+    .join()
+    .map_err(|_| "building the HTTP client panicked".to_string())?
+    .map_err(|e| format!("HTTP client: {e}"))
 }
 
 /// The exporter of either transport.
@@ -290,8 +315,11 @@ where
 
 /// Sends the spans still queued (waiting at most [`SHUTDOWN_TIMEOUT`]); call before exit.
 pub(crate) fn shutdown() {
-    if let Some(provider) = PROVIDER.get() {
-        let _ = provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+    if let Some(provider) = PROVIDER.get()
+        && let Err(e) = provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT)
+    {
+        tracing::warn!(error = %e, timeout_s = SHUTDOWN_TIMEOUT.as_secs(),
+            "the last queued spans were not exported before exit");
     }
 }
 
@@ -349,6 +377,93 @@ mod tests {
             target(env(&[]), cfg(Some("http://cfg:4318"), None)).0,
             http("http://cfg:4318/v1/traces")
         );
+    }
+
+    #[test]
+    fn otel_sdk_disabled_turns_export_off_whatever_else_is_set() {
+        for on in ["true", "TRUE", " True "] {
+            assert_eq!(
+                target(
+                    env_owned(vec![
+                        ("OTEL_SDK_DISABLED", on.to_string()),
+                        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318".to_string()),
+                    ]),
+                    cfg(Some("http://cfg:4318"), None)
+                ),
+                (None, None),
+                "{on:?}"
+            );
+        }
+        // Any other value leaves the SDK on (the spec's booleans are `true` or not).
+        for off in ["false", "0", ""] {
+            assert_eq!(
+                target(
+                    env_owned(vec![("OTEL_SDK_DISABLED", off.to_string())]),
+                    cfg(Some("http://cfg:4318"), None)
+                )
+                .0,
+                http("http://cfg:4318/v1/traces"),
+                "{off:?}"
+            );
+        }
+    }
+
+    /// A loopback server that answers every request with `answer` and counts them.
+    fn answering(answer: String) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = seen.clone();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 64 * 1024];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        (port, seen)
+    }
+
+    #[test]
+    fn a_redirecting_collector_is_not_followed() {
+        let (elsewhere, elsewhere_seen) =
+            answering("HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into());
+        let (collector, collector_seen) = answering(format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:{elsewhere}/v1/traces\r\n\
+             content-length: 0\r\nconnection: close\r\n\r\n"
+        ));
+        // As `layer` does first: reqwest is built without a default TLS provider.
+        hermes_llm::init_tls();
+        let exporter = exporter(&Target {
+            url: format!("http://127.0.0.1:{collector}/v1/traces"),
+            protocol: Protocol::HttpProtobuf,
+        })
+        .unwrap();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter)
+            .build();
+        {
+            use opentelemetry::trace::{Span as _, Tracer as _};
+            provider.tracer("test").start("one span").end();
+        }
+        provider.force_flush().unwrap();
+        assert_eq!(
+            collector_seen.load(Ordering::SeqCst),
+            1,
+            "the span was sent"
+        );
+        assert_eq!(
+            elsewhere_seen.load(Ordering::SeqCst),
+            0,
+            "the redirect was followed"
+        );
+        let _ = provider.shutdown();
+    }
+
+    fn env_owned(pairs: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
+        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
     }
 
     #[test]
