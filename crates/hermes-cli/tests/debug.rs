@@ -199,6 +199,62 @@ async fn debug_session_shows_escape_sequences_instead_of_sending_them() {
     assert!(text.contains("evil^[]0;tool-title^G"), "{text}");
 }
 
+/// A row whose `tool_calls` column is not JSON (another program wrote it, or a hand edit):
+/// `debug session` still shows the other messages and names the broken row with its column
+/// and reason, in text and in JSON, instead of failing as a whole.
+#[tokio::test]
+async fn debug_session_names_an_unreadable_row_and_shows_the_rest() {
+    let env = Env::new().await;
+    let id = session_with_tools(&env).await;
+    let path = env.home.home().state_db();
+    let broken: i64 = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let row: i64 = conn
+            .query_row(
+                "SELECT id FROM messages WHERE session_id = ?1 AND tool_calls IS NOT NULL \
+                 AND tool_calls != '' ORDER BY id LIMIT 1",
+                [&id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        conn.execute(
+            "UPDATE messages SET tool_calls = '[{\"id\": broken' WHERE id = ?1",
+            [row],
+        )
+        .unwrap();
+        row
+    };
+    let out = env.run_ok(&["debug", "session", &id]).await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("1 stored row(s) cannot be read and are not shown above"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("message {broken} (tool_calls): ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("The notes say hello."),
+        "the rest is shown: {text}"
+    );
+
+    let out = env.run_ok(&["debug", "session", &id, "--json"]).await;
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let unreadable = json["unreadable_messages"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1, "{json}");
+    assert_eq!(unreadable[0]["id"], broken);
+    assert_eq!(unreadable[0]["column"], "tool_calls");
+    assert!(
+        json["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["id"] != broken),
+        "{json}"
+    );
+}
+
 /// A stored session's model (anyone's `/model` words in a gateway chat) with escape
 /// sequences: `debug prompt --session` shows them in caret notation.
 #[tokio::test]

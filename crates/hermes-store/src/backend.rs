@@ -131,6 +131,14 @@ pub trait SessionBackend: Send + Sync {
     ) -> Result<i64, StoreError>;
     fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
     fn load_all_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
+    /// [`SessionBackend::load_all_messages`] for tools that show a session as it is
+    /// (`hermes debug session`): every row in order, each decoded or the
+    /// [`StoreError::Corrupt`] that says why it cannot be (a row another program wrote
+    /// wrong does not hide the others). `Err` only when the rows cannot be read at all.
+    fn load_all_messages_tolerant(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<Result<StoredMessage, StoreError>>, StoreError>;
     fn deactivate_messages_from(
         &self,
         session_id: &str,
@@ -278,6 +286,7 @@ impl SessionBackend for crate::store::SqliteStore {
         fn append_message_traced(&self, session_id: &str, message: &Message, trace_id: Option<&str>, usage: Option<&UsageRecord<'_>>, expected_version: u64) -> Result<i64, StoreError>;
         fn load_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
         fn load_all_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError>;
+        fn load_all_messages_tolerant(&self, session_id: &str) -> Result<Vec<Result<StoredMessage, StoreError>>, StoreError>;
         fn deactivate_messages_from(&self, session_id: &str, message_id: i64) -> Result<usize, StoreError>;
         fn deactivate_messages_checked(&self, session_id: &str, message_id: i64, expected_version: u64) -> Result<u64, StoreError>;
         fn replace_active_from(&self, session_id: &str, from_id: Option<i64>, replacement: &[Message]) -> Result<Vec<i64>, StoreError>;

@@ -545,27 +545,49 @@ impl SqliteStore {
         self.load("load_all_messages", session_id, false)
     }
 
+    /// All messages of a session in insertion order, each decoded or the error that says
+    /// why it cannot be ([`crate::SessionBackend::load_all_messages_tolerant`]).
+    pub fn load_all_messages_tolerant(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<Result<StoredMessage, StoreError>>, StoreError> {
+        Ok(self
+            .load_rows("load_all_messages", session_id, false)?
+            .into_iter()
+            .filter_map(Result::transpose)
+            .collect())
+    }
+
     fn load(
         &self,
         op: &'static str,
         session_id: &str,
         active_only: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let raws = {
-            let conn = self.lock();
-            load_raw(&conn, session_id, active_only).map_err(self.sql_err(op))?
-        };
-        let mut out = Vec::with_capacity(raws.len());
-        for raw in raws {
-            if let Some(m) = self.decode(raw)? {
+        let mut out = Vec::new();
+        for row in self.load_rows(op, session_id, active_only)? {
+            if let Some(m) = row? {
                 out.push(m);
             }
         }
         Ok(out)
     }
 
-    fn decode(&self, raw: RawRow) -> Result<Option<StoredMessage>, StoreError> {
-        decode_row(self.db(), raw)
+    /// The rows of a session, each decoded ([`decode_row`]).
+    fn load_rows(
+        &self,
+        op: &'static str,
+        session_id: &str,
+        active_only: bool,
+    ) -> Result<Vec<Result<Option<StoredMessage>, StoreError>>, StoreError> {
+        let raws = {
+            let conn = self.lock();
+            load_raw(&conn, session_id, active_only).map_err(self.sql_err(op))?
+        };
+        Ok(raws
+            .into_iter()
+            .map(|raw| decode_row(self.db(), raw))
+            .collect())
     }
 
     /// Marks message `message_id` and every later message of the session inactive (for

@@ -253,6 +253,15 @@ impl SessionBackend for PgStore {
         self.run(move |db| async move { db.load_messages(&id, false).await })
     }
 
+    fn load_all_messages_tolerant(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<Result<StoredMessage, StoreError>>, StoreError> {
+        let id = session_id.to_string();
+        let rows = self.run(move |db| async move { db.load_rows(&id, false).await })?;
+        Ok(rows.into_iter().filter_map(Result::transpose).collect())
+    }
+
     fn deactivate_messages_from(
         &self,
         session_id: &str,

@@ -331,6 +331,22 @@ impl Db {
         session_id: &str,
         active_only: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut out = Vec::new();
+        for row in self.load_rows(session_id, active_only).await? {
+            if let Some(m) = row? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rows of a session, each decoded ([`decode_row`]): a row that cannot be is its
+    /// error, not the whole load's.
+    pub(crate) async fn load_rows(
+        &self,
+        session_id: &str,
+        active_only: bool,
+    ) -> Result<Vec<Result<Option<StoredMessage>, StoreError>>, StoreError> {
         let op = if active_only {
             "load_messages"
         } else {
@@ -366,9 +382,7 @@ impl Db {
                 active: r.try_get::<_, Option<i64>>(12)?.unwrap_or(1) != 0,
                 trace_id: r.try_get(13)?,
             };
-            if let Some(m) = decode_row(&self.location, raw)? {
-                out.push(m);
-            }
+            out.push(decode_row(&self.location, raw));
         }
         Ok(out)
     }

@@ -18,6 +18,7 @@ use hermes_store::SessionStore;
 /// One empty database of one implementation.
 pub struct Db {
     open: Box<dyn Fn() -> SessionStore>,
+    sql: Box<dyn Fn(&str)>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -27,12 +28,25 @@ impl Db {
         (self.open)()
     }
 
+    /// Runs `sql` (statements without parameters) on the database directly, outside the
+    /// store: what another program or a hand edit would do to it.
+    pub fn sql(&self, sql: &str) {
+        (self.sql)(sql)
+    }
+
     /// A SQLite database in a temporary directory.
     pub fn sqlite() -> Db {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
+        let raw = path.clone();
         Db {
             open: Box::new(move || SessionStore::open(&path).unwrap()),
+            sql: Box::new(move |sql| {
+                rusqlite::Connection::open(&raw)
+                    .unwrap()
+                    .execute_batch(sql)
+                    .unwrap()
+            }),
             _dir: Some(dir),
         }
     }
@@ -44,10 +58,26 @@ impl Db {
             .ok()
             .filter(|v| !v.is_empty())?;
         let schema = format!("conformance_{:016x}", rand_u64());
-        let options = hermes_store::PgOptions::new(dsn).with_schema(schema);
+        let options = hermes_store::PgOptions::new(dsn.clone()).with_schema(schema.clone());
         Some(Db {
             open: Box::new(move || {
                 SessionStore::from_backend(hermes_store::PgStore::open(&options).unwrap())
+            }),
+            sql: Box::new(move |sql| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let (client, conn) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
+                        .await
+                        .unwrap();
+                    tokio::spawn(conn);
+                    client
+                        .batch_execute(&format!("SET search_path = {schema}, public; {sql}"))
+                        .await
+                        .unwrap();
+                })
             }),
             _dir: None,
         })
@@ -104,6 +134,7 @@ macro_rules! conformance_tests {
             search::any_user_text_is_a_valid_query,
             sessions::create_session_is_idempotent_and_keeps_the_prompt_byte_for_byte,
             sessions::message_roundtrip_keeps_tool_calls_reasoning_and_ids,
+            sessions::an_unreadable_row_fails_the_load_and_is_named_by_the_tolerant_one,
             sessions::tool_call_arguments_are_stored_verbatim,
             sessions::appending_to_an_unknown_session_is_an_error_and_writes_nothing,
             sessions::messages_survive_reopen_because_each_is_committed,

@@ -458,3 +458,51 @@ pub fn a_gateway_peer_is_recorded_on_its_session(db: &Db) {
     };
     assert!(!store.record_gateway_peer("g1", &keyless).unwrap());
 }
+
+/// A row whose `tool_calls` is not JSON (another program wrote it): the strict loads refuse
+/// the session naming the row and column (a resume never continues without it); the
+/// tolerant load returns every other row and that row's error in its place.
+pub fn an_unreadable_row_fails_the_load_and_is_named_by_the_tolerant_one(db: &Db) {
+    let store = db.open();
+    store.create_session(&new_session("s", "cli")).unwrap();
+    let first = store
+        .append_message("s", &Message::user("read main.rs"), None)
+        .unwrap();
+    let broken = store
+        .append_message("s", &assistant_with_everything(), None)
+        .unwrap();
+    let last = store
+        .append_message(
+            "s",
+            &Message::tool("call_1", "read_file", "fn main() {}"),
+            None,
+        )
+        .unwrap();
+    db.sql(&format!(
+        "UPDATE messages SET tool_calls = '[{{\"id\": broken' WHERE id = {broken}"
+    ));
+    let store = db.open();
+    for strict in [store.load_messages("s"), store.load_all_messages("s")] {
+        match strict {
+            Err(StoreError::Corrupt {
+                what, message_id, ..
+            }) => assert_eq!((what, message_id), ("tool_calls", broken)),
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+    let rows = store.load_all_messages_tolerant("s").unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].as_ref().unwrap().id, first);
+    assert!(
+        matches!(&rows[1], Err(StoreError::Corrupt { what: "tool_calls", message_id, .. }) if *message_id == broken),
+        "{:?}",
+        rows[1]
+    );
+    assert_eq!(rows[2].as_ref().unwrap().id, last);
+    assert!(
+        store
+            .load_all_messages_tolerant("missing")
+            .unwrap()
+            .is_empty()
+    );
+}

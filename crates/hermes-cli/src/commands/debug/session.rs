@@ -281,7 +281,15 @@ pub(super) fn run(profile: Option<&str>, key: &str, show_tokens: bool, json: boo
         errln!("error: no session matches `{key}`");
         return Ok(1);
     };
-    let messages = store.load_all_messages(&record.id)?;
+    // Tolerant: a row another program wrote wrong is named, and the rest still shown.
+    let mut messages = Vec::new();
+    let mut unreadable = Vec::new();
+    for row in store.load_all_messages_tolerant(&record.id)? {
+        match row {
+            Ok(m) => messages.push(m),
+            Err(e) => unreadable.push(UnreadableRow::from(e)),
+        }
+    }
     let usage = store.usage_by_model(&record.id)?;
     let estimator = TokenEstimator::new();
     let rows = message_rows(&messages, &estimator);
@@ -307,6 +315,7 @@ pub(super) fn run(profile: Option<&str>, key: &str, show_tokens: bool, json: boo
         events: &events,
         log_files: &files,
         usage: &usage,
+        unreadable: &unreadable,
         show_tokens,
     };
     if json {
@@ -331,7 +340,41 @@ struct View<'a> {
     events: &'a [LogEvent],
     log_files: &'a [PathBuf],
     usage: &'a [hermes_store::ModelUsage],
+    unreadable: &'a [UnreadableRow],
     show_tokens: bool,
+}
+
+/// A stored message row that cannot be decoded (its JSON columns broken, by another program
+/// or by hand): shown with the reason instead of failing the whole command.
+struct UnreadableRow {
+    /// The message row id, when the error names one.
+    id: Option<i64>,
+    /// The column that failed to decode (`tool_calls`, `content_json`, …).
+    column: Option<&'static str>,
+    /// Why.
+    detail: String,
+}
+
+impl From<hermes_store::StoreError> for UnreadableRow {
+    fn from(e: hermes_store::StoreError) -> Self {
+        match e {
+            hermes_store::StoreError::Corrupt {
+                what,
+                message_id,
+                detail,
+                ..
+            } => UnreadableRow {
+                id: Some(message_id),
+                column: Some(what),
+                detail,
+            },
+            other => UnreadableRow {
+                id: None,
+                column: None,
+                detail: other.to_string(),
+            },
+        }
+    }
 }
 
 /// The note on tool timings, in both outputs.
@@ -447,6 +490,7 @@ impl View<'_> {
                 "events": self.events.iter().map(|e| json!({"kind": e.kind, "matched": e.matched, "level": e.level, "line": e.line})).collect::<Vec<_>>(),
             },
             "usage_by_model": usage,
+            "unreadable_messages": self.unreadable.iter().map(|u| json!({"id": u.id, "column": u.column, "detail": u.detail})).collect::<Vec<_>>(),
         })
     }
 
@@ -523,6 +567,17 @@ impl View<'_> {
         if self.show_tokens {
             let total: u64 = self.rows.iter().map(|m| m.tokens).sum();
             out.push(format!("  messages total: {total} tokens"));
+        }
+        if !self.unreadable.is_empty() {
+            out.push(format!(
+                "  {} stored row(s) cannot be read and are not shown above:",
+                self.unreadable.len()
+            ));
+            for u in self.unreadable {
+                let id = u.id.map_or_else(|| "?".to_string(), |id| id.to_string());
+                let column = u.column.map(|c| format!(" ({c})")).unwrap_or_default();
+                out.push(format!("    message {id}{column}: {}", u.detail));
+            }
         }
 
         out.push(String::new());
