@@ -364,3 +364,52 @@ async fn a_disabled_skill_is_marked_and_refused_by_dash_s() {
         "no model call for a refused skill"
     );
 }
+
+#[tokio::test]
+async fn an_external_memory_provider_is_named_in_a_warning_and_the_files_keep_working() {
+    let env = Env::with_config("memory:\n  provider: honcho\n").await;
+    env.mock.push(MockResponse::tool_calls(&[
+        (
+            "call_1",
+            "memory",
+            r#"{"action":"add","content":"User deploys with cargo-dist on Fridays"}"#,
+        ),
+        ("call_2", "memory", r#"{"action":"add","content":"ok"}"#),
+    ]));
+    env.mock.push(MockResponse::text("Noted."));
+    let out = env.run(&["chat", "-q", "remember how I deploy"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warning =
+        "`memory.provider: honcho` is one of Python Hermes' external memory provider plugins";
+    assert_eq!(stderr(&out).matches(warning).count(), 1, "{}", stderr(&out));
+    let log = std::fs::read_to_string(env.home.path().join("logs/agent.log")).unwrap_or_default();
+    assert!(log.contains(warning), "{log}");
+
+    // The built-in file took the fact and the gate refused the empty one, with its reason.
+    assert_eq!(
+        std::fs::read_to_string(env.memory_file("MEMORY.md")).unwrap(),
+        "User deploys with cargo-dist on Fridays"
+    );
+    let requests = env.mock.requests();
+    let tool_texts: Vec<String> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tool_texts.len(), 2, "{tool_texts:?}");
+    assert!(
+        tool_texts[1].contains("low_information"),
+        "{}",
+        tool_texts[1]
+    );
+
+    let doctor = env.run(&["doctor"]).await;
+    let text = stdout(&doctor);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("config.yaml") && l.contains(warning)),
+        "{text}"
+    );
+}
