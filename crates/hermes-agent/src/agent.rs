@@ -175,6 +175,9 @@ pub struct Agent {
     /// `tools[i].spec()`, computed when the list changes: sent with every request in this
     /// stable order.
     pub(crate) specs: Vec<hermes_protocol::ToolSpec>,
+    /// The input validators of `specs`, each compiled on its tool's first call; rebuilt with
+    /// `specs` (seed 004 §3: every call validated before it runs).
+    pub(crate) validators: Arc<hermes_tools::ToolValidators>,
     /// Estimated tokens of `specs` ([`hermes_context::TokenEstimator::estimate_tool`]
     /// summed), computed with them: the preflight estimate of every request adds it instead
     /// of serializing each schema again (issue 6).
@@ -250,6 +253,7 @@ impl Agent {
             steer: None,
             primary_cooldown: None,
             learning: crate::review::LearningState::default(),
+            validators: Arc::new(hermes_tools::ToolValidators::new(specs.len())),
             specs,
             specs_tokens,
             tools: deps.tools.clone(),
@@ -366,6 +370,7 @@ impl Agent {
         }
         self.specs = tools.iter().map(|t| t.spec()).collect();
         self.specs_tokens = tools_tokens(&self.specs);
+        self.validators = Arc::new(hermes_tools::ToolValidators::new(self.specs.len()));
         self.tools = tools;
         true
     }

@@ -56,7 +56,7 @@ impl Agent {
                 {
                     return Plan::SameAs(j);
                 }
-                match prepare_call(&self.tools, &self.specs, call) {
+                match prepare_call(&self.tools, &self.specs, &self.validators, call) {
                     Ok((tool, args)) => Plan::Run(tool, args),
                     Err(refusal) => Plan::Refuse(refusal),
                 }

@@ -94,8 +94,9 @@ impl Agent {
         if !self.opts.compression_enabled {
             return false;
         }
-        // `request` comes from `Agent::request`, whose tools are `self.specs`: their estimate
-        // is kept with them instead of serializing every schema again.
+        // `request` comes from `Agent::request`, whose tools are `self.specs` (less any tool
+        // hidden as unhealthy, so this may overestimate a little): their estimate is kept
+        // with them instead of serializing every schema again.
         let estimate =
             TokenEstimator::new().estimate_request(&request.system, &request.messages, &[])
                 + self.specs_tokens;

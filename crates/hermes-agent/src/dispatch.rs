@@ -1,9 +1,10 @@
-//! Tool dispatch: argument parsing and coercion, unknown tools, previews (FEATURES §3).
+//! Tool dispatch: argument parsing, coercion and validation, unknown and unhealthy tools,
+//! previews (FEATURES §3; seed 004 §3).
 
 use std::sync::Arc;
 
 use hermes_protocol::{ToolCall, ToolSpec};
-use hermes_tools::{Tool, ToolContext, ToolOutput};
+use hermes_tools::{Tool, ToolContext, ToolHealth, ToolOutput, ToolValidators};
 use serde_json::Value;
 
 const ARGS_PREVIEW_CHARS: usize = 80;
@@ -96,13 +97,18 @@ pub fn result_preview(content: &str) -> String {
     clip(line.trim(), RESULT_PREVIEW_CHARS)
 }
 
-/// Checks that a call can run: the tool exists and the arguments are one JSON object.
-/// Returns the tool and the arguments coerced by its schema (the stored call keeps the
-/// model's text), or the error result to give the model instead of running anything.
-/// `specs[i]` is the spec of `tools[i]`.
+/// Checks that a call can run: the tool exists, the arguments are one JSON object, they
+/// match the tool's schema once coerced ([`hermes_tools::validate`]: one error result naming
+/// each offending field, the same for built-in, MCP and declarative tools), and the tool is
+/// not hidden as unhealthy ([`hermes_tools::ToolHealth::hides_tool`]: answered at once
+/// instead of waiting for its timeout). Returns the tool and the coerced arguments (the
+/// stored call keeps the model's text), or the error result to give the model instead of
+/// running anything. `specs[i]` is the spec of `tools[i]`, `validators` their compiled
+/// schemas.
 pub(crate) fn prepare_call(
     tools: &[Arc<dyn Tool>],
     specs: &[ToolSpec],
+    validators: &ToolValidators,
     call: &ToolCall,
 ) -> Result<(Arc<dyn Tool>, Value), ToolOutput> {
     let Some(index) = specs.iter().position(|s| s.name == call.name) else {
@@ -134,10 +140,32 @@ pub(crate) fn prepare_call(
             )));
         }
     };
-    Ok((
-        tools[index].clone(),
-        hermes_tools::coerce_args(&specs[index].parameters, parsed),
-    ))
+    let coerced = hermes_tools::coerce_args(&specs[index].parameters, parsed);
+    let args = validators.check(index, &specs[index], coerced)?;
+    let tool = tools[index].clone();
+    if let ToolHealth::Unhealthy {
+        reason,
+        fallback: false,
+    } = tool.health()
+    {
+        return Err(ToolOutput::error(format!(
+            "`{}` is unavailable right now ({reason}); it was not run. It is offered again once its health check passes.",
+            call.name
+        )));
+    }
+    Ok((tool, args))
+}
+
+/// The specs offered to the model in the next request: `specs` (of `tools`, same order)
+/// without the tools that are unhealthy and have no fallback
+/// ([`hermes_tools::ToolHealth::hides_tool`]). A cached read per tool; no I/O.
+pub(crate) fn offered_specs(tools: &[Arc<dyn Tool>], specs: &[ToolSpec]) -> Vec<ToolSpec> {
+    specs
+        .iter()
+        .zip(tools)
+        .filter(|(_, tool)| !tool.health().hides_tool())
+        .map(|(spec, _)| spec.clone())
+        .collect()
 }
 
 fn json_kind(v: &Value) -> &'static str {

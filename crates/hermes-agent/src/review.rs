@@ -132,6 +132,8 @@ pub struct Review {
     messages: Vec<Message>,
     tools: Vec<Arc<dyn Tool>>,
     specs: Vec<ToolSpec>,
+    /// The compiled schemas of `specs` (the session's, shared).
+    validators: Arc<hermes_tools::ToolValidators>,
     max_tokens: Option<u32>,
     max_iterations: u32,
     home: HermesHome,
@@ -235,7 +237,7 @@ impl Review {
                 REVIEW_TOOLS.join(", ")
             ));
         }
-        let output = match prepare_call(&self.tools, &self.specs, call) {
+        let output = match prepare_call(&self.tools, &self.specs, &self.validators, call) {
             Ok((tool, args)) => run_prepared(tool, args, ctx).await,
             Err(refusal) => refusal,
         };
@@ -331,6 +333,7 @@ impl Agent {
             messages,
             tools: self.tools.clone(),
             specs: self.specs.clone(),
+            validators: self.validators.clone(),
             max_tokens: self.opts.max_tokens,
             max_iterations: self.opts.learning.max_iterations,
             home: self.deps.home.clone(),

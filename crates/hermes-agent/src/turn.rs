@@ -358,7 +358,7 @@ impl Agent {
             model: self.active.model().to_string(),
             system,
             messages,
-            tools: self.specs.clone(),
+            tools: crate::dispatch::offered_specs(&self.tools, &self.specs),
             tool_choice,
             max_tokens: self.opts.max_tokens,
             temperature: None,

@@ -502,15 +502,17 @@ async fn toolsets_outside_the_parents_are_refused_with_the_choice() {
         "{}",
         results[1].1
     );
+    // A missing `goal` and too many tasks break the schema itself: the one error of the
+    // tool contract, naming the field (issue 26 item 4).
     assert!(
-        results[2].1.contains("`goal` is required"),
+        results[2].1.contains("- /goal: required, but missing"),
         "{}",
         results[2].1
     );
     assert!(
         results[3]
             .1
-            .contains("`tasks` holds 11 entries; at most 10"),
+            .contains("- /tasks: the value has more than 10 items"),
         "{}",
         results[3].1
     );

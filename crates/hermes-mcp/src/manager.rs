@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hermes_protocol::ToolSpec;
-use hermes_tools::{Parallelism, Tool, ToolContext, ToolOutput};
+use hermes_tools::{Parallelism, Tool, ToolContext, ToolHealth, ToolOutput};
 use serde_json::Value;
 
 use crate::breaker::BreakerState;
@@ -214,12 +214,50 @@ impl Tool for McpTool {
         }
     }
 
+    /// The server's state and circuit breaker as the tool's health (seed 004 §3, reusing
+    /// FEATURES §11's breaker rather than a second check): while the breaker is open or the
+    /// server is down, calls are answered at once with the breaker's message — its fallback —
+    /// so the tool stays offered and comes back with the breaker's half-open probe.
+    fn health(&self) -> ToolHealth {
+        server_health(&self.server)
+    }
+
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         let r = self.server.call(&self.original, args, &ctx.cancel).await;
         ToolOutput {
             content: r.text,
             is_error: r.is_error,
         }
+    }
+}
+
+/// The health of a server's tools: its breaker first, then its connection state.
+pub(crate) fn server_health(server: &McpServer) -> ToolHealth {
+    let down = |reason: String| ToolHealth::Unhealthy {
+        reason,
+        fallback: true,
+    };
+    match server.breaker_state() {
+        BreakerState::Open { retry_in } if !retry_in.is_zero() => {
+            return down(format!(
+                "circuit breaker open after {} failed calls; next try in {} s",
+                crate::breaker::FAILURE_THRESHOLD,
+                retry_in.as_secs().max(1)
+            ));
+        }
+        BreakerState::HalfOpen => {
+            return down("circuit breaker half-open: one probe call in flight".to_string());
+        }
+        _ => {}
+    }
+    match server.state() {
+        ServerState::Ready => ToolHealth::Healthy,
+        ServerState::Starting => ToolHealth::Unknown,
+        ServerState::Failed(e) => down(format!(
+            "server failed: {}",
+            e.chars().take(200).collect::<String>()
+        )),
+        ServerState::Disabled | ServerState::Stopped => down("server stopped".to_string()),
     }
 }
 

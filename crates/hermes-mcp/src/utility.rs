@@ -118,6 +118,11 @@ impl Tool for UtilityTool {
         Parallelism::Safe
     }
 
+    /// The server's health, as its tools report it ([`crate::McpTool`]).
+    fn health(&self) -> hermes_tools::ToolHealth {
+        crate::manager::server_health(&self.server)
+    }
+
     async fn call(&self, args: Value, _ctx: &ToolContext) -> ToolOutput {
         let s = |k: &str| {
             args.get(k)

@@ -96,6 +96,10 @@ impl HermesHome {
     pub fn skills_dir(&self) -> PathBuf {
         self.root.join("skills")
     }
+    /// `tools/`: declarative HTTP tools, one `<name>.yaml` each (seed 004 §3.2).
+    pub fn tools_dir(&self) -> PathBuf {
+        self.root.join("tools")
+    }
     /// `sessions/` (exports, transcript mirror).
     pub fn sessions_dir(&self) -> PathBuf {
         self.root.join("sessions")

@@ -9,13 +9,18 @@
 //! `clarify` tool with its [`Clarifier`] trait for front ends ([`clarify`]), and the `web`
 //! toolset ([`web`]: `web_extract`, `web_search` behind a configured search backend, and
 //! the address policy that keeps fetches off loopback and private networks).
+//! The tool contract of seed 004 §3: every call's input validated against its schema
+//! ([`validate`]), tool health and fallbacks ([`health`]), and declarative HTTP tools from
+//! `HERMES_HOME/tools/*.yaml` ([`declared`]).
 //! It must not talk to models or the session store; the agent loop decides when tools run
 //! (ARCHITECTURE §1).
 
 pub mod budget;
 pub mod clarify;
 mod coerce;
+pub mod declared;
 pub mod file;
+pub mod health;
 pub mod plan;
 mod registry;
 pub mod safety;
@@ -24,10 +29,13 @@ pub mod terminal;
 pub mod todo;
 mod tool;
 mod toolsets;
+pub mod validate;
 pub mod web;
 
 pub use clarify::{Clarifier, ClarifyRequest, ClarifyTool};
 pub use coerce::coerce_args;
+pub use declared::{DECLARATIVE_TOOLSET, DeclaredTool};
+pub use health::ToolHealth;
 pub use registry::{Registry, RegistryError, ToolSet, closest_names};
 pub use safety::{CommandSafety, check_write_path, classify_command};
 pub use sandbox::{SandboxPolicy, SandboxSettings};
@@ -41,4 +49,5 @@ pub use toolsets::{
     DEFAULT_TOOLSET, LOCAL_TOOLSET, SMALL_LOCAL_MODEL_BYTES, TOOLSET_DEFS, ToolsetDef,
     ToolsetSelection, UnknownToolset,
 };
+pub use validate::{FieldProblem, SchemaValidator, ToolValidators, prepare_args};
 pub use web::{WebExtractTool, WebSearchTool, WebSettings};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use hermes_protocol::{HermesHome, ToolSpec};
 
+use crate::health::ToolHealth;
 use crate::sandbox::{SandboxPolicy, SandboxSettings};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -160,6 +161,19 @@ pub trait Tool: Send + Sync {
     /// the active messages): a stateful tool rebuilds its per-session state from it. The
     /// default does nothing.
     fn restore(&self, _history: &[hermes_protocol::Message]) {}
+    /// The tool's health as last checked ([`crate::health`]): cheap, no I/O, read by the
+    /// agent before every model request (an unhealthy tool without a fallback is not
+    /// offered). A tool with a periodic check may start it from here. The default,
+    /// [`ToolHealth::NoCheck`], is right for every tool without a check.
+    fn health(&self) -> ToolHealth {
+        ToolHealth::NoCheck
+    }
+    /// Runs the tool's health check now and returns the result, taking at most the tool's
+    /// own timeout (`hermes tools list`, `hermes doctor`). The default returns
+    /// [`Tool::health`].
+    async fn check_health(&self) -> ToolHealth {
+        self.health()
+    }
 }
 
 /// An [`Approver`] that always gives the same answer: `FixedApprover(Approval::Deny)` is the

@@ -24,7 +24,7 @@ pub struct ToolsetDef {
 pub const TOOLSET_DEFS: &[ToolsetDef] = &[
     ToolsetDef {
         name: "hermes-cli",
-        description: "Default for the CLI: files, terminal, web, todo, clarify, memory, skills, session search and delegation.",
+        description: "Default for the CLI: files, terminal, web, todo, clarify, memory, skills, session search, delegation and the declarative tools.",
         includes: &[
             "file",
             "terminal",
@@ -35,7 +35,16 @@ pub const TOOLSET_DEFS: &[ToolsetDef] = &[
             "skills",
             "session_search",
             "delegation",
+            crate::declared::DECLARATIVE_TOOLSET,
         ],
+        tools: &[],
+    },
+    // Always defined, so a toolset list naming it stays valid while HERMES_HOME/tools is
+    // empty; its tools are the registered tools of the base toolset of the same name.
+    ToolsetDef {
+        name: crate::declared::DECLARATIVE_TOOLSET,
+        description: "HTTP tools declared in HERMES_HOME/tools/*.yaml (`hermes tools check`).",
+        includes: &[],
         tools: &[],
     },
     ToolsetDef {

@@ -234,6 +234,7 @@ fn unknown_toolset_lists_known_names() {
         err.known,
         vec![
             "clarify",
+            "declarative",
             "file",
             "hermes-cli",
             "hermes-local",
@@ -245,7 +246,9 @@ fn unknown_toolset_lists_known_names() {
     let msg = err.to_string();
     assert!(
         msg.contains("unknown toolset `webb`")
-            && msg.contains("clarify, file, hermes-cli, hermes-local, safe, terminal, todo"),
+            && msg.contains(
+                "clarify, declarative, file, hermes-cli, hermes-local, safe, terminal, todo"
+            ),
         "{msg}"
     );
     assert!(

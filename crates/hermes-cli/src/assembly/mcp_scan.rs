@@ -31,6 +31,9 @@ impl Tool for Withheld {
     fn available(&self) -> Result<(), String> {
         self.inner.available()
     }
+    fn health(&self) -> hermes_tools::ToolHealth {
+        self.inner.health()
+    }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         self.inner.call(args, ctx).await
     }

@@ -1,5 +1,6 @@
 //! The built-in tools of a session: the registry (built-ins, web, memory, skills, session
-//! search, the `cronjob` tool, delegation) and the toolsets enabled by flags or config.
+//! search, the `cronjob` tool, delegation, the declarative tools of `HERMES_HOME/tools`) and
+//! the toolsets enabled by flags or config.
 
 use std::sync::Arc;
 
@@ -21,8 +22,9 @@ pub fn web_tools(app: &App) -> Result<Vec<Arc<dyn hermes_tools::Tool>>> {
 }
 
 /// Every tool a CLI session can have: the built-in tools, the web tools, then memory, skills
-/// and (with a store) session search, with config `memory:` applied. MCP tools join at
-/// session start.
+/// and (with a store) session search, with config `memory:` applied, then the declarative
+/// tools whose files pass their checks (a file with problems is logged and skipped). MCP
+/// tools join at session start.
 ///
 /// # Errors
 /// A duplicate tool name (a programming error) or an invalid `web.*` value.
@@ -56,7 +58,46 @@ pub fn build_registry(
             crate::assembly::delegation::settings(app, None),
         )))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let report = declared_tools(app, &registry.names().into_iter().collect());
+    for problem in &report.problems {
+        tracing::warn!(%problem, "declarative tool skipped (`hermes tools check` lists every problem)");
+    }
+    for tool in report.as_tools() {
+        registry
+            .register(tool)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     Ok(registry)
+}
+
+/// The declarative tools of `HERMES_HOME/tools/*.yaml` (seed 004 §3.2;
+/// `hermes_tools::declared`): `${NAME}`s from `.env` over the environment (as every
+/// secret), endpoints under `web.allow_private_urls`, and none named like a tool of
+/// `reserved` (the others).
+pub fn declared_tools(
+    app: &App,
+    reserved: &std::collections::HashSet<String>,
+) -> hermes_tools::declared::LoadReport {
+    let opts = hermes_tools::declared::LoadOptions {
+        allow_private_urls: app.config.web.allow_private_urls,
+        env: app.env.clone(),
+        reserved_names: reserved.clone(),
+    };
+    hermes_tools::declared::load_dir(&app.home.tools_dir(), &opts)
+}
+
+/// The names of every tool of `registry` that is not declarative (what a tool file may not
+/// be called).
+pub fn builtin_names(registry: &Registry) -> std::collections::HashSet<String> {
+    registry
+        .names()
+        .into_iter()
+        .filter(|n| {
+            registry
+                .get(n)
+                .is_some_and(|t| t.toolset() != hermes_tools::DECLARATIVE_TOOLSET)
+        })
+        .collect()
 }
 
 /// The toolsets a terminal session (the REPL, `chat -q`) enables and where the choice came

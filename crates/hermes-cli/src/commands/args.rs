@@ -73,7 +73,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::commands::skills::SkillsCmd,
     },
-    /// Toolsets and tools, with availability; enable or disable toolsets (default: list).
+    /// Toolsets and tools, with availability and health; enable or disable toolsets; check
+    /// and test declarative tools (default: list).
     Tools {
         /// What to do (default: list).
         #[command(subcommand)]

@@ -10,6 +10,7 @@ pub mod chat;
 pub mod config;
 pub mod cron;
 pub mod debug;
+pub mod declared_tools;
 pub mod doctor;
 pub mod gateway;
 pub mod insights;
@@ -52,7 +53,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         }
         Some(Command::Memory { action }) => memory::run(profile, action),
         Some(Command::Skills { action }) => skills::run(profile, action),
-        Some(Command::Tools { action }) => tools::run(profile, &chat, action.as_ref()),
+        Some(Command::Tools { action }) => tools::run(profile, &chat, action.as_ref()).await,
         Some(Command::Auth { action }) => auth::run(profile, action),
         Some(Command::Cron { action }) => cron::run(profile, &chat, action).await,
         Some(Command::Gateway { action }) => gateway::run(profile, &chat, action).await,

@@ -1,5 +1,7 @@
-//! `hermes tools list|enable|disable` (FEATURES §1, §4; names as in Python Hermes 0.19.0):
-//! the toolsets, every tool, whether a session would get it, and why not, from the registry
+//! `hermes tools list|enable|disable|check|test` (FEATURES §1, §4; names as in Python Hermes
+//! 0.19.0; `check` and `test` of the declarative tools, [`crate::commands::declared_tools`]):
+//! the toolsets, every tool, whether a session would get it, why not, and the health of
+//! tools with a health check, from the registry
 //! and toolset choice sessions use (`crate::assembly::tools`), so the listing and a real
 //! session agree. `enable`/`disable NAME…` change `config.yaml` (comments kept): the
 //! `platform_toolsets.<platform>` list (Python Hermes' key) of the terminal (`--platform
@@ -19,8 +21,8 @@ use crate::assembly::tools::{
 /// `hermes tools …`
 #[derive(Debug, Subcommand)]
 pub enum ToolsCmd {
-    /// Toolsets and tools, with availability and the reason a tool is left out; the
-    /// `platform_toolsets` of the gateway's platforms.
+    /// Toolsets and tools, with availability, the reason a tool is left out and the health
+    /// of tools with a check; the `platform_toolsets` of the gateway's platforms.
     List {
         /// Show what one place gets: `cli` (the terminal, default) or a gateway platform
         /// (telegram, discord, …), whose `platform_toolsets.<platform>` list applies.
@@ -45,6 +47,16 @@ pub enum ToolsCmd {
         #[arg(long, default_value = "cli")]
         platform: String,
     },
+    /// Check every declarative tool file (HERMES_HOME/tools/*.yaml): each problem with its
+    /// file, line and column; exit code 1 when there is one.
+    Check,
+    /// Call one declarative tool and print its result (`hermes tools test stock '{"sku":"A-1"}'`).
+    Test {
+        /// The tool's name.
+        name: String,
+        /// Its arguments as one JSON object (default `{}`).
+        json: Option<String>,
+    },
     /// A Python Hermes `tools` action hermes does not have.
     #[command(external_subcommand)]
     Other(Vec<String>),
@@ -61,12 +73,16 @@ const PLATFORMS: &[&str] = &[
 ];
 
 /// Runs a tools subcommand; returns the process exit code.
-pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) -> Result<i32> {
+pub async fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) -> Result<i32> {
     let app = App::load(profile)?;
     app.warn_config();
     match action {
-        None => list(&app, args, None),
-        Some(ToolsCmd::List { platform }) => list(&app, args, platform.as_deref()),
+        None => list(&app, args, None).await,
+        Some(ToolsCmd::List { platform }) => list(&app, args, platform.as_deref()).await,
+        Some(ToolsCmd::Check) => crate::commands::declared_tools::check(&app, args),
+        Some(ToolsCmd::Test { name, json }) => {
+            crate::commands::declared_tools::test(&app, args, name, json.as_deref()).await
+        }
         Some(ToolsCmd::Enable { names, platform }) => change(&app, names, platform, true),
         Some(ToolsCmd::Disable { names, platform }) => change(&app, names, platform, false),
         Some(ToolsCmd::Other(words)) => Ok(crate::commands::redirect::answer::<ToolsCmd>(
@@ -77,7 +93,7 @@ pub fn run(profile: Option<&str>, args: &ChatArgs, action: Option<&ToolsCmd>) ->
 }
 
 /// `hermes tools list [--platform P]`.
-fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
+async fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
     if let Some(p) = platform
         && !PLATFORMS.contains(&p)
     {
@@ -89,7 +105,22 @@ fn list(app: &App, args: &ChatArgs, platform: Option<&str>) -> Result<i32> {
     }
     let store = app.open_store()?;
     let registry = build_registry(app, args, Some(store))?;
-    outln!("{}", list_text(app, args, &registry, platform)?.trim_end());
+    let health = crate::commands::declared_tools::health_of(&registry).await;
+    outln!(
+        "{}",
+        list_text(app, args, &registry, platform, &health)?.trim_end()
+    );
+    let problems = crate::assembly::tools::declared_tools(
+        app,
+        &crate::assembly::tools::builtin_names(&registry),
+    )
+    .problems;
+    if !problems.is_empty() {
+        outln!(
+            "{} problem(s) in HERMES_HOME/tools/*.yaml keep tools out (`hermes tools check` lists them).",
+            problems.len()
+        );
+    }
     Ok(0)
 }
 
@@ -138,6 +169,13 @@ fn covered(registry: &Registry, enabled: &[String], name: &str) -> bool {
 /// A composite's base toolsets (its includes, expanded).
 fn expand(name: &str, out: &mut Vec<String>) {
     match TOOLSET_DEFS.iter().find(|d| d.name == name) {
+        // A definition with nothing in it names a base toolset (`declarative`, always defined
+        // so that lists naming it stay valid): kept by name.
+        Some(def) if def.includes.is_empty() && def.tools.is_empty() => {
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
         Some(def) => {
             for inc in def.includes {
                 expand(inc, out);
@@ -363,6 +401,7 @@ fn list_text(
     args: &ChatArgs,
     registry: &Registry,
     platform: Option<&str>,
+    health: &std::collections::HashMap<String, hermes_tools::ToolHealth>,
 ) -> Result<String> {
     let (enabled, source) = place_toolsets(app, args, platform.unwrap_or(TERMINAL_PLATFORM));
     let disabled = app.config.agent.disabled_toolsets.clone();
@@ -421,8 +460,14 @@ fn list_text(
             current = set;
         }
         let mark = if on.contains(name) { "✓" } else { "·" };
+        let health = health
+            .get(name)
+            .map(|h| h.describe())
+            .filter(|h| !h.is_empty())
+            .map(|h| format!(" · {h}"))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "    {mark} {name:<16} {}\n",
+            "    {mark} {name:<16} {}{health}\n",
             status(name, &on, &hidden, &without_disabled)
         ));
     }

@@ -37,6 +37,9 @@ pub const HERMES_CONTROL_PATHS: &[&str] = &[
     "SOUL.md",
     "memories",
     "skills",
+    // Declarative tools (`tools/*.yaml`): a file written there would send its headers —
+    // `${NAME}` secrets from `.env` — wherever it says, from the next session on.
+    "tools",
     "plugins",
     "profiles",
     ".container-mode",

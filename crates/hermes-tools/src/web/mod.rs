@@ -28,6 +28,7 @@ use hermes_protocol::config::{SearchBackendKind, WebConfig, WebConfigError};
 
 pub use backends::{ExaBackend, FirecrawlBackend, SearxngBackend, TavilyBackend};
 pub use extract::{MAX_URLS, WebExtractTool};
+pub(crate) use fetch::init_tls;
 pub use fetch::{CONNECT_TIMEOUT, MAX_DOWNLOAD_BYTES, MAX_REDIRECTS, REQUEST_TIMEOUT};
 pub use readable::{Readable, cap_chars, html_to_readable};
 pub use search::{

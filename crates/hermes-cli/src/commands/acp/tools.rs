@@ -161,6 +161,12 @@ impl Tool for SessionTool {
     fn restore(&self, history: &[hermes_protocol::Message]) {
         self.inner.restore(history);
     }
+    fn health(&self) -> hermes_tools::ToolHealth {
+        self.inner.health()
+    }
+    async fn check_health(&self) -> hermes_tools::ToolHealth {
+        self.inner.check_health().await
+    }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         let out = self.run(args, ctx).await;

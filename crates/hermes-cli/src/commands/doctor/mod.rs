@@ -1,7 +1,8 @@
 //! `hermes doctor`: checks what a session needs and says what is wrong and how to fix it —
 //! config.yaml, the runtime resolution trace (keys redacted), whether the provider answers
 //! (a GET of its models endpoint, 5 s timeout), the local model, `state.db`
-//! integrity and size, MCP servers, skills that failed to load, and the disk use of
+//! integrity and size, MCP servers, the declarative tools and their health, skills that
+//! failed to load, and the disk use of
 //! HERMES_HOME. Exit code 1 when something is broken, 0 otherwise (warnings included).
 //! `--fix` makes the safe repairs of [`crate::commands::doctor::fix`] and reports what it changed.
 
@@ -153,6 +154,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
     check_web(&app, &mut report);
+    check_declared_tools(&app, args, &mut report).await;
     let sandbox = crate::assembly::sandbox::settings(
         &app,
         hermes_protocol::config::UnsupportedPolicy::Refuse,
@@ -232,6 +234,49 @@ fn check_web(app: &App, report: &mut Report) {
                 Err(reason) => format!("web_search is off ({reason})"),
             };
             report.add(Level::Ok, format!("web: {search}; {fetch}"));
+        }
+    }
+}
+
+/// The declarative tools of `HERMES_HOME/tools` (seed 004 §3.2): files with problems warn
+/// (their tools are left out; `hermes tools check` lists the problems), and each loaded tool
+/// says whether it can run and, when it has a `health_endpoint`, its health checked now.
+async fn check_declared_tools(app: &App, args: &ChatArgs, report: &mut Report) {
+    let Ok(registry) = crate::assembly::tools::build_registry(app, args, None) else {
+        return;
+    };
+    let loaded = crate::assembly::tools::declared_tools(
+        app,
+        &crate::assembly::tools::builtin_names(&registry),
+    );
+    if loaded.files.is_empty() {
+        return;
+    }
+    if !loaded.problems.is_empty() {
+        report.add(
+            Level::Warn,
+            format!(
+                "declarative tools: {} problem(s) in HERMES_HOME/tools/*.yaml keep tools out (`hermes tools check` lists them)",
+                loaded.problems.len()
+            ),
+        );
+    }
+    use hermes_tools::{Tool, ToolHealth};
+    for tool in &loaded.tools {
+        let name = &tool.declaration().name;
+        if let Err(reason) = tool.available() {
+            report.add(Level::Warn, format!("tool {name}: unavailable: {reason}"));
+            continue;
+        }
+        match tool.check_health().await {
+            ToolHealth::NoCheck => report.add(
+                Level::Ok,
+                format!("tool {name}: loaded (no health_endpoint)"),
+            ),
+            h @ ToolHealth::Unhealthy { .. } => {
+                report.add(Level::Warn, format!("tool {name}: {}", h.describe()))
+            }
+            h => report.add(Level::Ok, format!("tool {name}: {}", h.describe())),
         }
     }
 }
