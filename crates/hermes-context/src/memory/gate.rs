@@ -26,6 +26,10 @@
 //!   mistaken for one: the same content words where exactly one side is negated, or the same
 //!   statement whose trailing value (a token with a digit: a version, a time, a size, a
 //!   port) changed. The newer entry replaces the older one and the result says so.
+//!
+//! Seed 004 §5.2 rule 2 (write only what the user interacted with: clicks, dwell time,
+//! shares) has no counterpart in a conversation: the model's decision to call `memory`, or
+//! the review's, is the signal, and the two rules above judge the text it chose.
 
 use std::collections::BTreeSet;
 
