@@ -405,6 +405,18 @@ async fn an_external_memory_provider_is_named_in_a_warning_and_the_files_keep_wo
         tool_texts[1]
     );
 
+    let show = env.run(&["memory", "show"]).await;
+    assert!(show.status.success(), "{}", stderr(&show));
+    let shown = stdout(&show);
+    assert!(
+        shown.contains("User deploys with cargo-dist on Fridays"),
+        "{shown}"
+    );
+    assert!(
+        shown.lines().last().unwrap().starts_with("note: ") && shown.contains(warning),
+        "{shown}"
+    );
+
     let doctor = env.run(&["doctor"]).await;
     let text = stdout(&doctor);
     assert!(

@@ -1,7 +1,7 @@
 //! The entries of `MEMORY.md` and `USER.md` with their usage of the char limits
 //! (`hermes memory show`, `/memory`; FEATURES §6).
 
-use hermes_context::memory::{MemoryStore, MemoryTarget, joined_chars, usage_text};
+use hermes_context::memory::{MemoryTarget, configured_memory_provider, joined_chars, usage_text};
 use hermes_protocol::HermesHome;
 use hermes_protocol::config::MemoryConfig;
 
@@ -21,9 +21,11 @@ fn enabled(config: &MemoryConfig, target: MemoryTarget) -> bool {
 
 /// Both files as text for `hermes memory show` and `/memory`: per file a header
 /// `MEMORY.md (agent notes) — <percent>% — <chars>/<limit>`, `off` when config turns it off,
-/// then the numbered entries. Files are read now (not the session's frozen snapshot).
+/// then the numbered entries. Files are read now (not the session's frozen snapshot), through
+/// the memory provider `memory.provider` chooses; a last `note:` line names an external
+/// provider hermes does not implement.
 pub fn memory_report(home: &HermesHome, config: &MemoryConfig) -> String {
-    let store = MemoryStore::from_config(home, config);
+    let store = configured_memory_provider(home, config);
     let mut out = String::new();
     for target in [MemoryTarget::Memory, MemoryTarget::User] {
         let limit = store.limit(target);
@@ -32,7 +34,7 @@ pub fn memory_report(home: &HermesHome, config: &MemoryConfig) -> String {
         } else {
             " — off in config.yaml".to_string()
         };
-        match store.read(target) {
+        match store.list(target) {
             Ok(entries) => {
                 let usage = usage_text(joined_chars(&entries), limit);
                 out.push_str(&format!(
@@ -50,6 +52,9 @@ pub fn memory_report(home: &HermesHome, config: &MemoryConfig) -> String {
             }
             Err(e) => out.push_str(&format!("{}: {e}\n", target.file_name())),
         }
+    }
+    if let Some(warning) = config.provider_warning() {
+        out.push_str(&format!("note: {warning}\n"));
     }
     out
 }
