@@ -539,3 +539,135 @@ async fn the_hermes_acp_name_runs_the_acp_server() {
         "{stdout}"
     );
 }
+
+/// `session/list` through the TypeScript SDK: the capability is advertised; only stored
+/// editor sessions with messages are listed, of the directory asked for, newest first, 50 a
+/// page with the last id as the cursor (as Python Hermes pages); an unknown cursor gives an
+/// empty page; a relative `cwd` is refused.
+#[tokio::test]
+async fn session_list_pages_the_stored_editor_sessions_of_a_directory() {
+    let Some(sdk) = sdk() else {
+        eprintln!(
+            "skipped: no ACP TypeScript SDK (scripts/mcp-peers.sh installs it; HERMES_MCP_PEERS)"
+        );
+        return;
+    };
+    let env = Env::new().await;
+    let work = env.cwd.path().canonicalize().unwrap();
+    let elsewhere = env.home.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let store = SessionStore::open(env.home.home().state_db()).unwrap();
+    let add = |id: &str, source: &str, cwd: &Path, title: Option<&str>, messages: usize| {
+        store
+            .create_session(&hermes_store::NewSession {
+                id: id.into(),
+                source: source.into(),
+                title: title.map(String::from),
+                model: "mock-model".into(),
+                provider: "custom".into(),
+                cwd: Some(cwd.display().to_string()),
+                ..hermes_store::NewSession::default()
+            })
+            .unwrap();
+        for i in 0..messages {
+            store
+                .append_message(
+                    id,
+                    &hermes_protocol::Message::user(format!("question {i} of {id}")),
+                    None,
+                )
+                .unwrap();
+        }
+    };
+    // 52 editor sessions here, oldest first; the newest has a title.
+    for i in 0..52 {
+        let title = (i == 51).then_some("Fix the parser");
+        add(&format!("acp_{i:02}"), "acp", &work, title, 1);
+    }
+    add("acp_empty", "acp", &work, None, 0);
+    add("acp_elsewhere", "acp", &elsewhere, None, 1);
+    add("cli_here", "cli", &work, None, 1);
+    drop(store);
+
+    let cwd = work.display().to_string();
+    let out = drive(
+        &env,
+        &sdk,
+        json!({}),
+        json!([
+            {"op": "initialize", "name": "init"},
+            {"op": "request", "name": "page1", "method": "session/list", "params": {"cwd": cwd}},
+            {"op": "request", "name": "all", "method": "session/list", "params": {}},
+            {"op": "request", "name": "unknown", "method": "session/list",
+             "params": {"cwd": cwd, "cursor": "no_such_session"}},
+            {"op": "request", "name": "relative", "method": "session/list",
+             "params": {"cwd": "relative/dir"}},
+            {"op": "close"},
+        ]),
+    );
+    assert!(
+        result(&out, "init")["response"]["agentCapabilities"]["sessionCapabilities"]["list"]
+            .is_object(),
+        "{out}"
+    );
+    let page1 = &result(&out, "page1")["response"];
+    let ids: Vec<&str> = page1["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (2..52).rev().map(|i| format!("acp_{i:02}")).collect();
+    assert_eq!(ids, expected, "{page1}");
+    assert_eq!(page1["nextCursor"], "acp_02", "{page1}");
+    let first = &page1["sessions"][0];
+    assert_eq!(first["title"], "Fix the parser");
+    assert_eq!(first["cwd"], cwd.as_str());
+    assert!(
+        first["updatedAt"].as_str().unwrap().starts_with("20"),
+        "{first}"
+    );
+    assert_eq!(
+        page1["sessions"][1]["title"], "question 0 of acp_50",
+        "untitled: the first user message"
+    );
+    let all: Vec<&str> = result(&out, "all")["response"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        all[0], "acp_elsewhere",
+        "every directory without a cwd filter"
+    );
+    assert!(!all.contains(&"cli_here") && !all.contains(&"acp_empty"));
+    assert_eq!(
+        result(&out, "unknown")["response"]["sessions"],
+        json!([]),
+        "{out}"
+    );
+    assert_eq!(result(&out, "relative")["ok"], false, "{out}");
+
+    // The second page, from the cursor.
+    let out = drive(
+        &env,
+        &sdk,
+        json!({}),
+        json!([
+            {"op": "initialize"},
+            {"op": "request", "name": "page2", "method": "session/list",
+             "params": {"cwd": cwd, "cursor": "acp_02"}},
+            {"op": "close"},
+        ]),
+    );
+    let page2 = &result(&out, "page2")["response"];
+    let ids: Vec<&str> = page2["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["acp_01", "acp_00"], "{page2}");
+    assert!(page2["nextCursor"].is_null(), "{page2}");
+}

@@ -7,7 +7,7 @@
 //! - `initialize`: protocol 1, `loadSession`, embedded context in prompts (no images or
 //!   audio);
 //! - `session/new`, `session/load` (a stored hermes session, its history replayed as
-//!   updates), `session/prompt` ([`prompt`]), `session/cancel` (the turn stops as Ctrl-C
+//!   updates), `session/list` (the stored editor sessions, [`list`]), `session/prompt` ([`prompt`]), `session/cancel` (the turn stops as Ctrl-C
 //!   stops it: every tool call keeps a result);
 //! - updates ([`updates`]): answer and thought chunks, tool calls with kind, locations and
 //!   diffs, the `todo` plan;
@@ -17,6 +17,7 @@
 //! Sessions use the CLI's config, memory, skills, MCP servers and store; their source is
 //! `acp` and their toolsets `platform_toolsets.acp` when set.
 
+mod list;
 mod prompt;
 pub mod server;
 mod session;

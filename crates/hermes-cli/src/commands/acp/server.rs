@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
-    ClientCapabilities, Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest,
-    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption,
-    SessionId, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    ClientCapabilities, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionId, SessionListCapabilities,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
     SetSessionModeRequest, SetSessionModeResponse, StopReason,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo, Error};
@@ -121,7 +122,8 @@ impl Server {
         self: Arc<Self>,
         transport: impl ConnectTo<Agent> + 'static,
     ) -> Result<(), Error> {
-        let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+        let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+            self.clone(),
             self.clone(),
             self.clone(),
             self.clone(),
@@ -161,6 +163,16 @@ impl Server {
                     let s = s3.clone();
                     tokio::spawn(async move {
                         let _ = responder.respond_with_result(s.load_session(req, cx).await);
+                    });
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |req: ListSessionsRequest, responder, _cx| {
+                    let s = s9.clone();
+                    tokio::spawn(async move {
+                        let _ = responder.respond_with_result(s.list_sessions(req).await);
                     });
                     Ok(())
                 },
@@ -231,6 +243,9 @@ impl Server {
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(true)
+                    .session_capabilities(
+                        SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    )
                     .prompt_capabilities(
                         PromptCapabilities::new()
                             .image(false)
@@ -378,6 +393,28 @@ impl Server {
         Ok(LoadSessionResponse::new()
             .modes(Mode::state(session.shared.mode()))
             .config_options(self.config_options(&session)))
+    }
+
+    /// `session/list`: the stored editor sessions, a page at a time ([`super::list`]).
+    async fn list_sessions(
+        &self,
+        req: ListSessionsRequest,
+    ) -> Result<agent_client_protocol::v1::schema::ListSessionsResponse, Error> {
+        if let Some(cwd) = &req.cwd
+            && !cwd.is_absolute()
+        {
+            return Err(invalid(format!(
+                "cwd must be an absolute path, not {}",
+                cwd.display()
+            )));
+        }
+        let store = self.kit.store.clone();
+        tokio::task::spawn_blocking(move || {
+            super::list::page(&store, req.cwd.as_deref(), req.cursor.as_deref())
+        })
+        .await
+        .map_err(|e| internal(format!("listing sessions stopped: {e}")))?
+        .map_err(|e| internal(format!("cannot read the session store: {e}")))
     }
 
     /// `session/prompt`: one turn, streamed as updates; the answer says how it ended.
