@@ -394,11 +394,33 @@ fn read_env(
                 .split(',')
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .map(String::from)
+                .map(|u| {
+                    // IRC nicks and account names are case-insensitive; the adapter reports
+                    // them folded, so the list is folded the same way.
+                    if p.eq_ignore_ascii_case("IRC") {
+                        irc_casefold(u)
+                    } else {
+                        u.to_string()
+                    }
+                })
                 .collect();
         }
     }
     Ok(())
+}
+
+/// Folds an IRC nickname or channel name with RFC 1459 case mapping (§2.2: `{}|^` are the
+/// lower-case forms of `[]\~`), the default `CASEMAPPING` of IRC servers.
+pub fn irc_casefold(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '[' => '{',
+            ']' => '}',
+            '\\' => '|',
+            '~' => '^',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -468,6 +490,8 @@ mod tests {
         assert_eq!(c.approval_timeout, Duration::from_secs(60));
         assert_eq!(c.idle_release_after, Some(Duration::from_secs(300)));
         assert_eq!(c.access("telegram").allowed_users, vec!["12", "34"]);
+        let (irc, _) = parse("", &[("IRC_ALLOWED_USERS", "Alice,Bob[x]")]).unwrap();
+        assert_eq!(irc.access("irc").allowed_users, vec!["alice", "bob{x}"]);
         assert!(c.access("discord").allow_all);
         assert!(!c.access("slack").allow_all);
     }

@@ -21,6 +21,7 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
     ("discord", &["DISCORD_BOT_TOKEN"]),
     ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"]),
     ("webhook", &["WEBHOOK_SECRET"]),
+    ("irc", &["IRC_SERVER", "IRC_CHANNEL"]),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 

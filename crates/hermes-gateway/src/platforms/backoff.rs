@@ -41,7 +41,12 @@ impl Backoff {
 
     /// Back to the initial delay (after a connection that worked).
     #[cfg_attr(
-        not(any(feature = "discord", feature = "slack", feature = "telegram")),
+        not(any(
+            feature = "discord",
+            feature = "slack",
+            feature = "telegram",
+            feature = "irc"
+        )),
         allow(dead_code)
     )]
     pub(crate) fn reset(&mut self) {
@@ -50,7 +55,7 @@ impl Backoff {
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(feature = "telegram")]
+#[cfg(any(feature = "telegram", feature = "irc"))]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,

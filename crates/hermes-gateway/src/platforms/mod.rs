@@ -6,7 +6,8 @@
     feature = "discord",
     feature = "slack",
     feature = "telegram",
-    feature = "webhook"
+    feature = "webhook",
+    feature = "irc"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
@@ -18,6 +19,8 @@ pub(crate) mod push;
 
 #[cfg(feature = "discord")]
 pub mod discord;
+#[cfg(feature = "irc")]
+pub mod irc;
 #[cfg(feature = "slack")]
 pub mod slack;
 #[cfg(feature = "telegram")]
