@@ -49,6 +49,8 @@ impl Env {
             .call(json!({"action": "add", "content": content}))
             .await;
         assert!(ok, "{body}");
+        let note = body["note"].as_str().unwrap();
+        assert!(!note.contains("  "), "stray spaces in {note:?}");
         body
     }
 
@@ -73,6 +75,7 @@ async fn the_tool_refuses_low_information_text_with_a_reason() {
         assert_eq!(body["reason"], "low_information", "{text}: {body}");
         assert_eq!(body["rule"], rule, "{text}: {body}");
         let error = body["error"].as_str().unwrap();
+        assert!(!error.contains("  "), "stray spaces in {error:?}");
         assert!(error.contains("Nothing was saved"), "{error}");
         assert!(error.contains("Write the fact itself"), "{error}");
     }

@@ -215,12 +215,15 @@ fn success_body(target: MemoryTarget, outcome: &MemoryOutcome) -> Value {
         }
     }
     let note = if !superseded.is_empty() {
-        "saved; it contradicted an existing entry, which was replaced by the newer fact (see          `superseded`); shown in the prompt from the next session"
+        "saved; it contradicted an existing entry, which was replaced by the newer fact (see \
+         `superseded`); shown in the prompt from the next session"
     } else if !merged.is_empty() && !outcome.changed {
         "already saved: an existing entry nearly duplicates the new text (word-set Jaccard \
          similarity above 0.85) and already says all of it (see `merged`); nothing changed"
     } else if !merged.is_empty() {
-        "merged: the new text nearly duplicates an existing entry (word-set Jaccard similarity          above 0.85), so that entry was updated instead of adding a new one (see `merged`);          shown in the prompt from the next session"
+        "merged: the new text nearly duplicates an existing entry (word-set Jaccard similarity \
+         above 0.85), so that entry was updated instead of adding a new one (see `merged`); \
+         shown in the prompt from the next session"
     } else if outcome.changed {
         "saved; shown in the prompt from the next session"
     } else {
