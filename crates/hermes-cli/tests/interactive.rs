@@ -283,6 +283,37 @@ async fn lines_typed_during_a_turn_are_queued_not_echoed() {
     );
 }
 
+/// Ctrl-C at the model's `clarify` question (it only echoed `^C` until Enter) gives no
+/// answer and stops the turn, as at the approval question; the REPL goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_a_clarify_question_interrupts_the_turn() {
+    let env = common::Env::new().await;
+    env.mock.push(MockResponse::tool_calls(&[(
+        "call_ask",
+        "clarify",
+        r#"{"question":"which branch?","choices":["main","dev"]}"#,
+    )]));
+    env.mock.set_fallback(Some(MockResponse::text("(after)")));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home, &cwd, &[]);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+        t.send("deploy it\r");
+        t.wait_for("which branch?");
+        t.wait_for("empty to skip");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        t.send("\x03");
+        t.wait_for("interrupted");
+        t.wait_for_prompt_number(2);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+}
+
 /// The user pass of issue 20: Ctrl-C at the dangerous-command question denies the command
 /// and stops the turn (it only echoed `^C`); the REPL goes on.
 #[tokio::test(flavor = "multi_thread")]

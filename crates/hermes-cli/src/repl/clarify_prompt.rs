@@ -53,17 +53,21 @@ impl TerminalClarifier {
 impl Clarifier for TerminalClarifier {
     async fn ask(&self, request: &ClarifyRequest) -> Option<String> {
         let _one_at_a_time = self.lock.lock().await;
-        ask_on_terminal(request)
+        ask_on_terminal(request).0
     }
 }
 
-/// Asks `request` on stderr/stdin (blocking this worker thread while the user types).
-pub fn ask_on_terminal(request: &ClarifyRequest) -> Option<String> {
-    tokio::task::block_in_place(|| {
-        let stdin = std::io::stdin();
-        let mut input = stdin.lock();
-        ask(request, &mut input, &mut std::io::stderr())
-    })
+/// Asks `request` on stderr/stdin (blocking this worker thread while the user types): the
+/// answer, and whether Ctrl-C was pressed instead (then there is none, and the caller stops
+/// the turn).
+pub fn ask_on_terminal(request: &ClarifyRequest) -> (Option<String>, bool) {
+    let mut input = crate::repl::typeahead::TerminalAnswers::default();
+    let answer = ask(request, &mut input, &mut std::io::stderr());
+    if input.interrupted() {
+        eprintln!();
+        return (None, true);
+    }
+    (answer, false)
 }
 
 /// Shows the question (and numbered choices) on `out` and reads one line from `input`.

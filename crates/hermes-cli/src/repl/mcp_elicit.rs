@@ -58,18 +58,21 @@ impl TerminalElicitor {
 impl Elicitor for TerminalElicitor {
     async fn elicit(&self, request: ElicitationRequest) -> ElicitationAnswer {
         let _one_at_a_time = self.lock.lock().await;
-        ask_on_terminal(&request)
+        ask_on_terminal(&request).0
     }
 }
 
-/// Asks `request` on stderr/stdin (blocking this worker thread while the user types).
-pub fn ask_on_terminal(request: &ElicitationRequest) -> ElicitationAnswer {
-    tokio::task::block_in_place(|| {
-        let stdin = std::io::stdin();
-        let mut input = stdin.lock();
-        let mut out = std::io::stderr();
-        ask(request, &mut input, &mut out)
-    })
+/// Asks `request` on stderr/stdin (blocking this worker thread while the user types): the
+/// answer, and whether Ctrl-C was pressed (then the answer is [`ElicitationAnswer::Cancel`]
+/// and the caller stops the turn).
+pub fn ask_on_terminal(request: &ElicitationRequest) -> (ElicitationAnswer, bool) {
+    let mut input = crate::repl::typeahead::TerminalAnswers::default();
+    let answer = ask(request, &mut input, &mut std::io::stderr());
+    if input.interrupted() {
+        eprintln!();
+        return (ElicitationAnswer::Cancel, true);
+    }
+    (answer, false)
 }
 
 /// How many times a field is asked again after an answer that does not fit.

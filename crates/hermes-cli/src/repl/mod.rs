@@ -508,16 +508,26 @@ impl Repl {
                     }
                     None => return None,
                 },
+                // Ctrl-C at a question answers nothing and stops the turn, as it does
+                // anywhere else during one.
                 Some((request, answer)) = questions.elicitations.recv() => {
                     renderer.pause_live();
                     typed.pause();
-                    let _ = answer.send(crate::repl::mcp_elicit::ask_on_terminal(&request));
+                    let (reply, interrupted) = crate::repl::mcp_elicit::ask_on_terminal(&request);
+                    let _ = answer.send(reply);
+                    if interrupted {
+                        handle.interrupt();
+                    }
                     typed.resume();
                 }
                 Some((request, answer)) = questions.clarifications.recv() => {
                     renderer.pause_live();
                     typed.pause();
-                    let _ = answer.send(crate::repl::clarify_prompt::ask_on_terminal(&request));
+                    let (reply, interrupted) = crate::repl::clarify_prompt::ask_on_terminal(&request);
+                    let _ = answer.send(reply);
+                    if interrupted {
+                        handle.interrupt();
+                    }
                     typed.resume();
                 }
                 Some((request, answer)) = questions.approvals.recv() => {

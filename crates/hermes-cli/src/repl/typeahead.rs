@@ -70,6 +70,27 @@ fn silence() {
 /// user pass of issue 20: Ctrl-C at the approval question only echoed `^C`). Needs the
 /// multi-threaded runtime (the Ctrl-C watch runs beside the blocked read).
 pub fn read_answer() -> Option<String> {
+    match read_line_or_ctrl_c() {
+        Answer::Line(line) => Some(line),
+        Answer::Interrupted | Answer::Ended => None,
+    }
+}
+
+/// What the terminal gave for a question: a line (with its newline), Ctrl-C, or the end of
+/// the input.
+pub enum Answer {
+    /// A line the user finished with Enter.
+    Line(String),
+    /// Ctrl-C was pressed before a line was finished.
+    Interrupted,
+    /// Standard input ended or cannot be read.
+    Ended,
+}
+
+/// Waits for one line on standard input while watching for Ctrl-C (a blocked `read_line`
+/// would only echo `^C`): standard input is polled every 100 ms and read only when a line is
+/// ready. Needs the multi-threaded runtime.
+pub fn read_line_or_ctrl_c() -> Answer {
     use std::io::BufRead;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,7 +107,7 @@ pub fn read_answer() -> Option<String> {
         let stdin = std::io::stdin();
         loop {
             if interrupted.load(Ordering::SeqCst) {
-                return None;
+                return Answer::Interrupted;
             }
             let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
             let wait = Timespec {
@@ -97,12 +118,12 @@ pub fn read_answer() -> Option<String> {
                 Ok(0) => continue,
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
-                Err(_) => return None,
+                Err(_) => return Answer::Ended,
             }
             let mut line = String::new();
             return match stdin.lock().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line),
+                Ok(0) | Err(_) => Answer::Ended,
+                Ok(_) => Answer::Line(line),
             };
         }
     });
@@ -110,6 +131,59 @@ pub fn read_answer() -> Option<String> {
         watch.abort();
     }
     answer
+}
+
+/// The terminal as a [`std::io::BufRead`] for questions of several lines (clarify, MCP
+/// elicitation): each line comes from [`read_line_or_ctrl_c`]; after Ctrl-C it reads as
+/// ended, and [`TerminalAnswers::interrupted`] says so, so the caller stops the turn as
+/// Ctrl-C does anywhere else.
+#[derive(Default)]
+pub struct TerminalAnswers {
+    line: Vec<u8>,
+    pos: usize,
+    interrupted: bool,
+    ended: bool,
+}
+
+impl TerminalAnswers {
+    /// Whether Ctrl-C ended the input.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+}
+
+impl std::io::Read for TerminalAnswers {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::BufRead;
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for TerminalAnswers {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos >= self.line.len() && !self.ended {
+            match read_line_or_ctrl_c() {
+                Answer::Line(line) => {
+                    self.line = line.into_bytes();
+                    self.pos = 0;
+                }
+                Answer::Interrupted => {
+                    self.interrupted = true;
+                    self.ended = true;
+                }
+                Answer::Ended => self.ended = true,
+            }
+        }
+        Ok(self.line.get(self.pos..).unwrap_or_default())
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.pos = (self.pos + amount).min(self.line.len());
+    }
 }
 
 /// Lines typed during one turn. Created when the turn starts (echo goes off); dropping it
