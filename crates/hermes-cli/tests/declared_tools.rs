@@ -224,3 +224,57 @@ async fn tools_test_of_an_unknown_tool_is_a_usage_error() {
         stdout(&out)
     );
 }
+
+#[tokio::test]
+async fn a_session_offers_the_tool_and_the_model_gets_its_answer_without_the_key() {
+    let (base, _up) = service().await;
+    let env = env_with_tool(&base, "1000").await;
+    env.mock.push(hermes_testkit::MockResponse::tool_calls(&[
+        ("call_1", "stock_checker", r#"{"sku": "A-100"}"#),
+        // Validated like every tool: too short a SKU is refused by name.
+        ("call_2", "stock_checker", r#"{"sku": "A"}"#),
+    ]));
+    env.mock
+        .push(hermes_testkit::MockResponse::text("7 in stock."));
+    let out = env
+        .run(&["chat", "-q", "how many A-100 are in stock?"])
+        .await;
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "7 in stock.");
+
+    let requests = env.mock.requests();
+    assert_eq!(requests.len(), 2);
+    hermes_testkit::assert_request_invariants(&requests);
+    let tools: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"stock_checker"), "{tools:?}");
+    let results: Vec<&str> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        results[0].starts_with("[`stock_checker` answered from 127.0.0.1: outside data"),
+        "{}",
+        results[0]
+    );
+    assert!(results[0].contains(r#""quantity":7"#), "{}", results[0]);
+    assert!(
+        results[1].contains("- /sku: the value is shorter than 3 characters"),
+        "{}",
+        results[1]
+    );
+    let all = serde_json::to_string(&requests).unwrap();
+    assert!(!all.contains(SECRET), "the key never reaches the model");
+    let db = std::fs::read(env.home.home().state_db()).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&db).contains(SECRET),
+        "nor the session store"
+    );
+}
