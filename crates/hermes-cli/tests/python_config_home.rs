@@ -229,3 +229,75 @@ async fn tools_platform_toolsets_change_only_their_entry_and_show_in_the_list() 
         "listing changes nothing"
     );
 }
+
+/// The declarative tools' toolset is hermes' own: `tools disable` never writes it into a
+/// `platform_toolsets` list of the shared config.yaml (Python Hermes warns about names it does
+/// not know), a list without it still gets the declarative tools, and `tools disable
+/// declarative` turns them off through `agent.disabled_toolsets` instead.
+#[tokio::test]
+async fn the_declarative_toolset_stays_out_of_the_shared_toolset_lists() {
+    let home = TempHome::new().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(home.home().config_file(), python_config()).unwrap();
+    let tools = home.home().root().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("stock_checker.yaml"),
+        "name: stock_checker\ndescription: Stock of a product.\nversion: \"1\"\n\
+         input_schema:\n  type: object\n  properties:\n    sku: {type: string}\n  required: [sku]\n\
+         endpoint:\n  url: https://api.example.com/v1/stock/{sku}\n",
+    )
+    .unwrap();
+    let run = |args: &'static [&'static str]| hermes(home.path(), cwd.path(), args);
+    let on = |listing: &str| {
+        listing
+            .lines()
+            .find(|l| l.contains(" stock_checker "))
+            .map(|l| !l.contains("off:"))
+    };
+    let before = stdout(&run(&["tools", "list", "--platform", "cli"]).await);
+    assert_eq!(on(&before), Some(true), "{before}");
+
+    let out = run(&["tools", "disable", "web", "--platform", "cli"]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    let cli: Vec<String> =
+        serde_json::from_value(yaml(&text)["platform_toolsets"]["cli"].clone()).unwrap();
+    assert!(
+        !cli.is_empty() && !cli.contains(&"web".to_string()),
+        "{cli:?}"
+    );
+    assert!(!cli.contains(&"declarative".to_string()), "{cli:?}");
+    let after = stdout(&run(&["tools", "list", "--platform", "cli"]).await);
+    assert_eq!(
+        on(&after),
+        Some(true),
+        "the list without it keeps the tool: {after}"
+    );
+
+    let out = run(&["tools", "disable", "declarative", "--platform", "cli"]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    let parsed = yaml(&text);
+    assert_eq!(
+        parsed["agent"]["disabled_toolsets"],
+        serde_json::json!(["declarative"])
+    );
+    assert!(
+        !parsed["platform_toolsets"]["cli"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == "declarative"),
+        "{text}"
+    );
+    let off = stdout(&run(&["tools", "list", "--platform", "cli"]).await);
+    assert_eq!(on(&off), Some(false), "{off}");
+
+    let out = run(&["tools", "enable", "declarative", "--platform", "cli"]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let back = stdout(&run(&["tools", "list", "--platform", "cli"]).await);
+    assert_eq!(on(&back), Some(true), "{back}");
+    let text = std::fs::read_to_string(home.home().config_file()).unwrap();
+    assert!(!text.contains("declarative"), "{text}");
+}

@@ -148,7 +148,7 @@ fn with_cronjob(mut toolsets: Vec<String>) -> Vec<String> {
 }
 
 /// The `platform_toolsets.<platform>` list of config.yaml, when it has one (Python Hermes'
-/// key; non-string items are skipped).
+/// key; non-string items are skipped), with [`with_declarative`].
 pub fn platform_toolsets(app: &App, platform: &str) -> Option<Vec<String>> {
     app.config
         .platform_toolsets
@@ -156,10 +156,27 @@ pub fn platform_toolsets(app: &App, platform: &str) -> Option<Vec<String>> {
         .and_then(|v| v.get(platform))
         .and_then(|v| v.as_sequence())
         .map(|s| {
-            s.iter()
-                .filter_map(|i| i.as_str().map(str::to_string))
-                .collect()
+            with_declarative(
+                s.iter()
+                    .filter_map(|i| i.as_str().map(str::to_string))
+                    .collect(),
+            )
         })
+}
+
+/// `toolsets` (a `platform_toolsets` list) plus the declarative tools' toolset. That toolset
+/// is hermes' own: it is never written into config.yaml, where Python Hermes, sharing the
+/// file, would warn about a name it does not know; so a list read from the file enables it,
+/// and `agent.disabled_toolsets: [declarative]` (what `hermes tools disable declarative`
+/// writes) turns it off.
+pub fn with_declarative(mut toolsets: Vec<String>) -> Vec<String> {
+    if !toolsets
+        .iter()
+        .any(|t| t == hermes_tools::DECLARATIVE_TOOLSET)
+    {
+        toolsets.push(hermes_tools::DECLARATIVE_TOOLSET.to_string());
+    }
+    toolsets
 }
 
 /// The default toolsets when the session runs on the embedded provider: none for a model

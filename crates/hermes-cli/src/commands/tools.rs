@@ -306,15 +306,28 @@ fn change(app: &App, names: &[String], platform: &str, enable: bool) -> Result<i
             )
         })
     };
+    let declarative = hermes_tools::DECLARATIVE_TOOLSET;
     let mut enabled = current;
-    for name in names {
+    for name in names.iter().filter(|n| *n != declarative) {
         enabled = toggled(&registry, &enabled, name, enable);
     }
+    // The declarative toolset is never written into the shared file's lists (Python Hermes
+    // would warn about it; `assembly::tools::with_declarative`): it is on in every list
+    // unless `agent.disabled_toolsets` names it.
+    enabled.retain(|n| n != declarative);
     text = set(&text, &["platform_toolsets", platform], &enabled)?;
+    let disabled = &app.config.agent.disabled_toolsets;
+    if !enable
+        && names.iter().any(|n| n == declarative)
+        && !disabled.iter().any(|d| d == declarative)
+    {
+        let mut more = disabled.clone();
+        more.push(declarative.to_string());
+        text = set(&text, &["agent", "disabled_toolsets"], &more)?;
+    }
     // `agent.disabled_toolsets` turns a toolset off everywhere, after the platform lists: one
     // just enabled here leaves it, or the change could never take effect (Python Hermes'
     // `_save_platform_tools` does the same).
-    let disabled = &app.config.agent.disabled_toolsets;
     if enable && names.iter().any(|n| disabled.contains(n)) {
         let remaining: Vec<String> = disabled
             .iter()
@@ -358,9 +371,12 @@ pub fn platform_tool_names(
         let (Some(platform), Some(list)) = (platform.as_str(), list.as_sequence()) else {
             continue;
         };
-        let names: Vec<String> = list
+        let listed: Vec<String> = list
             .iter()
             .filter_map(|i| i.as_str().map(str::to_string))
+            .collect();
+        let names: Vec<String> = crate::assembly::tools::with_declarative(listed)
+            .into_iter()
             .filter(|n| {
                 let ok = known.contains(n);
                 if !ok {
