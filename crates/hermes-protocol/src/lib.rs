@@ -18,6 +18,7 @@ pub mod owner;
 pub mod private_fs;
 mod redact;
 pub mod secrets;
+pub mod yaml;
 
 pub use events::{AgentEvent, Op, TurnOutcome};
 pub use home::HermesHome;

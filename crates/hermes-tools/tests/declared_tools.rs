@@ -659,3 +659,26 @@ fn a_header_secret_never_appears_in_results_errors_or_logs() {
     );
     assert!(!logs.contains(SECRET), "{logs}");
 }
+
+#[test]
+fn an_alias_bomb_is_one_problem_not_a_memory_exhaustion() {
+    // 4 million strings once the 2 000 aliases are expanded, from a file of 10 KB.
+    let leaf = vec!["x"; 2000].join(",");
+    let aliases = vec!["*a"; 2000].join(",");
+    let text = format!(
+        "name: bomb\ndescription: d\nversion: \"1\"\ninput_schema:\n  type: object\n  properties:\n    a: {{enum: &a [{leaf}]}}\n    b: {{type: array, default: [{aliases}]}}\nendpoint: {{url: \"https://api.example.com/x\"}}\n"
+    );
+    assert!(text.len() < 12_000);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "bomb.yaml", &text);
+    let (line, _, msg) = only_problem(dir.path(), "bomb.yaml");
+    // Where the budget ran out: in the anchored list (line 7) as the aliases of line 8
+    // repeat it.
+    assert!(line == 7 || line == 8, "{line}: {msg}");
+    assert!(msg.contains("input_schema.properties.b.default["), "{msg}");
+    assert!(
+        msg.contains("more than 100000 values once its aliases"),
+        "{msg}"
+    );
+}
+

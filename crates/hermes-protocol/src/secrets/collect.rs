@@ -358,6 +358,13 @@ fn collect_tool_files(
         if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
             continue;
         }
+        // Read as the tools' loader reads them: regular files (a FIFO would block every
+        // command) of at most 64 KiB, aliases expanded within a budget.
+        let small_file = std::fs::metadata(&file)
+            .is_ok_and(|m| m.is_file() && m.len() <= crate::yaml::MAX_TOOL_FILE_BYTES);
+        if !small_file {
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
@@ -376,7 +383,8 @@ fn collect_tool_files(
             }
             rest = &after[end + 1..];
         }
-        let Ok(value) = yaml_serde::from_str::<yaml_serde::Value>(&text) else {
+        let Ok(value) = crate::yaml::from_str_bounded(&text, crate::yaml::MAX_TOOL_FILE_VALUES)
+        else {
             continue;
         };
         if let Some(headers) = value

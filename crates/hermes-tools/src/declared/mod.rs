@@ -31,7 +31,11 @@ pub use tool::{DECLARATIVE_TOOLSET, DeclaredTool, MAX_RESPONSE_BYTES};
 use crate::tool::Tool;
 
 /// Largest tool file read (64 KiB); a larger one is a problem.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+pub const MAX_FILE_BYTES: u64 = hermes_protocol::yaml::MAX_TOOL_FILE_BYTES;
+
+/// Most values a tool file may expand to through YAML aliases (an alias bomb is a problem,
+/// not a memory exhaustion; [`hermes_protocol::yaml::from_str_bounded`]).
+pub const MAX_FILE_VALUES: usize = hermes_protocol::yaml::MAX_TOOL_FILE_VALUES;
 
 /// What loading needs besides the files.
 #[derive(Debug, Clone, Default)]
@@ -174,7 +178,7 @@ pub fn check_text(
     stem: &str,
     opts: &LoadOptions,
 ) -> Result<DeclaredSpec, Vec<(usize, usize, String)>> {
-    let doc: yaml_serde::Value = yaml_serde::from_str(text).map_err(|e| {
+    let doc = hermes_protocol::yaml::from_str_bounded(text, MAX_FILE_VALUES).map_err(|e| {
         let (line, column) = e
             .location()
             .map(|l| (l.line(), l.column()))
