@@ -682,3 +682,25 @@ fn an_alias_bomb_is_one_problem_not_a_memory_exhaustion() {
     );
 }
 
+#[test]
+fn thousands_of_mistakes_are_counted_after_the_first_fifty() {
+    let mut text = stock_file("https://api.example.com", "/stock", "");
+    for i in 0..5000 {
+        text.push_str(&format!("k{i}: 1\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "stock_checker.yaml", &text);
+    let found = problems_of(dir.path(), "stock_checker.yaml");
+    assert_eq!(found.len(), 51, "{:?}", found.last());
+    assert_eq!((found[0].line, found[0].column), (23, 1), "{}", found[0]);
+    assert!(
+        found[0].message.contains("unknown key `k0`"),
+        "{}",
+        found[0]
+    );
+    assert_eq!(
+        found[50].message,
+        "4950 more problem(s) not listed; fix these first"
+    );
+}
+

@@ -37,6 +37,9 @@ pub const MAX_FILE_BYTES: u64 = hermes_protocol::yaml::MAX_TOOL_FILE_BYTES;
 /// not a memory exhaustion; [`hermes_protocol::yaml::from_str_bounded`]).
 pub const MAX_FILE_VALUES: usize = hermes_protocol::yaml::MAX_TOOL_FILE_VALUES;
 
+/// Most problems of one file that are listed (with their place); the rest are counted.
+pub const MAX_PROBLEMS_LISTED: usize = 50;
+
 /// What loading needs besides the files.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -199,8 +202,12 @@ pub fn check_text(
         Ok(spec) => return Ok(spec),
         Err(found) => found,
     };
+    // Each place is found by reading the document again: only the first problems are
+    // placed and listed (a file of thousands of unknown keys must not take minutes).
+    let unlisted = found.len().saturating_sub(MAX_PROBLEMS_LISTED);
     let mut out: Vec<(usize, usize, String)> = found
         .drain(..)
+        .take(MAX_PROBLEMS_LISTED)
         .map(|(path, message)| {
             let (line, column) = locate::locate_nearest(text, &path);
             let message = if path.is_empty() {
@@ -212,5 +219,12 @@ pub fn check_text(
         })
         .collect();
     out.sort_by_key(|(l, c, _)| (*l, *c));
+    if unlisted > 0 {
+        out.push((
+            1,
+            1,
+            format!("{unlisted} more problem(s) not listed; fix these first"),
+        ));
+    }
     Err(out)
 }
