@@ -704,3 +704,29 @@ fn thousands_of_mistakes_are_counted_after_the_first_fifty() {
     );
 }
 
+#[tokio::test]
+async fn arguments_side_by_side_cannot_make_a_dot_segment() {
+    let (base, svc) = service().await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = stock_file(&base, "/stock", "")
+        .replace("/stock/{sku}", "/stock/{sku}{part}/x")
+        .replace(
+            "    timeout_ms: {type: integer",
+            "    part: {type: string}\n    timeout_ms: {type: integer",
+        )
+        .replace("minLength: 3, ", "");
+    write(dir.path(), "stock_checker.yaml", &text);
+    let report = load_dir(dir.path(), &opts(true));
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let tool = report.tools[0].clone();
+    for (sku, part) in [(".", "."), ("..", ""), ("", ".."), (".", "")] {
+        let out = tool.call(json!({"sku": sku, "part": part}), &ctx()).await;
+        assert!(out.is_error, "{sku:?}{part:?}: {}", out.content);
+        assert!(
+            out.content.contains("may not make the URL path segment"),
+            "{}",
+            out.content
+        );
+    }
+    assert_eq!(svc.primary_hits.load(Ordering::SeqCst), 0);
+}

@@ -181,6 +181,8 @@ impl Template {
     /// unresolved variable.
     pub fn fill(&self, args: &serde_json::Value) -> Result<String, String> {
         let mut out = String::new();
+        // Where each argument's text went, for the dot-segment check below.
+        let mut filled: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
         for part in &self.parts {
             match part {
                 Part::Lit(s) => out.push_str(s),
@@ -195,16 +197,51 @@ impl Template {
                         Some(serde_json::Value::String(s)) => s.clone(),
                         Some(other) => other.to_string(),
                     };
-                    let in_query = out.contains('?');
-                    if !in_query && matches!(text.as_str(), "." | "..") {
-                        return Err(format!("`{name}` may not be `{text}` in the URL path"));
-                    }
+                    let start = out.len();
                     out.push_str(&percent_encode(&text));
+                    filled.push((name, start..out.len()));
                 }
             }
         }
+        if let Some((name, segment)) = climbing_segment(&out, &filled) {
+            return Err(format!(
+                "`{name}` may not make the URL path segment `{segment}` (a `.` or `..` segment climbs the path)"
+            ));
+        }
         Ok(out)
     }
+}
+
+/// The first path segment of `url` that an argument (at the byte ranges of `filled`) helps
+/// to write and that is a dot segment (`.`, `..`, or their `%2e` spellings, which URL
+/// parsing removes together with the segment before): the argument's name and the segment.
+/// A value beside literal text or another argument counts (`{a}{b}` with `.` and `.`).
+fn climbing_segment<'a>(
+    url: &str,
+    filled: &[(&'a str, std::ops::Range<usize>)],
+) -> Option<(&'a str, String)> {
+    let after_scheme = url.find("://")? + 3;
+    let path_start = after_scheme + url[after_scheme..].find('/')?;
+    let path_end = url[path_start..]
+        .find(['?', '#'])
+        .map_or(url.len(), |i| path_start + i);
+    let mut seg_start = path_start + 1;
+    for seg in url[path_start + 1..path_end].split('/') {
+        let range = seg_start..seg_start + seg.len();
+        seg_start = range.end + 1;
+        let lower = seg.to_ascii_lowercase();
+        let dots = lower.replace("%2e", ".");
+        if !matches!(dots.as_str(), "." | "..") {
+            continue;
+        }
+        if let Some((name, _)) = filled
+            .iter()
+            .find(|(_, r)| r.start < range.end && range.start < r.end)
+        {
+            return Some((name, seg.to_string()));
+        }
+    }
+    None
 }
 
 /// `text` with every byte outside RFC 3986's unreserved set (`A-Z a-z 0-9 - . _ ~`)
@@ -245,9 +282,9 @@ mod tests {
             "https://api.example/v1/items/a%20b%2F..%2Fc?key=k1&q=x%26y%3Dz"
         );
         assert!(
-            t.fill(&json!({"sku": ".."}))
+            t.fill(&json!({"sku": "..", "q": "x"}))
                 .unwrap_err()
-                .contains("may not be")
+                .contains("may not make the URL path segment `..`")
         );
         assert!(t.fill(&json!({"q": 1})).unwrap_err().contains("`sku`"));
         assert_eq!(
