@@ -28,6 +28,10 @@ pub const MAX_PROBLEMS: usize = 8;
 /// Most chars of a value quoted in a problem (longer values are cut with `…`).
 const VALUE_PREVIEW_CHARS: usize = 60;
 
+/// Most chars of a field's JSON Pointer shown in a problem: the keys in it come from the
+/// arguments (or an answer), so a megabyte-long key is cut with `…`, not echoed back.
+const POINTER_PREVIEW_CHARS: usize = 120;
+
 /// Model-visible text of a refused call (`prompts/invalid_arguments.md`).
 const INVALID_ARGUMENTS: &str = include_str!("../prompts/invalid_arguments.md");
 
@@ -43,12 +47,18 @@ pub struct FieldProblem {
 
 impl std::fmt::Display for FieldProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "/"
-        } else {
-            &self.pointer
-        };
-        write!(f, "{at}: {}", self.message)
+        if self.pointer.is_empty() {
+            return write!(f, "/: {}", self.message);
+        }
+        if self.pointer.chars().count() > POINTER_PREVIEW_CHARS {
+            let cut: String = self
+                .pointer
+                .chars()
+                .take(POINTER_PREVIEW_CHARS - 1)
+                .collect();
+            return write!(f, "{cut}…: {}", self.message);
+        }
+        write!(f, "{}: {}", self.pointer, self.message)
     }
 }
 

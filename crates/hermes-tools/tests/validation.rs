@@ -82,3 +82,26 @@ fn wrong_types_are_named_and_coerced_values_pass() {
         err.content
     );
 }
+
+#[test]
+fn a_huge_field_name_is_named_but_not_echoed_back() {
+    // A strict schema, as MCP servers and tool files often have.
+    let read = hermes_protocol::ToolSpec {
+        name: "strict".into(),
+        description: String::new(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}},
+            "additionalProperties": false}),
+    };
+    let mut args = serde_json::Map::new();
+    args.insert("path".into(), json!("a.txt"));
+    for i in 0..10 {
+        args.insert(format!("{i}{}", "k".repeat(100_000)), json!(1));
+    }
+    let err = prepare_args(&read, Value::Object(args)).unwrap_err();
+    assert!(err.content.len() < 4_000, "{} bytes", err.content.len());
+    assert!(
+        err.content.contains("- /0kkkk") && err.content.contains("…: not a field"),
+        "{}",
+        &err.content[..err.content.len().min(600)]
+    );
+}
