@@ -283,6 +283,36 @@ async fn lines_typed_during_a_turn_are_queued_not_echoed() {
     );
 }
 
+/// Runs the REPL in `env` on a pty: sends `message`, waits for `question` (what the turn
+/// asks), presses Ctrl-C there and expects the turn interrupted and the REPL at its next
+/// prompt, then ends it with Ctrl-D.
+async fn ctrl_c_at_the_question(
+    env: &common::Env,
+    message: &'static str,
+    question: &'static [&'static str],
+) {
+    env.mock.set_fallback(Some(MockResponse::text("(after)")));
+    let home = env.home.path().to_path_buf();
+    let cwd = env.cwd.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let mut t = Term::spawn(&home, &cwd, &[]);
+        t.wait_for("hermes 0");
+        t.wait_for_prompt_number(1);
+        t.send(&format!("{message}\r"));
+        for text in question {
+            t.wait_for(text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        t.send("\x03");
+        t.wait_for("interrupted");
+        t.wait_for_prompt_number(2);
+        t.send("\x04");
+        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
+    })
+    .await
+    .unwrap();
+}
+
 /// Ctrl-C at the model's `clarify` question (it only echoed `^C` until Enter) gives no
 /// answer and stops the turn, as at the approval question; the REPL goes on.
 #[tokio::test(flavor = "multi_thread")]
@@ -293,25 +323,7 @@ async fn ctrl_c_at_a_clarify_question_interrupts_the_turn() {
         "clarify",
         r#"{"question":"which branch?","choices":["main","dev"]}"#,
     )]));
-    env.mock.set_fallback(Some(MockResponse::text("(after)")));
-    let home = env.home.path().to_path_buf();
-    let cwd = env.cwd.path().to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        let mut t = Term::spawn(&home, &cwd, &[]);
-        t.wait_for("hermes 0");
-        t.wait_for_prompt_number(1);
-        t.send("deploy it\r");
-        t.wait_for("which branch?");
-        t.wait_for("empty to skip");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        t.send("\x03");
-        t.wait_for("interrupted");
-        t.wait_for_prompt_number(2);
-        t.send("\x04");
-        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
-    })
-    .await
-    .unwrap();
+    ctrl_c_at_the_question(&env, "deploy it", &["which branch?", "empty to skip"]).await;
 }
 
 /// The user pass of issue 20: Ctrl-C at the dangerous-command question denies the command
@@ -324,25 +336,8 @@ async fn ctrl_c_at_the_approval_question_denies_and_interrupts() {
         "terminal",
         r#"{"command":"rm -rf victim"}"#,
     )]));
-    env.mock.set_fallback(Some(MockResponse::text("(after)")));
-    let home = env.home.path().to_path_buf();
-    let cwd = env.cwd.path().to_path_buf();
-    std::fs::create_dir_all(cwd.join("victim")).unwrap();
-    let victim = cwd.join("victim");
-    tokio::task::spawn_blocking(move || {
-        let mut t = Term::spawn(&home, &cwd, &[]);
-        t.wait_for("hermes 0");
-        t.wait_for_prompt_number(1);
-        t.send("clean up\r");
-        t.wait_for("run it?");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        t.send("\x03");
-        t.wait_for("interrupted");
-        t.wait_for_prompt_number(2);
-        t.send("\x04");
-        assert_eq!(t.exit_code(), 0, "output:\n{}", t.seen);
-    })
-    .await
-    .unwrap();
+    let victim = env.cwd.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    ctrl_c_at_the_question(&env, "clean up", &["run it?"]).await;
     assert!(victim.exists(), "the denied command did not run");
 }
