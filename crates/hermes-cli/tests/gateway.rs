@@ -160,6 +160,8 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         ("SLACK_BOT_TOKEN", "xoxb-fake"),
         ("SLACK_APP_TOKEN", "xapp-fake"),
         ("WEBHOOK_SECRET", "fake-secret"),
+        ("IRC_SERVER", "irc.example.net"),
+        ("IRC_CHANNEL", "#hermes"),
         ("API_SERVER_ENABLED", "true"),
         ("API_SERVER_KEY", "sk-fake"),
     ];
@@ -167,7 +169,14 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
     let out = env.run_env(&["gateway", "status"], &vars).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    for platform in ["telegram", "discord", "slack", "webhook", "api_server"] {
+    for platform in [
+        "telegram",
+        "discord",
+        "slack",
+        "webhook",
+        "irc",
+        "api_server",
+    ] {
         let line = text
             .lines()
             .find(|l| l.starts_with(platform))

@@ -58,7 +58,28 @@ pub fn home_channel_var(platform: &str) -> String {
 
 /// Reads every `<PLATFORM>_HOME_CHANNEL` of `env` (values `<chat>` or `<chat>:<thread>`;
 /// empty values are ignored), keyed by lower-case platform name.
+///
+/// IRC without `IRC_HOME_CHANNEL` uses the first channel of `IRC_CHANNEL` (Python Hermes'
+/// IRC plugin: "home channel defaults to IRC_CHANNEL so cron `deliver=irc` has a target").
 pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
+    let mut homes = home_channels_in(env);
+    let irc_default = env
+        .get("IRC_CHANNEL")
+        .and_then(|v| v.split(',').map(str::trim).find(|c| !c.is_empty()));
+    if let (false, Some(channel)) = (homes.contains_key("irc"), irc_default) {
+        homes.insert(
+            "irc".into(),
+            ChatTarget {
+                chat_id: channel.to_string(),
+                thread_id: None,
+                reply_to: None,
+            },
+        );
+    }
+    homes
+}
+
+fn home_channels_in(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
     env.iter()
         .filter_map(|(k, v)| {
             let platform = k.strip_suffix("_HOME_CHANNEL")?;
@@ -209,6 +230,21 @@ mod tests {
         assert_eq!(homes["discord"].chat_id, "555");
         assert_eq!(homes["discord"].thread_id.as_deref(), Some("777"));
         assert_eq!(home_channel_var("slack"), "SLACK_HOME_CHANNEL");
+        let irc = |pairs: &[(&str, &str)]| {
+            let env: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            home_channels_from_env(&env)
+                .get("irc")
+                .map(|t| t.chat_id.clone())
+        };
+        assert_eq!(irc(&[("IRC_CHANNEL", " #a, #b")]).as_deref(), Some("#a"));
+        assert_eq!(
+            irc(&[("IRC_CHANNEL", "#a"), ("IRC_HOME_CHANNEL", "#ops")]).as_deref(),
+            Some("#ops")
+        );
+        assert_eq!(irc(&[]), None);
     }
 
     #[test]

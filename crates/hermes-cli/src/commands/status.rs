@@ -314,6 +314,7 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
             ][..],
         ),
         ("webhook", &[&["WEBHOOK_SECRET"][..]][..]),
+        ("irc", &[&["IRC_SERVER"][..], &["IRC_CHANNEL"][..]][..]),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

@@ -172,7 +172,8 @@ fn credential(app: &App, name: &str) -> Option<String> {
 /// The adapters whose credentials are set, each behind its cargo feature: Telegram
 /// (`TELEGRAM_BOT_TOKEN`; webhook mode with `TELEGRAM_WEBHOOK_URL`,
 /// `TELEGRAM_WEBHOOK_SECRET`, `TELEGRAM_WEBHOOK_PORT` as in Python Hermes and
-/// `TELEGRAM_WEBHOOK_HOST`, default `0.0.0.0`), Discord (`DISCORD_BOT_TOKEN`), Slack (see
+/// `TELEGRAM_WEBHOOK_HOST`, default `0.0.0.0`), Discord (`DISCORD_BOT_TOKEN`), IRC
+/// (`IRC_SERVER` + `IRC_CHANNEL`, see [`hermes_gateway::IrcSettings::from_env`]), Slack (see
 /// [`slack_adapter`]), webhook
 /// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
@@ -213,6 +214,19 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
         let settings = hermes_gateway::DiscordSettings::new(token, media.join("discord"));
         let adapter = hermes_gateway::DiscordAdapter::new(settings)
             .map_err(|e| anyhow!("cannot set up Discord: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "irc")]
+    if let Some(settings) = hermes_gateway::IrcSettings::from_env(&app.env)
+        .map_err(|e| anyhow!("cannot set up IRC: {e}"))?
+    {
+        // Sending only (no gateway connection to share): one short connection per message.
+        let adapter = if listen {
+            hermes_gateway::IrcAdapter::new(settings)
+        } else {
+            hermes_gateway::IrcAdapter::send_only(settings)
+        }
+        .map_err(|e| anyhow!("cannot set up IRC: {e}"))?;
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]
@@ -538,6 +552,7 @@ pub(crate) async fn serve(
     // records each job's chat, and `hermes cron tick` runs due jobs.
     let scheduler_on = cron_scheduler_enabled(app)?;
     let cron = GatewayCron::prepare(app, args, outbox)?;
+    let tools = kit.tools.clone();
     let factory = Arc::new(CliAgentFactory::new(app, kit).with_cron(cron.clone()));
     let cron_task = if scheduler_on {
         errln!("cron scheduler: on (`hermes cron list` shows the jobs)");
@@ -564,6 +579,7 @@ pub(crate) async fn serve(
         store.clone(),
         app.home.clone(),
         mcp,
+        &tools,
         scheduler_on,
     ));
     let observe_task = match observe {

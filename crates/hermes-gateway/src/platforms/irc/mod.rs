@@ -268,6 +268,7 @@ pub struct IrcAdapter {
     settings: IrcSettings,
     tls: Option<Arc<rustls::ClientConfig>>,
     shared: Arc<Shared>,
+    send_only: bool,
 }
 
 impl IrcAdapter {
@@ -294,7 +295,89 @@ impl IrcAdapter {
             settings,
             tls,
             shared,
+            send_only: false,
         })
+    }
+
+    /// An adapter for sending only, where no gateway runs the connection (`hermes send`,
+    /// cron outside the gateway, `messages_send`): each [`PlatformAdapter::send`] opens its
+    /// own short connection as `<nick>-cron` (so it never takes the live gateway's nick, as
+    /// Python Hermes' standalone sender does), joins the target channel, sends, and quits.
+    pub fn send_only(settings: IrcSettings) -> Result<IrcAdapter, PlatformError> {
+        let mut adapter = IrcAdapter::new(settings)?;
+        adapter.send_only = true;
+        Ok(adapter)
+    }
+
+    /// Queues the lines of `text` for `chat` and waits until they were written.
+    async fn deliver(&self, chat: &str, text: &str) -> Result<SentMessage, PlatformError> {
+        let budget = split::privmsg_budget(self.shared.nick().len(), chat);
+        let lines: Vec<String> = split::split_lines(text, budget)
+            .into_iter()
+            .map(|l| format!("PRIVMSG {chat} :{l}"))
+            .collect();
+        let count = lines.len();
+        let flood_time = self.settings.flood_interval.saturating_mul(count as u32);
+        let (id, done) = self.shared.queue.push(lines);
+        match tokio::time::timeout(self.settings.send_timeout + flood_time, done).await {
+            Ok(Ok(())) => Ok(SentMessage {
+                message_id: format!("{}-out-{id}", self.shared.epoch),
+            }),
+            _ => {
+                let unsent = self.shared.queue.withdraw(id);
+                Err(PlatformError::transport(
+                    PLATFORM,
+                    format!("not connected: {unsent} of {count} lines to {chat} not sent"),
+                ))
+            }
+        }
+    }
+
+    /// One short connection for one message (see [`IrcAdapter::send_only`]).
+    async fn deliver_standalone(
+        &self,
+        chat: &str,
+        text: &str,
+    ) -> Result<SentMessage, PlatformError> {
+        let mut settings = self.settings.clone();
+        let base: String = settings.nickname.chars().take(24).collect();
+        settings.nickname = format!("{base}-cron");
+        settings.username = settings.nickname.clone();
+        settings.nickserv_password = None;
+        settings.channels = if proto::is_channel(chat) {
+            vec![chat.to_string()]
+        } else {
+            Vec::new()
+        };
+        settings.send_timeout = settings.connect_timeout + settings.register_timeout;
+        let once = Arc::new(IrcAdapter {
+            settings,
+            tls: self.tls.clone(),
+            shared: Arc::new(Shared {
+                queue: queue::LineQueue::default(),
+                nick: Mutex::new(String::new()),
+                connected: AtomicBool::new(false),
+                epoch: self.shared.epoch,
+                seq: AtomicU64::new(0),
+            }),
+            send_only: false,
+        });
+        let (tx, mut rx) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        let (runner, stop) = (once.clone(), cancel.clone());
+        let mut task = tokio::spawn(async move { runner.run(tx, stop).await });
+        // Messages to the short-lived nick are not for the agent.
+        tokio::spawn(async move { while rx.recv().await.is_some() {} });
+        let result = tokio::select! {
+            r = once.deliver(chat, text) => r,
+            ended = &mut task => Err(match ended {
+                Ok(Err(e)) => e,
+                _ => PlatformError::transport(PLATFORM, "the connection ended before sending"),
+            }),
+        };
+        cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        result
     }
 
     /// True while registered and joined (for status displays and tests).
@@ -419,25 +502,10 @@ impl PlatformAdapter for IrcAdapter {
                 detail: format!("`{chat}` is not a channel or nick"),
             });
         }
-        let budget = split::privmsg_budget(self.shared.nick().len(), chat);
-        let lines: Vec<String> = split::split_lines(text, budget)
-            .into_iter()
-            .map(|l| format!("PRIVMSG {chat} :{l}"))
-            .collect();
-        let count = lines.len();
-        let flood_time = self.settings.flood_interval.saturating_mul(count as u32);
-        let (id, done) = self.shared.queue.push(lines);
-        match tokio::time::timeout(self.settings.send_timeout + flood_time, done).await {
-            Ok(Ok(())) => Ok(SentMessage {
-                message_id: format!("{}-out-{id}", self.shared.epoch),
-            }),
-            _ => {
-                let unsent = self.shared.queue.withdraw(id);
-                Err(PlatformError::transport(
-                    PLATFORM,
-                    format!("not connected: {unsent} of {count} lines to {chat} not sent"),
-                ))
-            }
+        if self.send_only {
+            self.deliver_standalone(chat, text).await
+        } else {
+            self.deliver(chat, text).await
         }
     }
 
