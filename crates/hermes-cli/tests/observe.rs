@@ -95,11 +95,22 @@ impl Drop for Gateway {
 }
 
 async fn gateway(extra_env: &[(&str, &str)]) -> (Env, Gateway) {
+    gateway_with(extra_env, "", |_| {}).await
+}
+
+/// [`gateway`] with `config` added to config.yaml and `setup` run on the home before the
+/// gateway starts.
+async fn gateway_with(
+    extra_env: &[(&str, &str)],
+    config: &str,
+    setup: impl FnOnce(&Env),
+) -> (Env, Gateway) {
     let metrics = free_port();
     let env = Env::with_config(&format!(
-        "observability:\n  metrics:\n    host: 127.0.0.1\n    port: {metrics}\n"
+        "observability:\n  metrics:\n    host: 127.0.0.1\n    port: {metrics}\n{config}"
     ))
     .await;
+    setup(&env);
     let api = free_port();
     let mut cmd = hermes_command(env.home.path(), env.cwd.path(), &["gateway", "run"]);
     cmd.env("API_SERVER_ENABLED", "true")
@@ -324,6 +335,53 @@ fn shape(doc: &Value) -> Value {
         Value::Bool(_) => "bool".into(),
         Value::Null => "null".into(),
     }
+}
+
+/// `/_status` lists the declarative tools with their health (issue 26 item 4: the gateway's
+/// status shows it beside `tools list` and `doctor`): one whose health endpoint is down and
+/// that has no fallback is `unhealthy`, one with a `fallback_text` is unhealthy and answered
+/// by its fallback; states only, no reason text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_health_of_declarative_tools() {
+    let closed = free_port();
+    let tool = |name: &str, extra: &str| {
+        format!(
+            "name: {name}\ndescription: A tool.\nversion: \"1\"\n\
+             input_schema:\n  type: object\n  properties:\n    q: {{type: string}}\n\
+             endpoint:\n  url: http://127.0.0.1:{closed}/q\n\
+             health_endpoint: http://127.0.0.1:{closed}/health\n\
+             health_interval_ms: 1000\ntimeout_ms: 1000\n{extra}"
+        )
+    };
+    let (_env, gw) = gateway_with(&[], "web:\n  allow_private_urls: true\n", |env| {
+        let dir = env.home.path().join("tools");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("down_tool.yaml"), tool("down_tool", "")).unwrap();
+        std::fs::write(
+            dir.join("spare_tool.yaml"),
+            tool("spare_tool", "fallback_text: Try again later.\n"),
+        )
+        .unwrap();
+    })
+    .await;
+    let tools = wait_for(
+        "both tools probed as unhealthy in /_status",
+        Duration::from_secs(30),
+        || {
+            let (status, body) = get(gw.metrics, "/_status", Some(KEY))?;
+            assert_eq!(status, 200);
+            let doc: Value = serde_json::from_str(&body).ok()?;
+            let tools = doc["tools"].as_array()?.clone();
+            (tools.len() == 2 && tools.iter().all(|t| t["health"] == "unhealthy")).then_some(tools)
+        },
+    );
+    let by_name = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap().clone();
+    assert_eq!(
+        by_name("down_tool"),
+        serde_json::json!({"name": "down_tool", "toolset": "declarative",
+            "health": "unhealthy", "answered_by_fallback": false})
+    );
+    assert_eq!(by_name("spare_tool")["answered_by_fallback"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,9 @@
 //! The document (JSON): `version`, `uptime_seconds`, `memory` (`rss_bytes`,
 //! `peak_rss_bytes`, `heap_bytes`), `agents.live`, `sessions` by lifecycle state
 //! (`active`, `idle`, `released`), `queue` (`depth`, `by_platform`), `platforms` (name and
-//! adapter state), `mcp_servers` (name, state, tools, breaker), `cron` (scheduler on/off,
+//! adapter state), `mcp_servers` (name, state, tools, breaker), `tools` (the tools with a
+//! health check of their own, such as declarative HTTP tools: name, toolset, health, whether
+//! a fallback answers; issue 26 item 4), `cron` (scheduler on/off,
 //! its heartbeat and the next due job) and `store` (provider, health, size). Counts, names
 //! and states only: no message text, prompt, key or error text that could carry one.
 
@@ -34,6 +36,9 @@ pub(crate) struct ProcessObserver {
     store: Arc<SessionStore>,
     home: HermesHome,
     mcp: Option<Arc<McpManager>>,
+    /// The declarative tools and any other with a health check of its own (MCP tools are
+    /// under `mcp_servers`).
+    checked_tools: Arc<Vec<Arc<dyn hermes_tools::Tool>>>,
     scheduler_on: bool,
     store_reading: Arc<Mutex<Option<(Instant, Value)>>>,
 }
@@ -45,13 +50,24 @@ impl ProcessObserver {
         store: Arc<SessionStore>,
         home: HermesHome,
         mcp: Option<Arc<McpManager>>,
+        tools: &[Arc<dyn hermes_tools::Tool>],
         scheduler_on: bool,
     ) -> ProcessObserver {
+        let checked_tools = tools
+            .iter()
+            .filter(|t| {
+                !t.toolset().starts_with("mcp-")
+                    && (t.toolset() == hermes_tools::DECLARATIVE_TOOLSET
+                        || t.health() != hermes_tools::ToolHealth::NoCheck)
+            })
+            .cloned()
+            .collect();
         ProcessObserver {
             gateway,
             store,
             home,
             mcp,
+            checked_tools: Arc::new(checked_tools),
             scheduler_on,
             store_reading: Arc::new(Mutex::new(None)),
         }
@@ -94,6 +110,29 @@ impl ProcessObserver {
                     "state": server_state(&r.state),
                     "tools": r.tools,
                     "breaker_open": r.breaker_open,
+                })
+            })
+            .collect()
+    }
+
+    /// The last health reading of each tool with a check of its own (cached: no I/O).
+    /// States only, no reason text (it may quote a service's answer).
+    fn tools_status(&self) -> Vec<Value> {
+        use hermes_tools::ToolHealth;
+        self.checked_tools
+            .iter()
+            .map(|t| {
+                let (health, fallback) = match t.health() {
+                    ToolHealth::NoCheck => ("no_check", false),
+                    ToolHealth::Unknown => ("not_checked", false),
+                    ToolHealth::Healthy => ("healthy", false),
+                    ToolHealth::Unhealthy { fallback, .. } => ("unhealthy", fallback),
+                };
+                json!({
+                    "name": t.spec().name,
+                    "toolset": t.toolset(),
+                    "health": health,
+                    "answered_by_fallback": fallback,
                 })
             })
             .collect()
@@ -186,6 +225,7 @@ impl Observer for ProcessObserver {
                 "heap_bytes": super::process_memory::heap_in_use_bytes(),
             },
             "mcp_servers": self.mcp_status(),
+            "tools": self.tools_status(),
         });
         if let Ok((runtime, cron, store)) = parts {
             doc["agents"] = json!({"live": runtime.live_agents});
