@@ -278,3 +278,44 @@ async fn a_session_offers_the_tool_and_the_model_gets_its_answer_without_the_key
         "nor the session store"
     );
 }
+
+#[tokio::test]
+async fn escape_sequences_from_a_tool_file_or_its_service_are_shown_in_caret_notation() {
+    let app = Router::new().route(
+        "/say",
+        get(|| async { "\u{1b}[2J\u{1b}]0;owned\u{7}cleared\rover" }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let env = Env::with_config("web:\n  allow_private_urls: true\n").await;
+    let tools = env.home.home().tools_dir();
+    std::fs::create_dir_all(&tools).unwrap();
+    let valid = format!(
+        "name: say\ndescription: Says something.\nversion: \"1\"\ninput_schema: {{type: object}}\nendpoint: {{url: \"{base}/say\"}}\n"
+    );
+    std::fs::write(tools.join("say.yaml"), &valid).unwrap();
+
+    let out = env.run(&["tools", "test", "say"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+    assert!(text.contains("^[[2J^[]0;owned^Gcleared^Mover"), "{text:?}");
+
+    // A key written with YAML escapes: named in the problem, not sent to the terminal.
+    std::fs::write(
+        tools.join("say.yaml"),
+        format!("{valid}\"\\e]0;owned\\a\\e[2J\": 1\n"),
+    )
+    .unwrap();
+    let out = env.run(&["tools", "check"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(
+        text.contains("say.yaml:6:1: ^[]0;owned^G^[[2J: unknown key `^[]0;owned^G^[[2J`"),
+        "{text:?}"
+    );
+}

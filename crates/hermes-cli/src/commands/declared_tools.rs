@@ -7,6 +7,10 @@
 //! runs — arguments coerced and validated against `input_schema`, the health check first when
 //! the tool has one, so a down endpoint is answered by its fallback — and prints the result;
 //! exit 0 for a result, 1 for an error result, 2 for a usage error.
+//!
+//! What a tool file or its service wrote (a key, a name, an answer) reaches the terminal
+//! with its control characters in caret notation
+//! ([`crate::render::style::visible_controls`]), never as escape sequences.
 
 use std::collections::HashMap;
 
@@ -16,6 +20,7 @@ use hermes_tools::{Registry, Tool, ToolContext, ToolHealth};
 use crate::assembly::app::App;
 use crate::assembly::args::ChatArgs;
 use crate::assembly::tools::{build_registry, builtin_names, declared_tools};
+use crate::render::style::visible_controls;
 
 /// The health of every tool of `registry` that has a check, checked now (each bounded by the
 /// tool's own timeout; all at once).
@@ -41,7 +46,7 @@ pub fn check(app: &App, args: &ChatArgs) -> Result<i32> {
     let report = declared_tools(app, &builtin_names(&registry));
     let dir = app.home.tools_dir();
     for problem in &report.problems {
-        outln!("{problem}");
+        outln!("{}", visible_controls(&problem.to_string(), ""));
     }
     for tool in &report.tools {
         if let Err(reason) = tool.available() {
@@ -124,17 +129,17 @@ pub async fn test(app: &App, args: &ChatArgs, name: &str, json: Option<&str>) ->
     let args = match hermes_tools::prepare_args(&tool.spec(), value) {
         Ok(args) => args,
         Err(refusal) => {
-            outln!("{}", refusal.content);
+            outln!("{}", visible_controls(&refusal.content, ""));
             return Ok(1);
         }
     };
     let health = tool.check_health().await;
     if health != ToolHealth::NoCheck {
-        errln!("health: {}", health.describe());
+        errln!("health: {}", visible_controls(&health.describe(), ""));
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| app.home.root().to_path_buf());
     let ctx = ToolContext::for_tests(cwd, app.home.clone());
     let out = tool.call(args, &ctx).await;
-    outln!("{}", out.content);
+    outln!("{}", visible_controls(&out.content, ""));
     Ok(if out.is_error { 1 } else { 0 })
 }
