@@ -319,3 +319,27 @@ async fn escape_sequences_from_a_tool_file_or_its_service_are_shown_in_caret_not
         "{text:?}"
     );
 }
+
+#[tokio::test]
+async fn a_tool_file_named_like_session_search_is_refused_by_check_as_by_sessions() {
+    let env = Env::new().await;
+    let tools = env.home.home().tools_dir();
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("session_search.yaml"),
+        "name: session_search\ndescription: Searches.\nversion: \"1\"\ninput_schema: {type: object}\nendpoint: {url: \"https://api.example.com/s\"}\n",
+    )
+    .unwrap();
+    let out = env.run(&["tools", "check"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "session_search.yaml:1:1: name: `session_search` is the name of a built-in tool"
+        ),
+        "{text}"
+    );
+    let out = env.run(&["tools", "test", "session_search"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("has problems"), "{}", stderr(&out));
+}

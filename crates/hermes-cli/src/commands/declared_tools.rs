@@ -42,7 +42,9 @@ pub async fn health_of(registry: &Registry) -> HashMap<String, ToolHealth> {
 
 /// `hermes tools check`.
 pub fn check(app: &App, args: &ChatArgs) -> Result<i32> {
-    let registry = build_registry(app, args, None)?;
+    // With the store, as a session has it: a file named like a tool that needs the store
+    // (`session_search`) is refused here as it is in sessions.
+    let registry = build_registry(app, args, app.open_store().ok())?;
     let report = declared_tools(app, &builtin_names(&registry));
     let dir = app.home.tools_dir();
     for problem in &report.problems {
@@ -92,7 +94,9 @@ pub fn check(app: &App, args: &ChatArgs) -> Result<i32> {
 
 /// `hermes tools test <name> [json]`.
 pub async fn test(app: &App, args: &ChatArgs, name: &str, json: Option<&str>) -> Result<i32> {
-    let registry = build_registry(app, args, None)?;
+    // With the store, as a session has it: a file named like a tool that needs the store
+    // (`session_search`) is refused here as it is in sessions.
+    let registry = build_registry(app, args, app.open_store().ok())?;
     let report = declared_tools(app, &builtin_names(&registry));
     let Some(tool) = report.tools.iter().find(|t| t.declaration().name == name) else {
         let broken = report.problems.iter().any(|p| {

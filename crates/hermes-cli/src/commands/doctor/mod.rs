@@ -242,7 +242,8 @@ fn check_web(app: &App, report: &mut Report) {
 /// (their tools are left out; `hermes tools check` lists the problems), and each loaded tool
 /// says whether it can run and, when it has a `health_endpoint`, its health checked now.
 async fn check_declared_tools(app: &App, args: &ChatArgs, report: &mut Report) {
-    let Ok(registry) = crate::assembly::tools::build_registry(app, args, None) else {
+    let Ok(registry) = crate::assembly::tools::build_registry(app, args, app.open_store().ok())
+    else {
         return;
     };
     let loaded = crate::assembly::tools::declared_tools(
