@@ -3,8 +3,10 @@
 //! environment or `HERMES_HOME/.env` (the way `mcp_servers` values are expanded).
 //!
 //! Rules: an `{arg}` may appear only after the URL's authority (`https://host/…`), so no
-//! argument can change the scheme, host or port; a filled path value of `.` or `..` is
-//! refused (it would climb the path after the URL's dot-segment normalization).
+//! argument can change the scheme, host or port; a path segment that an argument helps to
+//! write may not be `.` or `..` (or a `%2e` spelling of them), alone or beside literal text
+//! or another argument (`{a}{b}`): it would climb the path after the URL's dot-segment
+//! normalization.
 
 use std::collections::BTreeMap;
 
