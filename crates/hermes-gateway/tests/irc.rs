@@ -437,3 +437,51 @@ async fn a_certificate_from_an_unknown_ca_is_refused() {
         .unwrap();
     assert!(ended.is_ok(), "retrying, not a fatal error: {ended:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_results_reach_the_home_channel_and_send_only_messages_use_a_cron_nick() {
+    let Some(bin) = ngircd_binary() else { return };
+    let server = Ngircd::start(bin, None).await;
+    let h = Harness::new().await;
+    let bot = serve(&h, allow(&["alice"]), settings(server.port)).await;
+    let alice = Human::connect(server.port, "alice").await;
+    alice.join(CHANNEL).await;
+    // No IRC_HOME_CHANNEL: the home channel is the first of IRC_CHANNEL (Python Hermes).
+    let env = [("IRC_CHANNEL".to_string(), format!("{CHANNEL},#other"))]
+        .into_iter()
+        .collect();
+    let adapters = vec![bot.adapter.clone() as Arc<dyn PlatformAdapter>];
+    let outbox = hermes_gateway::Outbox::new(
+        &adapters,
+        hermes_gateway::outbox::home_channels_from_env(&env),
+    );
+    outbox
+        .send("irc", None, "**nightly** report: all green")
+        .await
+        .unwrap();
+    alice
+        .wait_line("the cron result", |l| {
+            l.starts_with(&format!(":{BOT}!"))
+                && l.contains("PRIVMSG #hermes :nightly report: all green")
+        })
+        .await;
+    // Without a running gateway: one short connection under another nick.
+    let once = IrcAdapter::send_only(settings(server.port)).unwrap();
+    let target = hermes_gateway::ChatTarget {
+        chat_id: CHANNEL.into(),
+        thread_id: None,
+        reply_to: None,
+    };
+    once.send(&target, "sent from a script").await.unwrap();
+    alice
+        .wait_line("the send-only message", |l| {
+            l.starts_with(&format!(":{BOT}-cron!"))
+                && l.contains("PRIVMSG #hermes :sent from a script")
+        })
+        .await;
+    alice
+        .wait_line("the send-only connection to quit", |l| {
+            l.starts_with(&format!(":{BOT}-cron!")) && l.contains(" QUIT ")
+        })
+        .await;
+}
