@@ -17,6 +17,7 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures::StreamExt;
 use hermes_protocol::HermesHome;
 use hermes_tools::declared::{LoadOptions, Problem, load_dir};
 use hermes_tools::{Tool, ToolContext, ToolHealth};
@@ -729,4 +730,46 @@ async fn arguments_side_by_side_cannot_make_a_dot_segment() {
         );
     }
     assert_eq!(svc.primary_hits.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_health_endpoint_that_stops_mid_answer_is_unhealthy() {
+    // `200 OK`, the start of a body, then nothing until the client gives up.
+    let app = Router::new().route(
+        "/health",
+        get(|| async {
+            let stream = futures::stream::once(async {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{\"status\": "))
+            })
+            .chain(futures::stream::pending());
+            Response::new(axum::body::Body::from_stream(stream))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "stock_checker.yaml",
+        &stock_file(
+            &base,
+            "/stock",
+            &format!("health_endpoint: {base}/health\n"),
+        )
+        .replace("timeout_ms: 2000", "timeout_ms: 500"),
+    );
+    let tool = load_dir(dir.path(), &opts(true)).tools[0].clone();
+    let started = std::time::Instant::now();
+    let health = tool.check_health().await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        health,
+        ToolHealth::Unhealthy {
+            reason: "health endpoint: timed out".into(),
+            fallback: false
+        }
+    );
 }

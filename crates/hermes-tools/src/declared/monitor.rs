@@ -177,7 +177,12 @@ async fn probe_once(probe: &Probe) -> Result<(), String> {
         return Err(format!("health endpoint answered HTTP {}", status.as_u16()));
     }
     let mut body = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
+    // A body that stops coming (the timeout ends it) is a failed probe, not a short answer.
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("health endpoint: {}", super::tool::transport_reason(&e)))?
+    {
         body.extend_from_slice(&chunk);
         if body.len() >= MAX_HEALTH_BODY_BYTES {
             break;
