@@ -485,3 +485,29 @@ async fn cron_results_reach_the_home_channel_and_send_only_messages_use_a_cron_n
         })
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_work_in_a_channel_and_sethome_records_it() {
+    let Some(bin) = ngircd_binary() else { return };
+    let server = Ngircd::start(bin, None).await;
+    let h = Harness::new().await;
+    let _bot = serve(&h, allow(&["alice"]), settings(server.port)).await;
+    let alice = Human::connect(server.port, "alice").await;
+    alice.join(CHANNEL).await;
+    alice
+        .send(&format!("PRIVMSG {CHANNEL} :{BOT}: /sethome"))
+        .await;
+    alice
+        .wait_line("the /sethome answer", |l| {
+            l.starts_with(&format!(":{BOT}!")) && l.contains("home channel")
+        })
+        .await;
+    assert_eq!(
+        hermes_gateway::status::home_channels(h.home.home())["irc"].chat_id,
+        CHANNEL
+    );
+    assert!(
+        h.mock.requests().is_empty(),
+        "a command is not a model turn"
+    );
+}
