@@ -548,3 +548,104 @@ impl PlatformAdapter for IrcAdapter {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn from_env_reads_python_hermes_names_and_defaults() {
+        assert!(
+            IrcSettings::from_env(&env(&[("IRC_SERVER", "irc.x")]))
+                .unwrap()
+                .is_none()
+        );
+        let s = IrcSettings::from_env(&env(&[
+            ("IRC_SERVER", "irc.libera.chat"),
+            ("IRC_CHANNEL", "#a, #b,"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((s.port, s.tls), (6697, true));
+        assert_eq!(s.nickname, DEFAULT_NICKNAME);
+        assert_eq!(s.channels, vec!["#a", "#b"]);
+        assert_eq!(
+            (s.flood_burst, s.flood_interval),
+            (4, Duration::from_secs(1))
+        );
+        let s = IrcSettings::from_env(&env(&[
+            ("IRC_SERVER", "irc.x"),
+            ("IRC_CHANNEL", "#a"),
+            ("IRC_USE_TLS", "false"),
+            ("IRC_NICKNAME", "mybot"),
+            ("IRC_SASL_PASSWORD", "pw"),
+            ("IRC_NICKSERV_PASSWORD", "ns\r\nQUIT"),
+            ("IRC_FLOOD_BURST", "2"),
+            ("IRC_FLOOD_INTERVAL_MS", "250"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((s.port, s.tls), (6667, false));
+        assert_eq!(s.nickname, "mybot");
+        assert_eq!(s.sasl_password.as_deref(), Some("pw"));
+        assert_eq!(
+            s.nickserv_password.as_deref(),
+            Some("nsQUIT"),
+            "no line injection"
+        );
+        assert_eq!(
+            (s.flood_burst, s.flood_interval),
+            (2, Duration::from_millis(250))
+        );
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("pw\"") && !shown.contains("nsQUIT"),
+            "{shown}"
+        );
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("IRC_PORT", "70000"),
+            ("IRC_USE_TLS", "maybe"),
+            ("IRC_NICKNAME", "two words"),
+            ("IRC_FLOOD_BURST", "0"),
+            ("IRC_FLOOD_INTERVAL_MS", "soon"),
+            ("IRC_CHANNEL", "#ok, bad channel"),
+        ] {
+            let mut e = env(&[("IRC_SERVER", "irc.x"), ("IRC_CHANNEL", "#a")]);
+            e.insert(k.into(), v.into());
+            let err = IrcSettings::from_env(&e).unwrap_err().to_string();
+            assert!(err.contains(k), "{k}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn send_rejects_targets_that_would_inject_and_edits_are_unsupported() {
+        let mut s = IrcSettings::new("127.0.0.1", vec![]);
+        s.tls = false;
+        let a = IrcAdapter::new(s).unwrap();
+        for bad in ["#a b", "x\r\nQUIT", "", "#a,#b", ":x"] {
+            let t = ChatTarget {
+                chat_id: bad.into(),
+                thread_id: None,
+                reply_to: None,
+            };
+            assert!(matches!(
+                a.send(&t, "hi").await,
+                Err(PlatformError::Rejected { .. })
+            ));
+        }
+        assert!(!a.limits().supports_edit);
+        assert_eq!(a.limits().markup, Markup::Plain);
+    }
+}
