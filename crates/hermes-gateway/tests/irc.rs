@@ -198,11 +198,16 @@ async fn without_an_allowlist_a_strangers_dm_gets_a_pairing_code() {
     bob.send(&format!("PRIVMSG {CHANNEL} :{BOT}: hello")).await;
     bob.send(&format!("PRIVMSG {CHANNEL} :marker")).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let from_bot: Vec<String> = bob.lines()[before..]
+        .iter()
+        .map(|l| l.text().to_string())
+        .filter(|t| {
+            t.starts_with(&format!(":{BOT}!")) && t.contains(&format!(" PRIVMSG {CHANNEL} "))
+        })
+        .collect();
     assert!(
-        !bob.lines()[before..]
-            .iter()
-            .any(|l| l.text().starts_with(&format!(":{BOT}!"))),
-        "no answer in the channel"
+        from_bot.is_empty(),
+        "no answer in the channel: {from_bot:?}"
     );
 }
 
@@ -354,9 +359,14 @@ async fn a_server_restart_is_survived_with_a_rejoin_and_nothing_is_answered_twic
     alice.join(CHANNEL).await;
     let a = bot.adapter.clone();
     wait_until("the bot to reconnect", || a.is_connected()).await;
+    // The bot is back in the channel (it may have rejoined before or after alice did).
+    let before = alice.lines().len();
+    alice.send(&format!("NAMES {CHANNEL}")).await;
     alice
-        .wait_line("the bot rejoining the channel", |l| {
-            l.starts_with(&format!(":{BOT}!")) && l.contains(" JOIN ") && l.contains(CHANNEL)
+        .wait_line_after(before, "the bot among the channel's names", |l| {
+            l.contains(" 353 ")
+                && l.contains(CHANNEL)
+                && l.trim_end().split([' ', ':', '@', '+']).any(|w| w == BOT)
         })
         .await;
     alice
