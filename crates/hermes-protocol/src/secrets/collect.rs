@@ -133,7 +133,7 @@ enum Scope {
 
 /// A value of a `headers`/`env` map that is plainly not a credential: a path, a plain
 /// lowercase word (`production`), a `${VAR}` reference (the variable is collected itself).
-fn plainly_not_secret(value: &str) -> bool {
+pub(super) fn plainly_not_secret(value: &str) -> bool {
     let v = value.trim();
     v.starts_with('/')
         || v.starts_with('~')
@@ -235,7 +235,7 @@ fn walk(node: &Node, path: &str, scope: Scope, out: &mut Vec<(String, String)>) 
 
 /// Expands `${NAME}` references with `vars` (`.env` first, then the process environment),
 /// as `mcp_servers` values are expanded when a server starts.
-fn expand(value: &str, vars: &BTreeMap<String, String>) -> String {
+pub(super) fn expand(value: &str, vars: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -296,7 +296,7 @@ pub fn collect_secrets(home: &HermesHome) -> Vec<(String, String)> {
         .collect();
     collect_env(&process_env, "", &mut out);
     collect_config(home, &env_vars, "", &mut out);
-    collect_tool_files(home, &env_vars, &process_env, &mut out);
+    super::tool_files::collect_tool_files(home, &env_vars, &process_env, &mut out);
     collect_json(&home.auth_file(), "auth.json", &mut out);
     collect_token_dir(&home.root().join("mcp-tokens"), "mcp-tokens", &mut out);
     let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -327,79 +327,6 @@ fn collect_config(
         // A reference expanded into a URL or argument list may carry credentials itself.
         url_credentials(&v, &format!("{prefix}{label}"), out);
         out.push((format!("{prefix}{label}"), v));
-    }
-}
-
-/// The secrets of the declarative tools in `home`'s `tools/*.yaml` (seed 004 §3.2): every
-/// `endpoint.headers` value that uses a `${VAR}` or sits under a secret name
-/// (`Authorization`, `X-Api-Key`), `${VAR}`s expanded, and the value of every `${VAR}` the
-/// file uses anywhere (a key in a URL's query) unless it is plainly none (a path, a
-/// lowercase word), whatever the variable's name; labelled
-/// `tools/<file>.endpoint.headers.<name>` and `tools/<file>.env.<VAR>`.
-fn collect_tool_files(
-    home: &HermesHome,
-    env_vars: &BTreeMap<String, String>,
-    process_env: &BTreeMap<String, String>,
-    out: &mut Vec<(String, String)>,
-) {
-    let Ok(entries) = std::fs::read_dir(home.tools_dir()) else {
-        return;
-    };
-    // The tools read `${VAR}` as hermes reads secrets: `.env` over the process environment.
-    let mut vars = process_env.clone();
-    vars.extend(env_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let mut files: Vec<std::path::PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    files.sort();
-    for file in files {
-        let name = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
-            continue;
-        }
-        // Read as the tools' loader reads them: regular files (a FIFO would block every
-        // command) of at most 64 KiB, aliases expanded within a budget.
-        let small_file = std::fs::metadata(&file)
-            .is_ok_and(|m| m.is_file() && m.len() <= crate::yaml::MAX_TOOL_FILE_BYTES);
-        if !small_file {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        let label = format!("tools/{name}");
-        let mut rest = text.as_str();
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else {
-                break;
-            };
-            // A path or a plain word (`${HOME}`) is not a credential.
-            if let Some(v) = vars.get(&after[..end])
-                && !plainly_not_secret(v)
-            {
-                out.push((format!("{label}.env.{}", &after[..end]), v.clone()));
-            }
-            rest = &after[end + 1..];
-        }
-        let Ok(value) = crate::yaml::from_str_bounded(&text, crate::yaml::MAX_TOOL_FILE_VALUES)
-        else {
-            continue;
-        };
-        if let Some(headers) = value
-            .get("endpoint")
-            .and_then(|e| e.get("headers"))
-            .and_then(|h| h.as_mapping())
-        {
-            for (k, v) in headers {
-                if let (Some(k), Some(v)) = (k.as_str(), v.as_str())
-                    && (v.contains("${") || is_secret_name(k))
-                {
-                    out.push((format!("{label}.endpoint.headers.{k}"), expand(v, &vars)));
-                }
-            }
-        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! two tool results or streamed chunks), and secrets hermes was never told about.
 
 mod collect;
+mod tool_files;
 
 use std::borrow::Cow;
 use std::io::Write;
