@@ -1,6 +1,7 @@
 //! Delivery of a run's output (FEATURES §1 Cron): `local` (the Markdown file under
 //! `cron/output/<job>/`), `origin` (the chat the job was created from), `<platform>` (its home
-//! channel), `<platform>:<chat>[:<thread>]`, and webhook URLs; comma-combined. Platform targets
+//! channel), `<platform>:<chat>[:<thread>]` ([`hermes_protocol::ChatAddress`]: Matrix ids and email
+//! addresses keep their `:`/`@`), and webhook URLs; comma-combined. Platform targets
 //! go through a [`PlatformSender`] supplied by the gateway; without one they are recorded as
 //! not deliverable. Webhooks are retried with exponential backoff.
 
@@ -55,31 +56,27 @@ impl Target {
         if t.starts_with("http://") || t.starts_with("https://") {
             return Ok(Target::Webhook { url: t.to_string() });
         }
-        let valid = |s: &str| {
-            !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.@+".contains(c))
-        };
-        let parts: Vec<&str> = t.split(':').collect();
-        match parts.as_slice() {
-            ["local"] => Ok(Target::Local),
-            ["origin"] => Ok(Target::Origin),
-            [p] if valid(p) && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-                Ok(Target::Home {
-                    platform: p.to_ascii_lowercase(),
+        if t.contains("://") {
+            return Err(bad());
+        }
+        match t {
+            "local" => return Ok(Target::Local),
+            "origin" => return Ok(Target::Origin),
+            _ => {}
+        }
+        match t.split_once(':') {
+            None if hermes_protocol::target::is_platform_name(t) => Ok(Target::Home {
+                platform: t.to_ascii_lowercase(),
+            }),
+            None => Err(bad()),
+            Some((platform, rest)) => {
+                let a = hermes_protocol::ChatAddress::on(platform, rest).map_err(|_| bad())?;
+                Ok(Target::Chat {
+                    platform: a.platform,
+                    chat_id: a.chat_id,
+                    thread_id: a.thread_id,
                 })
             }
-            [p, chat] if valid(p) && valid(chat) => Ok(Target::Chat {
-                platform: p.to_ascii_lowercase(),
-                chat_id: chat.to_string(),
-                thread_id: None,
-            }),
-            [p, chat, thread] if valid(p) && valid(chat) && valid(thread) => Ok(Target::Chat {
-                platform: p.to_ascii_lowercase(),
-                chat_id: chat.to_string(),
-                thread_id: Some(thread.to_string()),
-            }),
-            _ => Err(bad()),
         }
     }
 

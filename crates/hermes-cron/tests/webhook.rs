@@ -74,7 +74,28 @@ fn targets_parse() {
             thread_id: Some("7".into())
         }
     );
+    assert_eq!(
+        Target::parse("matrix:!room:example.org").unwrap(),
+        Target::Chat {
+            platform: "matrix".into(),
+            chat_id: "!room:example.org".into(),
+            thread_id: None
+        }
+    );
+    assert_eq!(
+        Target::parse("email:ops@example.com").unwrap(),
+        Target::Chat {
+            platform: "email".into(),
+            chat_id: "ops@example.com".into(),
+            thread_id: None
+        }
+    );
+    assert!(matches!(
+        Target::parse("irc:#ops").unwrap(),
+        Target::Chat { chat_id, .. } if chat_id == "#ops"
+    ));
     assert!(Target::parse("a:b:c:d").is_err());
+    assert!(Target::parse("telegram:1 2").is_err());
     assert!(Target::parse("ftp://x").is_err());
     assert_eq!(Target::parse_list(" ").unwrap(), vec![Target::Local]);
 }

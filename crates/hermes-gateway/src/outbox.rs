@@ -157,15 +157,12 @@ impl Outbox {
         chosen.or_else(|| self.homes.get(&key).cloned())
     }
 
-    /// Sends `markdown` to `chat` on `platform` (`None`: the platform's home channel), split
-    /// and formatted for the platform. Returns the number of parts sent. No retries here:
-    /// the caller decides (the scheduler retries with backoff).
-    pub async fn send(
+    /// The adapter of `platform` and the chat to send to (`None`: its home channel).
+    fn route(
         &self,
         platform: &str,
         chat: Option<ChatTarget>,
-        markdown: &str,
-    ) -> Result<usize, OutboxError> {
+    ) -> Result<(&Arc<dyn PlatformAdapter>, ChatTarget), OutboxError> {
         let key = platform.to_ascii_lowercase();
         let Some(adapter) = self.adapters.get(&key) else {
             let running = self.platforms().join(", ");
@@ -187,6 +184,19 @@ impl Outbox {
                     platform: key.clone(),
                 })?,
         };
+        Ok((adapter, target))
+    }
+
+    /// Sends `markdown` to `chat` on `platform` (`None`: the platform's home channel), split
+    /// and formatted for the platform. Returns the number of parts sent. No retries here:
+    /// the caller decides (the scheduler retries with backoff).
+    pub async fn send(
+        &self,
+        platform: &str,
+        chat: Option<ChatTarget>,
+        markdown: &str,
+    ) -> Result<usize, OutboxError> {
+        let (adapter, target) = self.route(platform, chat)?;
         let chunks = crate::render_chunks(markdown, &adapter.limits());
         if chunks.is_empty() {
             return Err(OutboxError::Empty);
@@ -202,6 +212,27 @@ impl Outbox {
             }
         }
         Ok(total)
+    }
+
+    /// Sends the file at `path` to `chat` on `platform` (`None`: its home channel) as a native
+    /// attachment, without a caption. The caller chose the file (no [`crate::MediaPolicy`]
+    /// here). No retries.
+    pub async fn send_file(
+        &self,
+        platform: &str,
+        chat: Option<ChatTarget>,
+        path: &std::path::Path,
+    ) -> Result<(), OutboxError> {
+        let (adapter, target) = self.route(platform, chat)?;
+        adapter
+            .send_file(&target, path, None)
+            .await
+            .map(drop)
+            .map_err(|e| OutboxError::Send {
+                sent: 0,
+                total: 1,
+                detail: format!("{}: {e}", path.display()),
+            })
     }
 }
 

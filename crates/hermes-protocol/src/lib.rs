@@ -18,6 +18,7 @@ pub mod owner;
 pub mod private_fs;
 mod redact;
 pub mod secrets;
+pub mod target;
 pub mod yaml;
 
 pub use events::{AgentEvent, Op, TurnOutcome};
@@ -28,3 +29,4 @@ pub use message::{
     ToolSpec, Usage,
 };
 pub use secrets::{RedactingWriter, SecretRedactor, StreamRedactor};
+pub use target::ChatAddress;

@@ -125,6 +125,9 @@ pub enum Command {
     Insights(crate::commands::insights::InsightsArgs),
     /// View and filter the internal logs in HERMES_HOME/logs/ (agent.log, errors.log).
     Logs(crate::commands::logs::LogsArgs),
+    /// Send a message to a configured platform (scripts, cron jobs, CI): no model, no
+    /// running gateway.
+    Send(crate::commands::send::SendArgs),
     /// DM pairing codes of the gateway: list, approve, revoke.
     Pairing {
         /// What to do.

@@ -22,6 +22,7 @@ pub mod pairing;
 pub mod prompt_size;
 pub mod python_flags;
 pub mod redirect;
+pub mod send;
 pub mod sessiondb;
 pub mod sessions;
 pub mod shell;
@@ -58,6 +59,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Cron { action }) => cron::run(profile, &chat, action).await,
         Some(Command::Gateway { action }) => gateway::run(profile, &chat, action).await,
         Some(Command::Pairing { action }) => pairing::run(profile, action),
+        Some(Command::Send(args)) => send::run(profile, args).await,
         Some(Command::Logs(args)) => logs::run(profile, args),
         Some(Command::Status(args)) => {
             crate::repl::terminate::exit_cleanly_on_signals();

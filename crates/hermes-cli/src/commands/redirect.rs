@@ -48,10 +48,6 @@ const REDIRECTS: &[(&[&str], &str)] = &[
         "no Slack manifest generator; the README's Slack section lists the scopes and Socket Mode events, `hermes gateway status` shows what is set",
     ),
     (
-        &["send"],
-        "no `send` command yet; cron jobs deliver with `hermes cron create … --deliver telegram:<chat>`",
-    ),
-    (
         &["login"],
         "OAuth logins are not supported; `hermes setup` or `hermes auth add <provider>` stores an API key",
     ),

@@ -62,9 +62,30 @@ impl MediaPolicy {
 /// saying which file was not sent and why; `MEDIA:http(s)://…` is replaced by the bare URL.
 /// Lines left empty by a removed tag are dropped.
 pub fn extract_media(text: &str, policy: &MediaPolicy) -> (String, Vec<PathBuf>) {
+    let tags = media_tags(text, policy);
+    (tags.text, tags.files)
+}
+
+/// What [`media_tags`] found in a text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MediaTags {
+    /// The text without the sent tags (refused ones replaced by a note).
+    pub text: String,
+    /// The files to send, in order of appearance.
+    pub files: Vec<PathBuf>,
+    /// The refused tags: the path as written and why it was refused.
+    pub refused: Vec<(String, &'static str)>,
+}
+
+/// [`extract_media`], also telling which tags were refused and why (for callers that stop
+/// rather than send a note, such as `hermes send`).
+pub fn media_tags(text: &str, policy: &MediaPolicy) -> MediaTags {
     const TAG: &str = "MEDIA:";
     if !text.contains(TAG) {
-        return (text.to_string(), Vec::new());
+        return MediaTags {
+            text: text.to_string(),
+            ..MediaTags::default()
+        };
     }
     let roots: Vec<PathBuf> = policy
         .allowed
@@ -78,6 +99,7 @@ pub fn extract_media(text: &str, policy: &MediaPolicy) -> (String, Vec<PathBuf>)
         .flatten()
         .collect();
     let mut files = Vec::new();
+    let mut refused = Vec::new();
     let mut out_lines = Vec::new();
     for line in text.split('\n') {
         if !line.contains(TAG) {
@@ -101,7 +123,10 @@ pub fn extract_media(text: &str, policy: &MediaPolicy) -> (String, Vec<PathBuf>)
             }
             match resolve(raw, &roots, &denied) {
                 Ok(path) => files.push(path),
-                Err(reason) => out.push_str(&format!("[file not sent: {raw} ({reason})]")),
+                Err(reason) => {
+                    out.push_str(&format!("[file not sent: {raw} ({reason})]"));
+                    refused.push((raw.to_string(), reason));
+                }
             }
         }
         out.push_str(rest);
@@ -112,7 +137,11 @@ pub fn extract_media(text: &str, policy: &MediaPolicy) -> (String, Vec<PathBuf>)
         }
         out_lines.push(trimmed.to_string());
     }
-    (out_lines.join("\n").trim_end().to_string(), files)
+    MediaTags {
+        text: out_lines.join("\n").trim_end().to_string(),
+        files,
+        refused,
+    }
 }
 
 /// Splits `s` into the path of a tag and the text after it.

@@ -11,7 +11,9 @@ mod render;
 mod stream;
 
 pub use chunk::{MIN_MESSAGE_LEN, render_chunks};
-pub use media::{MediaPolicy, SaveError, extract_media, sanitize_file_name, save_inbound};
+pub use media::{
+    MediaPolicy, MediaTags, SaveError, extract_media, media_tags, sanitize_file_name, save_inbound,
+};
 pub use stream::{
     DeliveryOptions, DeliveryReport, MIN_EDIT_INTERVAL, RESTART_NOTICE, StreamingReply,
     TYPING_INTERVAL, ToolProgressMode,

@@ -169,6 +169,15 @@ fn credential(app: &App, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// Replaces `base` by the value of `var` when set: every platform's API can be pointed at a
+/// self-hosted server, a proxy or a test double (`TELEGRAM_API_BASE_URL`, …).
+#[allow(dead_code)]
+fn api_base(app: &App, var: &str, base: &mut String) {
+    if let Some(url) = credential(app, var) {
+        *base = url.trim_end_matches('/').to_string();
+    }
+}
+
 /// The adapters whose credentials are set, each behind its cargo feature: Telegram
 /// (`TELEGRAM_BOT_TOKEN`; webhook mode with `TELEGRAM_WEBHOOK_URL`,
 /// `TELEGRAM_WEBHOOK_SECRET`, `TELEGRAM_WEBHOOK_PORT` as in Python Hermes and
@@ -191,6 +200,7 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
         };
         let mut settings = TelegramSettings::new(token, media.join("telegram"));
         settings.offset_file = Some(app.home.root().join("gateway").join("telegram_offset"));
+        api_base(app, "TELEGRAM_API_BASE_URL", &mut settings.api_base_url);
         if let Some(url) = credential(app, "TELEGRAM_WEBHOOK_URL").filter(|_| listen) {
             let secret = credential(app, "TELEGRAM_WEBHOOK_SECRET").unwrap_or_default();
             let mut hook = TelegramWebhook::new(url, secret);
@@ -211,7 +221,8 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
     }
     #[cfg(feature = "discord")]
     if let Some(token) = credential(app, "DISCORD_BOT_TOKEN") {
-        let settings = hermes_gateway::DiscordSettings::new(token, media.join("discord"));
+        let mut settings = hermes_gateway::DiscordSettings::new(token, media.join("discord"));
+        api_base(app, "DISCORD_API_BASE_URL", &mut settings.api_base_url);
         let adapter = hermes_gateway::DiscordAdapter::new(settings)
             .map_err(|e| anyhow!("cannot set up Discord: {e}"))?;
         out.push(Arc::new(adapter));
@@ -299,6 +310,7 @@ fn slack_adapter(
     };
     let mut settings =
         hermes_gateway::SlackSettings::new(bot, app_token.clone().unwrap_or_default(), media);
+    api_base(app, "SLACK_API_BASE_URL", &mut settings.api_base_url);
     if let Some(secret) = signing.filter(|_| listen) {
         let mut events = SlackEvents::new(secret);
         events.bind = listen_addr(app, "SLACK_EVENTS_HOST", "SLACK_EVENTS_PORT", events.bind)?;

@@ -260,6 +260,24 @@ fn media_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`channels`] over `home`'s `channel_directory.json` (absent or unreadable: none) and the
+/// conversations of `store` (also `hermes send --list`).
+pub fn channel_list(
+    home: &hermes_protocol::HermesHome,
+    store: &SessionStore,
+    platform: Option<&str>,
+) -> Result<Value, StoreError> {
+    let path = home.root().join("channel_directory.json");
+    let directory = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    Ok(channels(
+        directory.as_ref(),
+        &conversations(store)?,
+        platform,
+    ))
+}
+
 /// `channels_list`: the targets of `HERMES_HOME/channel_directory.json` (Python's cache of
 /// the platforms' channels) when it has any, else one per conversation
 /// (`platform:chat_id`), optionally of one platform.

@@ -12,7 +12,7 @@
 //! Read-only by default: `messages_send` sends only with `mcp_serve: {allow_send: true}` in
 //! config.yaml, through the platforms configured in `.env` (as `hermes send` would).
 
-mod conversations;
+pub(crate) mod conversations;
 mod events;
 pub mod tools;
 
@@ -277,23 +277,15 @@ struct OutboxSender(hermes_gateway::Outbox);
 #[async_trait::async_trait]
 impl tools::Sender for OutboxSender {
     async fn send(&self, target: &str, text: &str) -> Result<serde_json::Value, String> {
-        let mut parts = target.splitn(3, ':');
-        let (Some(platform), Some(chat)) = (parts.next(), parts.next()) else {
-            return Err(format!(
-                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
-            ));
-        };
-        if platform.is_empty() || chat.is_empty() {
-            return Err(format!(
-                "target {target:?} is not \"platform:chat_id\" (see channels_list)"
-            ));
-        }
+        let address = hermes_protocol::ChatAddress::parse(target).map_err(|e| {
+            format!("target {target:?} is not \"platform:chat_id\": {e} (see channels_list)")
+        })?;
         let chat = hermes_gateway::ChatTarget {
-            chat_id: chat.to_string(),
-            thread_id: parts.next().map(str::to_string),
+            chat_id: address.chat_id,
+            thread_id: address.thread_id,
             reply_to: None,
         };
-        match self.0.send(platform, Some(chat), text).await {
+        match self.0.send(&address.platform, Some(chat), text).await {
             Ok(n) => Ok(serde_json::json!({"success": true, "target": target, "parts": n})),
             Err(e) => Err(format!("Send failed: {e}")),
         }

@@ -304,19 +304,7 @@ pub async fn call(
         "channels_list" => {
             let platform = a.text("platform")?;
             let home = bridge.home.clone();
-            let (directory, convs) = blocking(move || {
-                let path = home.root().join("channel_directory.json");
-                let directory = std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-                Ok((directory, conv::conversations(&store)?))
-            })
-            .await?;
-            Ok(conv::channels(
-                directory.as_ref(),
-                &convs,
-                platform.as_deref(),
-            ))
+            blocking(move || Ok(conv::channel_list(&home, &store, platform.as_deref())?)).await
         }
         "permissions_list_open" => Ok(json!({"count": 0, "approvals": []})),
         "permissions_respond" => {
