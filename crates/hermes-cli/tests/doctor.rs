@@ -280,3 +280,50 @@ async fn a_server_that_never_answers_is_reported_and_stopped() {
         .collect();
     assert!(left.is_empty(), "the server outlived doctor: {left:?}");
 }
+
+#[tokio::test]
+async fn messaging_platforms_are_listed_with_their_access_and_bad_settings_fail() {
+    let env = Env::new().await;
+    let dotenv = env.home.path().join(".env");
+    std::fs::write(&dotenv, "").unwrap();
+    let out = env.run(&["doctor"]).await;
+    assert!(
+        stdout(&out).contains("messaging platforms: none configured"),
+        "{}",
+        stdout(&out)
+    );
+
+    std::fs::write(
+        &dotenv,
+        "TELEGRAM_BOT_TOKEN=123:abc\nTELEGRAM_ALLOWED_USERS=1,2\nSLACK_BOT_TOKEN=xoxb-1\n\
+         IRC_SERVER=127.0.0.1\nIRC_CHANNEL=#ops\n",
+    )
+    .unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ok    platform telegram: configured; 2 allowed user(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok    platform irc: configured; strangers get a pairing code"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  platform slack: SLACK_APP_TOKEN not set"),
+        "{text}"
+    );
+    assert!(!text.contains("123:abc"), "the token leaked: {text}");
+
+    std::fs::write(
+        &dotenv,
+        "IRC_SERVER=127.0.0.1\nIRC_CHANNEL=#ops\nIRC_PORT=99999\n",
+    )
+    .unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fails = lines_with(&text, "FAIL");
+    assert!(fails.len() == 1 && fails[0].contains("IRC_PORT"), "{text}");
+}

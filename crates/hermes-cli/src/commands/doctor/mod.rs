@@ -8,6 +8,7 @@
 
 pub mod fix;
 mod pgstore;
+mod platforms;
 
 use std::path::Path;
 
@@ -153,6 +154,7 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     check_store(&app, fix, &mut report);
     check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
+    platforms::check_platforms(&app, profile, &mut report).await;
     check_web(&app, &mut report);
     check_declared_tools(&app, args, &mut report).await;
     let sandbox = crate::assembly::sandbox::settings(
