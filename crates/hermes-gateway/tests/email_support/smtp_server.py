@@ -34,9 +34,9 @@ class Handler:
         with open(base + ".eml.tmp", "wb") as f:
             f.write(envelope.original_content)
         with open(base + ".json", "w") as f:
-            login = session.auth_data.login.decode() if session.auth_data else None
             json.dump({"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos,
-                       "login": login, "tls": session.ssl is not None}, f)
+                       "authenticated": bool(session.authenticated),
+                       "tls": args.mode == "tls" or session.ssl is not None}, f)
         os.rename(base + ".eml.tmp", base + ".eml")
         return "250 OK"
 
@@ -50,13 +50,14 @@ def authenticator(server, session, envelope, mechanism, auth_data):
 
 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
 ctx.load_cert_chain(args.cert, args.key)
-common = dict(authenticator=authenticator, auth_required=True, auth_require_tls=True)
+common = dict(authenticator=authenticator, auth_required=True)
 if args.mode == "tls":
+    # The whole connection is TLS; aiosmtpd's auth_require_tls only knows STARTTLS.
     controller = Controller(Handler(), hostname="127.0.0.1", port=args.port, ssl_context=ctx,
-                            server_hostname="localhost", **common)
+                            server_hostname="localhost", auth_require_tls=False, **common)
 else:
     controller = Controller(Handler(), hostname="127.0.0.1", port=args.port, tls_context=ctx,
-                            require_starttls=True, **common)
+                            require_starttls=True, auth_require_tls=True, **common)
 controller.start()
 print("READY", flush=True)
 stop = threading.Event()

@@ -81,8 +81,11 @@ pub struct EmailSettings {
     pub imap_port: u16,
     /// SMTP host (`EMAIL_SMTP_HOST`); also the TLS server name.
     pub smtp_host: String,
-    /// SMTP port (`EMAIL_SMTP_PORT`, 587): 465 is implicit TLS, any other STARTTLS (required).
+    /// SMTP port (`EMAIL_SMTP_PORT`, 587).
     pub smtp_port: u16,
+    /// TLS from the first byte (port 465, as Python Hermes decides) instead of a required
+    /// `STARTTLS`.
+    pub smtp_implicit_tls: bool,
     /// Wait for new mail with IDLE where the server offers it (`EMAIL_IMAP_IDLE`, true).
     pub use_idle: bool,
     /// Time between checks without IDLE (`EMAIL_POLL_INTERVAL`, 15 s).
@@ -120,6 +123,7 @@ hermes_protocol::debug_redacted!(EmailSettings {
         imap_port,
         smtp_host,
         smtp_port,
+        smtp_implicit_tls,
         use_idle,
         poll_interval,
         idle_timeout,
@@ -167,6 +171,7 @@ impl EmailSettings {
             imap_port: 993,
             smtp_host: smtp_host.into(),
             smtp_port: 587,
+            smtp_implicit_tls: false,
             use_idle: true,
             poll_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(600),
@@ -224,6 +229,7 @@ impl EmailSettings {
         };
         s.imap_port = port("EMAIL_IMAP_PORT", 993)?;
         s.smtp_port = port("EMAIL_SMTP_PORT", 587)?;
+        s.smtp_implicit_tls = s.smtp_port == 465;
         if let Some(v) = get("EMAIL_POLL_INTERVAL") {
             let secs = v
                 .parse::<u64>()
@@ -284,7 +290,7 @@ impl EmailAdapter {
         let params = params
             .build_rustls()
             .map_err(|e| bad("EMAIL_SMTP_HOST", e))?;
-        let smtp_tls = if settings.smtp_port == 465 {
+        let smtp_tls = if settings.smtp_implicit_tls {
             Tls::Wrapper(params)
         } else {
             Tls::Required(params)
@@ -663,6 +669,7 @@ mod tests {
         }
         let s = EmailSettings::from_env(&env(BASE), "/m").unwrap().unwrap();
         assert_eq!((s.imap_port, s.smtp_port), (993, 587));
+        assert!(!s.smtp_implicit_tls, "587: STARTTLS");
         assert_eq!(s.poll_interval, Duration::from_secs(15));
         assert_eq!(s.password, "SECRET pw");
         assert!(s.use_idle && s.require_authenticated_sender);
@@ -678,7 +685,7 @@ mod tests {
         e.insert("EMAIL_IMAP_IDLE".into(), "no".into());
         e.insert("EMAIL_AUTHSERV_ID".into(), "MX.example.org".into());
         let s = EmailSettings::from_env(&e, "/m").unwrap().unwrap();
-        assert_eq!(s.smtp_port, 465);
+        assert_eq!((s.smtp_port, s.smtp_implicit_tls), (465, true));
         assert_eq!(s.poll_interval, Duration::from_secs(60));
         assert!(!s.require_authenticated_sender && !s.use_idle);
         assert_eq!(s.authserv_id.as_deref(), Some("mx.example.org"));
