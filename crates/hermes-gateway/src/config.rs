@@ -399,6 +399,10 @@ fn read_env(
                     // them folded, so the list is folded the same way.
                     if p.eq_ignore_ascii_case("IRC") {
                         irc_casefold(u)
+                    } else if p.eq_ignore_ascii_case("EMAIL") {
+                        // Addresses are compared lower-cased, as Python Hermes does; the
+                        // email adapter reports senders lower-cased.
+                        u.to_ascii_lowercase()
                     } else {
                         u.to_string()
                     }
@@ -492,6 +496,12 @@ mod tests {
         assert_eq!(c.access("telegram").allowed_users, vec!["12", "34"]);
         let (irc, _) = parse("", &[("IRC_ALLOWED_USERS", "Alice,Bob[x]")]).unwrap();
         assert_eq!(irc.access("irc").allowed_users, vec!["alice", "bob{x}"]);
+        let (email, _) =
+            parse("", &[("EMAIL_ALLOWED_USERS", "Alice@Example.COM, b@x.org")]).unwrap();
+        assert_eq!(
+            email.access("email").allowed_users,
+            vec!["alice@example.com", "b@x.org"]
+        );
         assert!(c.access("discord").allow_all);
         assert!(!c.access("slack").allow_all);
     }

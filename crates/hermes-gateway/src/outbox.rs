@@ -51,8 +51,12 @@ pub enum OutboxError {
     },
 }
 
-/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`.
+/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`, for email
+/// `EMAIL_HOME_ADDRESS` (Python Hermes' name).
 pub fn home_channel_var(platform: &str) -> String {
+    if platform.eq_ignore_ascii_case("email") {
+        return "EMAIL_HOME_ADDRESS".into();
+    }
     format!("{}_HOME_CHANNEL", platform.to_ascii_uppercase())
 }
 
@@ -61,8 +65,23 @@ pub fn home_channel_var(platform: &str) -> String {
 ///
 /// IRC without `IRC_HOME_CHANNEL` uses the first channel of `IRC_CHANNEL` (Python Hermes'
 /// IRC plugin: "home channel defaults to IRC_CHANNEL so cron `deliver=irc` has a target").
+/// Email's home is the address in `EMAIL_HOME_ADDRESS` (Python Hermes' name).
 pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
     let mut homes = home_channels_in(env);
+    if let Some(address) = env
+        .get("EMAIL_HOME_ADDRESS")
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+    {
+        homes.insert(
+            "email".into(),
+            ChatTarget {
+                chat_id: address.to_string(),
+                thread_id: None,
+                reply_to: None,
+            },
+        );
+    }
     let irc_default = env
         .get("IRC_CHANNEL")
         .and_then(|v| v.split(',').map(str::trim).find(|c| !c.is_empty()));
@@ -276,6 +295,15 @@ mod tests {
             Some("#ops")
         );
         assert_eq!(irc(&[]), None);
+        let env: BTreeMap<String, String> = [("EMAIL_HOME_ADDRESS", " me@example.com ")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(
+            home_channels_from_env(&env)["email"].chat_id,
+            "me@example.com"
+        );
+        assert_eq!(home_channel_var("email"), "EMAIL_HOME_ADDRESS");
     }
 
     #[test]

@@ -22,6 +22,15 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
     ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"]),
     ("webhook", &["WEBHOOK_SECRET"]),
     ("irc", &["IRC_SERVER", "IRC_CHANNEL"]),
+    (
+        "email",
+        &[
+            "EMAIL_ADDRESS",
+            "EMAIL_PASSWORD",
+            "EMAIL_IMAP_HOST",
+            "EMAIL_SMTP_HOST",
+        ],
+    ),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 

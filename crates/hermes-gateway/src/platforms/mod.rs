@@ -7,7 +7,8 @@
     feature = "slack",
     feature = "telegram",
     feature = "webhook",
-    feature = "irc"
+    feature = "irc",
+    feature = "email"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
@@ -19,6 +20,8 @@ pub(crate) mod push;
 
 #[cfg(feature = "discord")]
 pub mod discord;
+#[cfg(feature = "email")]
+pub mod email;
 #[cfg(feature = "irc")]
 pub mod irc;
 #[cfg(feature = "slack")]

@@ -116,7 +116,7 @@ pub struct Gateway {
 pub enum GatewayError {
     /// No adapter was given.
     #[error(
-        "no messaging platform is configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN + SLACK_APP_TOKEN, IRC_SERVER + IRC_CHANNEL, WEBHOOK_SECRET, or API_SERVER_ENABLED=true)"
+        "no messaging platform is configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN + SLACK_APP_TOKEN, IRC_SERVER + IRC_CHANNEL, EMAIL_ADDRESS + EMAIL_PASSWORD + EMAIL_IMAP_HOST + EMAIL_SMTP_HOST, WEBHOOK_SECRET, or API_SERVER_ENABLED=true)"
     )]
     NoPlatforms,
 }

@@ -66,8 +66,10 @@ pub fn free_port() -> u16 {
 pub struct TlsFiles {
     /// The CA certificate (PEM), for `IRC_TLS_CA_FILE`.
     pub ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
+    /// The server certificate (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
 }
 
 /// Makes a CA and a server certificate for `localhost` with the `openssl` command; `None`
