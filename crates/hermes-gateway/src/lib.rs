@@ -1,7 +1,7 @@
 //! # hermes-gateway
 //!
 //! Owns the messaging gateway (FEATURES §1 Gateway): the [`PlatformAdapter`] trait every
-//! platform implements (Telegram, Discord, Slack, webhook, IRC; each a cargo feature, on by
+//! platform implements (Telegram, Discord, Slack, webhook, IRC, Matrix; each a cargo feature, on by
 //! default), the OpenAI-compatible HTTP API server, session keys and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
 //! (`display.busy_input_mode`), reply delivery (chunking, platform formatting, streaming
@@ -52,6 +52,8 @@ pub use platform::{
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 #[cfg(feature = "irc")]
 pub use platforms::irc::{IrcAdapter, IrcSettings};
+#[cfg(feature = "matrix")]
+pub use platforms::matrix::{MatrixAdapter, MatrixSettings};
 #[cfg(feature = "slack")]
 pub use platforms::slack::{SlackAdapter, SlackSettings};
 pub use runner::{Gateway, GatewayError};

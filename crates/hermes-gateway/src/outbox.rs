@@ -51,8 +51,12 @@ pub enum OutboxError {
     },
 }
 
-/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`.
+/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`, and for
+/// Matrix Python Hermes' `MATRIX_HOME_ROOM`.
 pub fn home_channel_var(platform: &str) -> String {
+    if platform.eq_ignore_ascii_case("matrix") {
+        return "MATRIX_HOME_ROOM".into();
+    }
     format!("{}_HOME_CHANNEL", platform.to_ascii_uppercase())
 }
 
@@ -61,8 +65,22 @@ pub fn home_channel_var(platform: &str) -> String {
 ///
 /// IRC without `IRC_HOME_CHANNEL` uses the first channel of `IRC_CHANNEL` (Python Hermes'
 /// IRC plugin: "home channel defaults to IRC_CHANNEL so cron `deliver=irc` has a target").
+///
+/// Matrix reads Python Hermes' `MATRIX_HOME_ROOM` (a room id, which contains `:`, so the
+/// whole value is the room) with `MATRIX_HOME_ROOM_THREAD_ID` (a thread root event id).
 pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
     let mut homes = home_channels_in(env);
+    let value = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    if let Some(room) = value("MATRIX_HOME_ROOM").or(value("MATRIX_HOME_CHANNEL")) {
+        homes.insert(
+            "matrix".into(),
+            ChatTarget {
+                chat_id: room.to_string(),
+                thread_id: value("MATRIX_HOME_ROOM_THREAD_ID").map(str::to_owned),
+                reply_to: None,
+            },
+        );
+    }
     let irc_default = env
         .get("IRC_CHANNEL")
         .and_then(|v| v.split(',').map(str::trim).find(|c| !c.is_empty()));
@@ -276,6 +294,24 @@ mod tests {
             Some("#ops")
         );
         assert_eq!(irc(&[]), None);
+        let matrix = |pairs: &[(&str, &str)]| {
+            let env: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            home_channels_from_env(&env).get("matrix").cloned()
+        };
+        let home = matrix(&[
+            ("MATRIX_HOME_ROOM", "!ops:example.org"),
+            ("MATRIX_HOME_ROOM_THREAD_ID", "$root"),
+        ])
+        .unwrap();
+        assert_eq!(
+            home.chat_id, "!ops:example.org",
+            "the room id keeps its colon"
+        );
+        assert_eq!(home.thread_id.as_deref(), Some("$root"));
+        assert_eq!(home_channel_var("matrix"), "MATRIX_HOME_ROOM");
     }
 
     #[test]

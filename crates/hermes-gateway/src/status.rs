@@ -13,7 +13,8 @@ use crate::platform::ChatTarget;
 use crate::replica::{LEADER_PREFIX, REPLICA_PREFIX};
 use hermes_store::Lease;
 
-/// The platforms the gateway knows, with the env vars that must be set for each. The API
+/// The platforms the gateway knows, with the env vars that must be set for each (`A|B`: one
+/// of them; Matrix takes an access token or a password). The API
 /// server counts as configured when `API_SERVER_ENABLED` is true (1/true/yes/on); its key is
 /// optional on loopback and shown in the access column.
 pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
@@ -22,6 +23,10 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
     ("slack", &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"]),
     ("webhook", &["WEBHOOK_SECRET"]),
     ("irc", &["IRC_SERVER", "IRC_CHANNEL"]),
+    (
+        "matrix",
+        &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN|MATRIX_PASSWORD"],
+    ),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 
@@ -84,7 +89,10 @@ impl GatewayStatus {
                     });
                     (enabled, set("API_SERVER_KEY"))
                 } else {
-                    (vars.iter().all(|v| set(v)), access.allow_all)
+                    (
+                        vars.iter().all(|v| v.split('|').any(&set)),
+                        access.allow_all,
+                    )
                 };
                 PlatformStatus {
                     name: name.to_string(),

@@ -7,12 +7,18 @@
     feature = "slack",
     feature = "telegram",
     feature = "webhook",
-    feature = "irc"
+    feature = "irc",
+    feature = "matrix"
 ))]
 pub(crate) mod backoff;
-#[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "telegram",
+    feature = "matrix"
+))]
 pub(crate) mod http;
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(feature = "discord", feature = "slack", feature = "matrix"))]
 pub(crate) mod media;
 #[cfg(any(feature = "slack", feature = "telegram", feature = "webhook"))]
 pub(crate) mod push;
@@ -21,6 +27,8 @@ pub(crate) mod push;
 pub mod discord;
 #[cfg(feature = "irc")]
 pub mod irc;
+#[cfg(feature = "matrix")]
+pub mod matrix;
 #[cfg(feature = "slack")]
 pub mod slack;
 #[cfg(feature = "telegram")]
