@@ -162,6 +162,8 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         ("WEBHOOK_SECRET", "fake-secret"),
         ("IRC_SERVER", "irc.example.net"),
         ("IRC_CHANNEL", "#hermes"),
+        ("MATRIX_HOMESERVER", "https://matrix.example.org"),
+        ("MATRIX_PASSWORD", "fake-password"),
         ("API_SERVER_ENABLED", "true"),
         ("API_SERVER_KEY", "sk-fake"),
     ];
@@ -175,6 +177,7 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         "slack",
         "webhook",
         "irc",
+        "matrix",
         "api_server",
     ] {
         let line = text

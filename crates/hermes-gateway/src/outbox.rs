@@ -51,49 +51,44 @@ pub enum OutboxError {
     },
 }
 
-/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`, for email
-/// `EMAIL_HOME_ADDRESS` (Python Hermes' name).
+/// The variable naming `platform`'s home channel: `<PLATFORM>_HOME_CHANNEL`, and Python
+/// Hermes' own names for email (`EMAIL_HOME_ADDRESS`) and Matrix (`MATRIX_HOME_ROOM`).
 pub fn home_channel_var(platform: &str) -> String {
-    if platform.eq_ignore_ascii_case("email") {
-        return "EMAIL_HOME_ADDRESS".into();
+    match platform.to_ascii_lowercase().as_str() {
+        "email" => "EMAIL_HOME_ADDRESS".into(),
+        "matrix" => "MATRIX_HOME_ROOM".into(),
+        p => format!("{}_HOME_CHANNEL", p.to_ascii_uppercase()),
     }
-    format!("{}_HOME_CHANNEL", platform.to_ascii_uppercase())
 }
 
-/// Reads every `<PLATFORM>_HOME_CHANNEL` of `env` (values `<chat>` or `<chat>:<thread>`;
-/// empty values are ignored), keyed by lower-case platform name.
+/// Reads every `<PLATFORM>_HOME_CHANNEL` of `env` (values `<chat>` or `<chat>:<thread>`,
+/// read as [`hermes_protocol::ChatAddress`] reads them; empty or unreadable values are
+/// ignored), keyed by lower-case platform name.
 ///
 /// IRC without `IRC_HOME_CHANNEL` uses the first channel of `IRC_CHANNEL` (Python Hermes'
 /// IRC plugin: "home channel defaults to IRC_CHANNEL so cron `deliver=irc` has a target").
-/// Email's home is the address in `EMAIL_HOME_ADDRESS` (Python Hermes' name).
+/// Email's home is the address in `EMAIL_HOME_ADDRESS`; Matrix reads `MATRIX_HOME_ROOM` (a
+/// room id, `:` included) with `MATRIX_HOME_ROOM_THREAD_ID` (a thread root event id) — both
+/// Python Hermes' names.
 pub fn home_channels_from_env(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarget> {
     let mut homes = home_channels_in(env);
-    if let Some(address) = env
-        .get("EMAIL_HOME_ADDRESS")
-        .map(|v| v.trim())
-        .filter(|v| !v.is_empty())
-    {
-        homes.insert(
-            "email".into(),
-            ChatTarget {
-                chat_id: address.to_string(),
-                thread_id: None,
-                reply_to: None,
-            },
-        );
+    let value = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let target = |chat: &str, thread: Option<&str>| ChatTarget {
+        chat_id: chat.to_string(),
+        thread_id: thread.map(str::to_owned),
+        reply_to: None,
+    };
+    if let Some(address) = value("EMAIL_HOME_ADDRESS") {
+        homes.insert("email".into(), target(address, None));
     }
-    let irc_default = env
-        .get("IRC_CHANNEL")
-        .and_then(|v| v.split(',').map(str::trim).find(|c| !c.is_empty()));
+    if let Some(room) = value("MATRIX_HOME_ROOM") {
+        let thread = value("MATRIX_HOME_ROOM_THREAD_ID");
+        homes.insert("matrix".into(), target(room, thread));
+    }
+    let irc_default =
+        value("IRC_CHANNEL").and_then(|v| v.split(',').map(str::trim).find(|c| !c.is_empty()));
     if let (false, Some(channel)) = (homes.contains_key("irc"), irc_default) {
-        homes.insert(
-            "irc".into(),
-            ChatTarget {
-                chat_id: channel.to_string(),
-                thread_id: None,
-                reply_to: None,
-            },
-        );
+        homes.insert("irc".into(), target(channel, None));
     }
     homes
 }
@@ -102,20 +97,12 @@ fn home_channels_in(env: &BTreeMap<String, String>) -> BTreeMap<String, ChatTarg
     env.iter()
         .filter_map(|(k, v)| {
             let platform = k.strip_suffix("_HOME_CHANNEL")?;
-            let v = v.trim();
-            if platform.is_empty() || v.is_empty() {
-                return None;
-            }
-            let (chat, thread) = match v.split_once(':') {
-                Some((c, t)) if !t.trim().is_empty() => (c.trim(), Some(t.trim().to_string())),
-                Some((c, _)) => (c.trim(), None),
-                None => (v, None),
-            };
+            let address = hermes_protocol::ChatAddress::on(platform, v).ok()?;
             Some((
-                platform.to_ascii_lowercase(),
+                address.platform,
                 ChatTarget {
-                    chat_id: chat.to_string(),
-                    thread_id: thread,
+                    chat_id: address.chat_id,
+                    thread_id: address.thread_id,
                     reply_to: None,
                 },
             ))
@@ -304,6 +291,24 @@ mod tests {
             "me@example.com"
         );
         assert_eq!(home_channel_var("email"), "EMAIL_HOME_ADDRESS");
+        let matrix = |pairs: &[(&str, &str)]| {
+            let env: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            home_channels_from_env(&env).get("matrix").cloned()
+        };
+        let home = matrix(&[
+            ("MATRIX_HOME_ROOM", "!ops:example.org"),
+            ("MATRIX_HOME_ROOM_THREAD_ID", "$root"),
+        ])
+        .unwrap();
+        assert_eq!(
+            home.chat_id, "!ops:example.org",
+            "the room id keeps its colon"
+        );
+        assert_eq!(home.thread_id.as_deref(), Some("$root"));
+        assert_eq!(home_channel_var("matrix"), "MATRIX_HOME_ROOM");
     }
 
     #[test]

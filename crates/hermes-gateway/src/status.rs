@@ -13,7 +13,8 @@ use crate::platform::ChatTarget;
 use crate::replica::{LEADER_PREFIX, REPLICA_PREFIX};
 use hermes_store::Lease;
 
-/// The platforms the gateway knows, with the env vars that must be set for each. The API
+/// The platforms the gateway knows, with the env vars that must be set for each (`A|B`: one
+/// of them; Matrix takes an access token or a password). The API
 /// server counts as configured when `API_SERVER_ENABLED` is true (1/true/yes/on); its key is
 /// optional on loopback and shown in the access column.
 pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
@@ -31,8 +32,22 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
             "EMAIL_SMTP_HOST",
         ],
     ),
+    (
+        "matrix",
+        &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN|MATRIX_PASSWORD"],
+    ),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
+
+/// The entries of `vars` (a [`PLATFORM_CREDENTIALS`] list; `A|B`: one of them) that have no
+/// non-empty value in `env`.
+pub fn missing_credentials<'a>(env: &BTreeMap<String, String>, vars: &[&'a str]) -> Vec<&'a str> {
+    let set = |v: &str| env.get(v).is_some_and(|x| !x.trim().is_empty());
+    vars.iter()
+        .copied()
+        .filter(|spec| !spec.split('|').any(set))
+        .collect()
+}
 
 /// One platform's line in the status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,7 +108,7 @@ impl GatewayStatus {
                     });
                     (enabled, set("API_SERVER_KEY"))
                 } else {
-                    (vars.iter().all(|v| set(v)), access.allow_all)
+                    (missing_credentials(env, vars).is_empty(), access.allow_all)
                 };
                 PlatformStatus {
                     name: name.to_string(),

@@ -315,6 +315,13 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
         ),
         ("webhook", &[&["WEBHOOK_SECRET"][..]][..]),
         ("irc", &[&["IRC_SERVER"][..], &["IRC_CHANNEL"][..]][..]),
+        (
+            "matrix",
+            &[
+                &["MATRIX_HOMESERVER"][..],
+                &["MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD"][..],
+            ][..],
+        ),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

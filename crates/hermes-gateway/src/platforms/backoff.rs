@@ -45,7 +45,8 @@ impl Backoff {
             feature = "discord",
             feature = "slack",
             feature = "telegram",
-            feature = "irc"
+            feature = "irc",
+            feature = "matrix"
         )),
         allow(dead_code)
     )]
@@ -55,7 +56,7 @@ impl Backoff {
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(any(feature = "telegram", feature = "irc"))]
+#[cfg(any(feature = "telegram", feature = "irc", feature = "matrix"))]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,

@@ -81,6 +81,13 @@ fn failed(name: &str) -> Saved {
     Saved::Skipped(FAILED.replace("{name}", name))
 }
 
+/// The note for an attachment that could not be fetched at all (`name` is the sender's
+/// file name).
+#[cfg(feature = "matrix")]
+pub(crate) fn failed_note(name: &str) -> Saved {
+    failed(name)
+}
+
 /// Downloads `file` with `request` into `<policy.dir>/<platform>/`, stopping (and removing
 /// the partial file) as soon as it exceeds `policy.max_bytes`. Never fails: problems become
 /// a [`Saved::Skipped`] note and a warning in the log.

@@ -8,12 +8,18 @@
     feature = "telegram",
     feature = "webhook",
     feature = "irc",
-    feature = "email"
+    feature = "email",
+    feature = "matrix"
 ))]
 pub(crate) mod backoff;
-#[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "telegram",
+    feature = "matrix"
+))]
 pub(crate) mod http;
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(feature = "discord", feature = "slack", feature = "matrix"))]
 pub(crate) mod media;
 #[cfg(any(feature = "slack", feature = "telegram", feature = "webhook"))]
 pub(crate) mod push;
@@ -24,6 +30,8 @@ pub mod discord;
 pub mod email;
 #[cfg(feature = "irc")]
 pub mod irc;
+#[cfg(feature = "matrix")]
+pub mod matrix;
 #[cfg(feature = "slack")]
 pub mod slack;
 #[cfg(feature = "telegram")]

@@ -24,13 +24,12 @@ pub(crate) async fn check_platforms(app: &App, profile: Option<&str>, report: &m
             return;
         }
     };
-    let set = |v: &str| app.env.get(v).is_some_and(|x| !x.trim().is_empty());
     let mut configured = 0;
     for (name, vars) in PLATFORM_CREDENTIALS {
         if *name == "api_server" {
             continue;
         }
-        let missing: Vec<&str> = vars.iter().copied().filter(|v| !set(v)).collect();
+        let missing = hermes_gateway::status::missing_credentials(&app.env, vars);
         if missing.len() == vars.len() {
             continue;
         }
@@ -40,7 +39,7 @@ pub(crate) async fn check_platforms(app: &App, profile: Option<&str>, report: &m
                 Level::Warn,
                 format!(
                     "platform {name}: {} not set (the gateway may not serve it)",
-                    missing.join(", ")
+                    missing.join(", ").replace('|', " or ")
                 ),
             );
             continue;

@@ -182,7 +182,10 @@ fn api_base(app: &App, var: &str, base: &mut String) {
 /// (`TELEGRAM_BOT_TOKEN`; webhook mode with `TELEGRAM_WEBHOOK_URL`,
 /// `TELEGRAM_WEBHOOK_SECRET`, `TELEGRAM_WEBHOOK_PORT` as in Python Hermes and
 /// `TELEGRAM_WEBHOOK_HOST`, default `0.0.0.0`), Discord (`DISCORD_BOT_TOKEN`), IRC
-/// (`IRC_SERVER` + `IRC_CHANNEL`, see [`hermes_gateway::IrcSettings::from_env`]), Slack (see
+/// (`IRC_SERVER` + `IRC_CHANNEL`, see [`hermes_gateway::IrcSettings::from_env`]), Matrix
+/// (`MATRIX_HOMESERVER` + `MATRIX_ACCESS_TOKEN` or `MATRIX_PASSWORD`, see
+/// [`hermes_gateway::MatrixSettings::from_env`]; its sync token in
+/// `HERMES_HOME/gateway/matrix_state.json`), Slack (see
 /// [`slack_adapter`]), webhook
 /// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
@@ -238,6 +241,25 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
             hermes_gateway::IrcAdapter::send_only(settings)
         }
         .map_err(|e| anyhow!("cannot set up IRC: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "matrix")]
+    if let Some(mut settings) =
+        hermes_gateway::MatrixSettings::from_env(&app.env, &media.join("matrix"))
+            .map_err(|e| anyhow!("cannot set up Matrix: {e}"))?
+    {
+        settings.state_file = Some(app.home.root().join("gateway").join("matrix_state.json"));
+        // `unauthorized_dm_behavior: ignore`: strangers' direct invites are not accepted
+        // either (there is no pairing code to give them).
+        let ignore_strangers =
+            GatewayConfig::from_config(&app.config, &app.env, None).is_ok_and(|(c, _)| {
+                c.unauthorized_dm == hermes_gateway::config::UnauthorizedDm::Ignore
+            });
+        if ignore_strangers {
+            settings.pair_strangers = false;
+        }
+        let adapter = hermes_gateway::MatrixAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Matrix: {e}"))?;
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]
