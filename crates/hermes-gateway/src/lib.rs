@@ -1,7 +1,7 @@
 //! # hermes-gateway
 //!
 //! Owns the messaging gateway (FEATURES §1 Gateway): the [`PlatformAdapter`] trait every
-//! platform implements (Telegram, Discord, Slack, webhook, IRC; each a cargo feature, on by
+//! platform implements (Telegram, Discord, Slack, webhook, IRC, WhatsApp, SMS; each a cargo feature, on by
 //! default), the OpenAI-compatible HTTP API server, session keys and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
 //! (`display.busy_input_mode`), reply delivery (chunking, platform formatting, streaming
@@ -54,4 +54,8 @@ pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 pub use platforms::irc::{IrcAdapter, IrcSettings};
 #[cfg(feature = "slack")]
 pub use platforms::slack::{SlackAdapter, SlackSettings};
+#[cfg(feature = "sms")]
+pub use platforms::sms::{SmsAdapter, SmsSettings};
+#[cfg(feature = "whatsapp")]
+pub use platforms::whatsapp::{WhatsAppAdapter, WhatsAppSettings};
 pub use runner::{Gateway, GatewayError};

@@ -7,15 +7,31 @@
     feature = "slack",
     feature = "telegram",
     feature = "webhook",
-    feature = "irc"
+    feature = "irc",
+    feature = "whatsapp",
+    feature = "sms"
 ))]
 pub(crate) mod backoff;
-#[cfg(any(feature = "discord", feature = "slack", feature = "telegram"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "telegram",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 pub(crate) mod http;
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(feature = "discord", feature = "slack", feature = "whatsapp"))]
 pub(crate) mod media;
-#[cfg(any(feature = "slack", feature = "telegram", feature = "webhook"))]
+#[cfg(any(
+    feature = "slack",
+    feature = "telegram",
+    feature = "webhook",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 pub(crate) mod push;
+#[cfg(any(feature = "whatsapp", feature = "sms"))]
+pub(crate) mod state;
 
 #[cfg(feature = "discord")]
 pub mod discord;
@@ -23,10 +39,14 @@ pub mod discord;
 pub mod irc;
 #[cfg(feature = "slack")]
 pub mod slack;
+#[cfg(feature = "sms")]
+pub mod sms;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 #[cfg(feature = "webhook")]
 pub mod webhook;
+#[cfg(feature = "whatsapp")]
+pub mod whatsapp;
 
 #[cfg(all(
     test,
