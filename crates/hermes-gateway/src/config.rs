@@ -394,23 +394,41 @@ fn read_env(
                 .split(',')
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .map(|u| {
-                    // IRC nicks and account names are case-insensitive; the adapter reports
-                    // them folded, so the list is folded the same way.
-                    if p.eq_ignore_ascii_case("IRC") {
-                        irc_casefold(u)
-                    } else if p.eq_ignore_ascii_case("EMAIL") {
-                        // Addresses are compared lower-cased, as Python Hermes does; the
-                        // email adapter reports senders lower-cased.
-                        u.to_ascii_lowercase()
-                    } else {
-                        u.to_string()
-                    }
-                })
+                .map(|u| allowlist_entry(p, u))
                 .collect();
         }
     }
     Ok(())
+}
+
+/// One allowlist entry of platform `p` (the variable's prefix) in the form its adapter
+/// reports user ids: IRC nicks and account names folded (they are case-insensitive);
+/// WhatsApp Cloud ids as bare digits (`+49 170 123`, `49170123@s.whatsapp.net` →
+/// `49170123`, as Python Hermes' whatsapp_cloud adapter normalises them); SMS numbers
+/// without the spaces, dashes, dots and parentheses people write them with (`+1 (555)
+/// 010-0000` → `+15550100000`, Twilio's E.164 `From`).
+fn allowlist_entry(p: &str, u: &str) -> String {
+    if p.eq_ignore_ascii_case("IRC") {
+        irc_casefold(u)
+    } else if p.eq_ignore_ascii_case("WHATSAPP_CLOUD") {
+        let bare = u.split('@').next().unwrap_or(u);
+        let digits: String = bare.chars().filter(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            u.to_string()
+        } else {
+            digits
+        }
+    } else if p.eq_ignore_ascii_case("EMAIL") {
+        // Addresses are compared lower-cased, as Python Hermes does; the email adapter reports
+        // senders lower-cased.
+        u.to_ascii_lowercase()
+    } else if p.eq_ignore_ascii_case("SMS") {
+        u.chars()
+            .filter(|c| !matches!(c, ' ' | '-' | '.' | '(' | ')'))
+            .collect()
+    } else {
+        u.to_string()
+    }
 }
 
 /// Folds an IRC nickname or channel name with RFC 1459 case mapping (§2.2: `{}|^` are the
@@ -501,6 +519,25 @@ mod tests {
         assert_eq!(
             email.access("email").allowed_users,
             vec!["alice@example.com", "b@x.org"]
+        );
+        let (phones, _) = parse(
+            "",
+            &[
+                (
+                    "WHATSAPP_CLOUD_ALLOWED_USERS",
+                    "+49 170 123, 4915@s.whatsapp.net,*",
+                ),
+                ("SMS_ALLOWED_USERS", "+1 (555) 010-0000,+15550100001"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            phones.access("whatsapp_cloud").allowed_users,
+            vec!["49170123", "4915", "*"]
+        );
+        assert_eq!(
+            phones.access("sms").allowed_users,
+            vec!["+15550100000", "+15550100001"]
         );
         assert!(c.access("discord").allow_all);
         assert!(!c.access("slack").allow_all);

@@ -1,8 +1,9 @@
 //! # hermes-gateway
 //!
 //! Owns the messaging gateway (FEATURES §1 Gateway): the [`PlatformAdapter`] trait every
-//! platform implements (Telegram, Discord, Slack, webhook, IRC, email, Matrix; each a cargo
-//! feature, on by default), the OpenAI-compatible HTTP API server, session keys and the persisted
+//! platform implements (Telegram, Discord, Slack, webhook, IRC, email, Matrix, WhatsApp, SMS;
+//! each a cargo feature, on by default), the OpenAI-compatible HTTP API server, session keys
+//! and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
 //! (`display.busy_input_mode`), reply delivery (chunking, platform formatting, streaming
 //! edits), lifecycle hooks, and unprompted messages to chats or home channels ([`Outbox`], used
@@ -58,4 +59,8 @@ pub use platforms::irc::{IrcAdapter, IrcSettings};
 pub use platforms::matrix::{MatrixAdapter, MatrixSettings};
 #[cfg(feature = "slack")]
 pub use platforms::slack::{SlackAdapter, SlackSettings};
+#[cfg(feature = "sms")]
+pub use platforms::sms::{SmsAdapter, SmsSettings};
+#[cfg(feature = "whatsapp")]
+pub use platforms::whatsapp::{WhatsAppAdapter, WhatsAppSettings};
 pub use runner::{Gateway, GatewayError};

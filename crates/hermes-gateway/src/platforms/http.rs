@@ -3,13 +3,23 @@
 
 use std::path::Path;
 
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 use reqwest::{RequestBuilder, StatusCode};
 
 use crate::error::PlatformError;
 
 /// A platform's HTTP answer, read whole.
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 pub(crate) struct Answer {
     /// HTTP status.
     pub(crate) status: StatusCode,
@@ -19,7 +29,12 @@ pub(crate) struct Answer {
     pub(crate) body: String,
 }
 
-#[cfg(any(feature = "discord", feature = "slack"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 /// Sends `req` and reads the whole answer; network failures are `Transport` errors naming
 /// `platform` and `what` (the call, e.g. `chat.postMessage`).
 pub(crate) async fn send(

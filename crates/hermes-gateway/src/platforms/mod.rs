@@ -9,20 +9,37 @@
     feature = "webhook",
     feature = "irc",
     feature = "email",
-    feature = "matrix"
+    feature = "matrix",
+    feature = "whatsapp",
+    feature = "sms"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(
     feature = "discord",
     feature = "slack",
     feature = "telegram",
-    feature = "matrix"
+    feature = "matrix",
+    feature = "whatsapp",
+    feature = "sms"
 ))]
 pub(crate) mod http;
-#[cfg(any(feature = "discord", feature = "slack", feature = "matrix"))]
+#[cfg(any(
+    feature = "discord",
+    feature = "slack",
+    feature = "matrix",
+    feature = "whatsapp"
+))]
 pub(crate) mod media;
-#[cfg(any(feature = "slack", feature = "telegram", feature = "webhook"))]
+#[cfg(any(
+    feature = "slack",
+    feature = "telegram",
+    feature = "webhook",
+    feature = "whatsapp",
+    feature = "sms"
+))]
 pub(crate) mod push;
+#[cfg(any(feature = "whatsapp", feature = "sms"))]
+pub(crate) mod state;
 
 #[cfg(feature = "discord")]
 pub mod discord;
@@ -34,10 +51,14 @@ pub mod irc;
 pub mod matrix;
 #[cfg(feature = "slack")]
 pub mod slack;
+#[cfg(feature = "sms")]
+pub mod sms;
 #[cfg(feature = "telegram")]
 pub mod telegram;
 #[cfg(feature = "webhook")]
 pub mod webhook;
+#[cfg(feature = "whatsapp")]
+pub mod whatsapp;
 
 #[cfg(all(
     test,
