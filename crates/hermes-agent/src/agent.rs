@@ -107,6 +107,10 @@ pub struct AgentOptions {
     /// `None` makes a new one. Cron runs use Python Hermes' `cron_<job>_<YYYYmmdd_HHMMSS>`.
     /// The caller makes sure no session has it yet.
     pub session_id: Option<String>,
+    /// Send attached images to the model as images ([`Agent::attach_images`]); the front end
+    /// decides it from `agent.image_input_mode`, `model.supports_vision` and the model
+    /// (hermes-llm `vision::sends_images`). Off by default.
+    pub send_images: bool,
 }
 
 impl Default for AgentOptions {
@@ -132,6 +136,7 @@ impl Default for AgentOptions {
             sandbox: Arc::new(hermes_tools::SandboxSettings::default()),
             defer_session_creation: false,
             session_id: None,
+            send_images: false,
         }
     }
 }
@@ -219,6 +224,8 @@ pub struct Agent {
     /// The row of a new session not written yet ([`AgentOptions::defer_session_creation`]):
     /// created before the first message is.
     pub(crate) pending_session: Option<NewSession>,
+    /// Image parts for the next user message ([`Agent::attach_images`]).
+    pub(crate) pending_images: Vec<hermes_protocol::ContentPart>,
 }
 
 impl Agent {
@@ -273,6 +280,7 @@ impl Agent {
             history_conflict: false,
             store_failure: None,
             pending_session: None,
+            pending_images: Vec::new(),
         };
         match resume {
             Some(key) => agent.resume(key).await?,

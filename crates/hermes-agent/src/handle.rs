@@ -79,7 +79,10 @@ impl AgentHandle {
                     _ => None,
                 };
                 match op {
-                    Op::UserInput { text } => {
+                    Op::UserInput { text, images } => {
+                        for message in agent.attach_images(&images) {
+                            let _ = ev_tx.send(AgentEvent::Status { message });
+                        }
                         agent.run_turn(&text, &ev_tx, token).await;
                     }
                     Op::Retry => match agent.undo(1).await {

@@ -17,6 +17,7 @@ mod delegate;
 mod dispatch;
 mod handle;
 mod hooks;
+pub mod images;
 pub mod lease;
 mod repair;
 mod review;

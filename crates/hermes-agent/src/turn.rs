@@ -140,13 +140,16 @@ impl Agent {
         });
         self.fire_hook("agent:start", serde_json::json!({"message": input}));
         self.store_failure = None;
+        let mut message = Message::user(input);
+        // Images attached for this message; a continued turn already stored its own.
+        message.content.append(&mut self.pending_images);
         if persist_input {
-            self.persist(Message::user(input), events).await;
+            self.persist(message.clone(), events).await;
             if self.history_conflict {
                 // The history moved on before this turn wrote anything: the new message goes
                 // on top of what is stored now.
                 self.reload_after_conflict().await;
-                self.persist(Message::user(input), events).await;
+                self.persist(message, events).await;
             }
             if self.store_failure.is_some() {
                 self.forget_unsaved_input();

@@ -316,9 +316,7 @@ async fn new_session_runs_the_session_end_review_first() {
     let agent = h.agent().await;
     let mut handle = AgentHandle::spawn(agent);
     h.mock.push(MockResponse::text("hello"));
-    handle.submit(Op::UserInput {
-        text: "I am Ada and I deploy on Fridays".into(),
-    });
+    handle.submit(Op::user("I am Ada and I deploy on Fridays"));
     wait_finished(&mut handle).await;
     h.mock.push(MockResponse::tool_calls(&[(
         "e1",
@@ -351,7 +349,7 @@ async fn no_session_end_review_when_the_learning_loop_is_off() {
     let h = learning_harness(every(0, 0)).await;
     let mut handle = AgentHandle::spawn(h.agent().await);
     h.mock.push(MockResponse::text("hello"));
-    handle.submit(Op::UserInput { text: "hi".into() });
+    handle.submit(Op::user("hi"));
     wait_finished(&mut handle).await;
     handle.submit(Op::NewSession);
     wait_finished(&mut handle).await;

@@ -309,9 +309,7 @@ async fn interrupt_mid_tool_leaves_every_call_paired() {
     let agent = h.agent().await;
     let session_id = agent.session_id().to_string();
     let mut handle = AgentHandle::spawn(agent);
-    handle.submit(Op::UserInput {
-        text: "run it".into(),
-    });
+    handle.submit(Op::user("run it"));
     let mut outcome = None;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while outcome.is_none() {
@@ -348,9 +346,7 @@ async fn interrupt_mid_tool_leaves_every_call_paired() {
 
     // The session goes on, and the next request is valid.
     h.mock.push(MockResponse::text("ok, stopped"));
-    handle.submit(Op::UserInput {
-        text: "never mind".into(),
-    });
+    handle.submit(Op::user("never mind"));
     loop {
         let ev = tokio::time::timeout_at(deadline, handle.next_event())
             .await
@@ -379,7 +375,7 @@ async fn interrupt_during_a_hanging_model_request() {
     );
     let agent = h.agent().await;
     let mut handle = AgentHandle::spawn(agent);
-    handle.submit(Op::UserInput { text: "hi".into() });
+    handle.submit(Op::user("hi"));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut interrupted = false;
     loop {
@@ -465,7 +461,7 @@ async fn undo_and_retry_change_the_active_history() {
     let session_id = agent.session_id().to_string();
     let mut handle = AgentHandle::spawn(agent);
     for text in ["first", "second"] {
-        handle.submit(Op::UserInput { text: text.into() });
+        handle.submit(Op::user(text));
         wait_finished(&mut handle).await;
     }
     handle.submit(Op::Undo { count: 1 });
@@ -549,9 +545,7 @@ async fn resume_op_switches_to_a_stored_session() {
     wait_finished(&mut handle).await;
     assert_eq!(handle.session_id(), first_id);
     h.mock.push(MockResponse::text("the blue door"));
-    handle.submit(Op::UserInput {
-        text: "what did I ask you to remember?".into(),
-    });
+    handle.submit(Op::user("what did I ask you to remember?"));
     wait_finished(&mut handle).await;
     let requests = h.checked_requests();
     assert_eq!(

@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod sse;
 pub mod timeouts;
 mod transport;
+pub mod vision;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use client::{ChatRequest, EventStream, ModelClient, StreamEvent, ToolChoice};

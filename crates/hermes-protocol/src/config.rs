@@ -140,12 +140,12 @@ pub enum ModelSetting {
     /// `model: some/model-name`
     Name(String),
     /// `model: {provider: …, default: …, base_url: …}`
-    Table(ModelConfig),
+    Table(Box<ModelConfig>),
 }
 
 impl Default for ModelSetting {
     fn default() -> Self {
-        ModelSetting::Table(ModelConfig::default())
+        ModelSetting::Table(Box::default())
     }
 }
 
@@ -157,7 +157,7 @@ impl ModelSetting {
                 default: Some(n.clone()),
                 ..ModelConfig::default()
             },
-            ModelSetting::Table(t) => t.clone(),
+            ModelSetting::Table(t) => (**t).clone(),
         }
     }
 }
@@ -196,6 +196,29 @@ pub struct ModelConfig {
     /// Longest whole model call in seconds, connecting to the last byte (default 1800, as
     /// Python Hermes' `request_timeout_seconds` / `HERMES_API_TIMEOUT`).
     pub request_timeout_seconds: Option<f64>,
+    /// Whether the model reads images (Python Hermes' `model.supports_vision`), read as
+    /// Python reads capability flags: a boolean, a number (0 is false) or a string such as
+    /// `"true"`, `"no"`, `"1"`; anything else counts as unset (known model families only).
+    #[serde(
+        deserialize_with = "capability_flag",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub supports_vision: Option<bool>,
+}
+
+/// Reads a capability flag leniently (see [`ModelConfig::supports_vision`]).
+fn capability_flag<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    let value = Option::<yaml_serde::Value>::deserialize(d)?;
+    Ok(match value {
+        Some(yaml_serde::Value::Bool(b)) => Some(b),
+        Some(yaml_serde::Value::Number(n)) => n.as_i64().map(|n| n != 0),
+        Some(yaml_serde::Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" => Some(true),
+            "false" | "no" | "off" | "0" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 crate::debug_redacted!(ModelConfig {
@@ -210,6 +233,7 @@ crate::debug_redacted!(ModelConfig {
         max_tokens,
         stream_idle_timeout,
         request_timeout_seconds,
+        supports_vision,
     ],
 });
 
@@ -273,6 +297,9 @@ pub struct AgentConfig {
     /// stops; `auto` by default there). hermes never adds that nudge; a value other than
     /// `false` is reported by [`python_keys::ignored_keys`].
     pub verify_on_stop: Option<yaml_serde::Value>,
+    /// `agent.image_input_mode` (Python Hermes' key): `auto` (default), `native` or `text` —
+    /// whether attached images reach the model as images (hermes-llm `vision`).
+    pub image_input_mode: Option<String>,
 }
 
 impl AgentConfig {
@@ -303,6 +330,7 @@ impl Default for AgentConfig {
             prompt_profile: None,
             tool_use_enforcement: None,
             verify_on_stop: None,
+            image_input_mode: None,
         }
     }
 }

@@ -5,14 +5,28 @@ use serde::{Deserialize, Serialize};
 
 use crate::message::Usage;
 
+impl Op {
+    /// [`Op::UserInput`] with `text` and no images.
+    pub fn user(text: impl Into<String>) -> Op {
+        Op::UserInput {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
 /// What a front end asks of a running agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
-    /// Run one turn with this user input.
+    /// Run one turn with this user input ([`Op::user`] for text alone).
     UserInput {
         /// The user's text.
         text: String,
+        /// Image files attached to it: sent to the model as images when it takes them
+        /// (`agent.image_input_mode`), else named in the text by the front end.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<std::path::PathBuf>,
     },
     /// Cancel the running turn (Ctrl-C, `/stop`): the model request and running tools stop,
     /// and every tool call already made gets a result.

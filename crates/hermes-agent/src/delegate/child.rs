@@ -158,6 +158,7 @@ pub(crate) async fn run_child(
         sandbox: ctx.sandbox.clone(),
         defer_session_creation: false,
         session_id: None,
+        send_images: parent.opts.send_images,
     };
     let mut agent = match Agent::start(deps, opts, None).await {
         Ok(agent) => agent,

@@ -235,6 +235,7 @@ impl AgentKit {
             context_window: app.config.model.to_config().context_length,
             compression_enabled: app.config.compression.enabled,
             compression: compression_config(&app.config.compression),
+            send_images: sends_images(app, &runtime),
             learning: LearningOptions {
                 memory_interval: app.config.memory.nudge_interval,
                 skill_interval: app.config.skills.creation_nudge_interval,
@@ -321,4 +322,18 @@ pub async fn build_agent(
         .agent(approver, opts, resume.as_deref(), &app.home)
         .await?;
     Ok((agent, kit))
+}
+
+/// Whether sessions on `runtime` get attached images as images (issue 26 item 2):
+/// `agent.image_input_mode`, `model.supports_vision`, the model's family (hermes-llm
+/// `vision`). A bad mode is logged and read as `auto`.
+pub fn sends_images(app: &App, runtime: &hermes_llm::Runtime) -> bool {
+    use hermes_llm::vision::{ImageInputMode, sends_images};
+    let mode =
+        ImageInputMode::parse(app.config.agent.image_input_mode.as_deref()).unwrap_or_else(|e| {
+            tracing::warn!("{e}");
+            ImageInputMode::Auto
+        });
+    let flag = app.config.model.to_config().supports_vision;
+    sends_images(mode, flag, runtime.api_mode, &runtime.model)
 }

@@ -45,6 +45,11 @@ pub enum Command {
         /// The question; the answer goes to stdout, progress to stderr.
         #[arg(short = 'q', long = "query")]
         query: Option<String>,
+        /// An image file to attach to the question (one turn, with or without -q): sent as
+        /// an image when the model takes images (`agent.image_input_mode`), else named in
+        /// the message.
+        #[arg(long, value_name = "PATH")]
+        image: Option<std::path::PathBuf>,
         /// Conversation options (also accepted before `chat`).
         #[command(flatten)]
         args: ChatArgs,

@@ -14,12 +14,18 @@ use crate::assembly::args::ChatArgs;
 use crate::assembly::build_agent;
 use crate::render::Renderer;
 
-/// `hermes chat -q QUERY`: loads the home and runs one turn; returns the exit code.
-pub async fn one_shot(profile: Option<&str>, args: &ChatArgs, query: &str) -> Result<i32> {
+/// `hermes chat -q QUERY [--image PATH]`: loads the home and runs one turn; returns the exit
+/// code.
+pub async fn one_shot(
+    profile: Option<&str>,
+    args: &ChatArgs,
+    query: &str,
+    image: Option<&std::path::Path>,
+) -> Result<i32> {
     let app = App::load(profile)?;
     app.warn_config();
     crate::repl::terminate::exit_cleanly_on_signals();
-    run(&app, args, query)
+    run(&app, args, query, image)
         .await
         .map_err(crate::setup::with_setup_hint)
 }
@@ -50,7 +56,17 @@ pub async fn interactive(profile: Option<&str>, args: &ChatArgs) -> Result<i32> 
 }
 
 /// Runs one turn and returns the exit code.
-async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
+async fn run(
+    app: &App,
+    args: &ChatArgs,
+    query: &str,
+    image: Option<&std::path::Path>,
+) -> Result<i32> {
+    if let Some(path) = image
+        && !path.is_file()
+    {
+        anyhow::bail!("--image {}: no such file", path.display());
+    }
     // Resolve `-s` first: a bad skill name must not leave an empty session behind.
     let text = crate::views::skills::preload_message(
         &app.home,
@@ -92,7 +108,22 @@ async fn run(app: &App, args: &ChatArgs, query: &str) -> Result<i32> {
     }
     let mut renderer = display.renderer(Renderer::auto_mode(args.json));
     crate::repl::terminate::handling_ctrl_c();
-    handle.submit(Op::UserInput { text });
+    // The file is named in the text either way: a model that is not sent the image can
+    // still read it with its tools.
+    let (text, images) = match image {
+        Some(path) => {
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            let note = format!("[attached image: {}]", path.display());
+            let text = if text.trim().is_empty() {
+                note
+            } else {
+                format!("{text}\n{note}")
+            };
+            (text, vec![path])
+        }
+        None => (text, Vec::new()),
+    };
+    handle.submit(Op::UserInput { text, images });
     let mut code = 1;
     let mut ticker = tokio::time::interval(std::time::Duration::from_millis(100));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -82,7 +82,20 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Some(Command::Man) => shell::man(),
         Some(Command::Version) => Ok(0),
         Some(Command::Other(words)) => Ok(redirect::answer::<Command>(&[], words)),
-        Some(Command::Chat { query: Some(q), .. }) => chat::one_shot(profile, &chat, q).await,
+        Some(Command::Chat {
+            query,
+            image: image @ Some(_),
+            ..
+        }) => {
+            chat::one_shot(
+                profile,
+                &chat,
+                query.as_deref().unwrap_or(""),
+                image.as_deref(),
+            )
+            .await
+        }
+        Some(Command::Chat { query: Some(q), .. }) => chat::one_shot(profile, &chat, q, None).await,
         Some(Command::Chat { query: None, .. }) | None => chat::interactive(profile, &chat).await,
     }
 }

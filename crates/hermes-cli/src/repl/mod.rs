@@ -214,7 +214,7 @@ pub async fn run(
         }
         let (op, title_from) = match action {
             Action::Submit(op) => (op, None),
-            Action::SubmitTitled { message, text } => (Op::UserInput { text: message }, Some(text)),
+            Action::SubmitTitled { message, text } => (Op::user(message), Some(text)),
             Action::Print(text) => {
                 println!("{}", text.trim_end());
                 continue;

@@ -69,7 +69,7 @@ pub fn action(input: &str, session_id: &str, info: &mut SessionInfo) -> Action {
                 message,
                 text: input.to_string(),
             },
-            Ok(text) => Action::Submit(Op::UserInput { text }),
+            Ok(text) => Action::Submit(Op::user(text)),
             Err(e) => Action::Problem(e.to_string()),
         },
         Some(Parsed::Command(inv)) => command(inv, session_id, info),

@@ -212,6 +212,17 @@ async fn run_job(
             }
             let redelivered =
                 inbound_key(&msg).is_some_and(|k| lock(&inner.redelivered).remove(&k));
+            // Pictures reach the model as images when it takes them (issue 26 item 2); the
+            // text names every saved file either way.
+            let images: Vec<std::path::PathBuf> = msg
+                .attachments
+                .iter()
+                .filter(|a| a.kind == crate::platform::AttachmentKind::Image)
+                .map(|a| a.path.clone())
+                .collect();
+            for why in cached.agent.attach_images(&images) {
+                tracing::warn!(platform = %msg.source.platform, "image not sent to the model: {why}");
+            }
             let input = TurnInput {
                 text: &input_text(&msg),
                 redelivered,

@@ -94,6 +94,8 @@ pub struct TestFactory {
     pub signature: Mutex<String>,
     /// Memory review interval of the agents built next (0: learning loop off, no memory tool).
     pub memory_interval: AtomicU64,
+    /// Whether the agents built next send attached pictures as images.
+    pub send_images: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
@@ -151,6 +153,7 @@ impl AgentFactory for TestFactory {
             },
             // These tests are not about the sandbox.
             sandbox: std::sync::Arc::new(hermes_tools::SandboxSettings::off()),
+            send_images: self.send_images.load(Ordering::SeqCst),
             ..AgentOptions::default()
         };
         Agent::start(deps, opts, spec.resume.as_deref())
@@ -215,6 +218,7 @@ impl Harness {
             specs: Mutex::new(Vec::new()),
             signature: Mutex::new("sig-1".into()),
             memory_interval: AtomicU64::new(0),
+            send_images: Default::default(),
         });
         Harness {
             mock,

@@ -449,7 +449,7 @@ impl Server {
         }
         let shared = &session.shared;
         let link = &shared.link;
-        handle.submit(Op::UserInput { text });
+        handle.submit(Op::user(text));
         let mut streamed_text = false;
         loop {
             // The turn's interrupt token is made when the turn starts: a cancel that came
