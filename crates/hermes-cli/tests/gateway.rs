@@ -164,6 +164,10 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         ("IRC_CHANNEL", "#hermes"),
         ("MATRIX_HOMESERVER", "https://matrix.example.org"),
         ("MATRIX_PASSWORD", "fake-password"),
+        ("EMAIL_ADDRESS", "bot@example.org"),
+        ("EMAIL_PASSWORD", "fake-password"),
+        ("EMAIL_IMAP_HOST", "imap.example.org"),
+        ("EMAIL_SMTP_HOST", "smtp.example.org"),
         ("API_SERVER_ENABLED", "true"),
         ("API_SERVER_KEY", "sk-fake"),
     ];
@@ -178,6 +182,7 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         "webhook",
         "irc",
         "matrix",
+        "email",
         "api_server",
     ] {
         let line = text
@@ -597,4 +602,37 @@ async fn gateway_run_start_up_lines_snapshot() {
         "{lines}"
     );
     insta::assert_snapshot!("gateway_run_start_up_lines", lines);
+}
+
+#[tokio::test]
+async fn doctor_shows_each_configured_platforms_state() {
+    let env = Env::new().await;
+    let email = |port: &str| -> Vec<(&'static str, String)> {
+        vec![
+            ("EMAIL_ADDRESS", "bot@example.org".into()),
+            ("EMAIL_PASSWORD", "fake-password".into()),
+            ("EMAIL_IMAP_HOST", "imap.example.org".into()),
+            ("EMAIL_SMTP_HOST", "smtp.example.org".into()),
+            ("EMAIL_SMTP_PORT", port.into()),
+            ("IRC_SERVER", "irc.example.net".into()),
+        ]
+    };
+    let out = env.run_env(&["doctor"], &email("587")).await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok    platform email: configured; strangers get a pairing code"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  platform irc: IRC_CHANNEL not set"),
+        "{text}"
+    );
+    let out = env.run_env(&["doctor"], &email("99999")).await;
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("email") && l.contains("EMAIL_SMTP_PORT")),
+        "{text}"
+    );
+    assert!(!out.status.success(), "a broken platform fails doctor");
 }

@@ -549,3 +549,29 @@ async fn cron_results_reach_the_home_address_and_an_unknown_ca_is_refused() {
     assert_eq!(s.smtp.received().len(), 2);
     bot.stop().await;
 }
+
+#[tokio::test]
+async fn an_email_answer_is_one_mail_without_tool_progress_lines() {
+    let h = Harness::new().await;
+    let (adapter, _inject) = hermes_gateway::testing::FakeAdapter::new("email");
+    let gw = h.gateway(common::open_config("email"), adapter.clone());
+    h.mock
+        .push(MockResponse::tool_calls(&[("call_1", "wait_gate", "{}")]));
+    h.mock.push(MockResponse::text("the answer"));
+    gw.handle(hermes_gateway::testing::message(
+        "email",
+        hermes_gateway::ChatType::Dm,
+        ALICE,
+        ALICE,
+        "build it",
+    ))
+    .await;
+    h.gate().wait_entered().await;
+    h.gate().open();
+    common::idle(&gw).await;
+    assert_eq!(
+        adapter.texts(),
+        vec!["the answer"],
+        "no ⚙ line as a mail of its own"
+    );
+}

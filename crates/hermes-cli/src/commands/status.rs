@@ -322,6 +322,15 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
                 &["MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD"][..],
             ][..],
         ),
+        (
+            "email",
+            &[
+                &["EMAIL_ADDRESS"][..],
+                &["EMAIL_PASSWORD"][..],
+                &["EMAIL_IMAP_HOST"][..],
+                &["EMAIL_SMTP_HOST"][..],
+            ][..],
+        ),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

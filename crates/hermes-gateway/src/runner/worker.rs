@@ -444,9 +444,12 @@ async fn apply_reset_policy(
 
 /// How replies are delivered, from the gateway config (`gateway.streaming`,
 /// `display.tool_progress`); `MEDIA:<path>` files may come from `HERMES_HOME` but never its
-/// secrets, settings or state ([`crate::delivery::MediaPolicy::for_home`]).
-fn delivery_options(inner: &Inner) -> DeliveryOptions {
+/// secrets, settings or state ([`crate::delivery::MediaPolicy::for_home`]). Email gets no
+/// tool progress (each line would be a mail of its own; Python Hermes' `email` display
+/// default is `tool_progress: off` too).
+fn delivery_options(inner: &Inner, platform: &str) -> DeliveryOptions {
     let tool_progress = match inner.config.tool_progress {
+        _ if platform == "email" => ToolProgressMode::Off,
         ToolProgress::Off => ToolProgressMode::Off,
         ToolProgress::New => ToolProgressMode::New,
         ToolProgress::All => ToolProgressMode::All,
@@ -550,7 +553,11 @@ async fn turn_leased(
         drop(fwd_tx);
         while rx.recv().await.is_some() {}
     };
-    let reply = StreamingReply::new(adapter.clone(), target.clone(), delivery_options(inner));
+    let reply = StreamingReply::new(
+        adapter.clone(),
+        target.clone(),
+        delivery_options(inner, adapter.name()),
+    );
     let (outcome, (), report) = tokio::join!(run, forward, reply.run(fwd_rx));
     for e in &report.errors {
         tracing::warn!(platform = adapter.name(), error = %e, "reply delivery problem");

@@ -185,7 +185,10 @@ fn api_base(app: &App, var: &str, base: &mut String) {
 /// (`IRC_SERVER` + `IRC_CHANNEL`, see [`hermes_gateway::IrcSettings::from_env`]), Matrix
 /// (`MATRIX_HOMESERVER` + `MATRIX_ACCESS_TOKEN` or `MATRIX_PASSWORD`, see
 /// [`hermes_gateway::MatrixSettings::from_env`]; its sync token in
-/// `HERMES_HOME/gateway/matrix_state.json`), Slack (see
+/// `HERMES_HOME/gateway/matrix_state.json`), email
+/// (`EMAIL_ADDRESS`, `EMAIL_PASSWORD`, `EMAIL_IMAP_HOST`, `EMAIL_SMTP_HOST`, see
+/// [`hermes_gateway::EmailSettings::from_env`]; its UID cursor and threads in
+/// `HERMES_HOME/gateway/email_state.json`), Slack (see
 /// [`slack_adapter`]), webhook
 /// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
@@ -260,6 +263,21 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
         }
         let adapter = hermes_gateway::MatrixAdapter::new(settings)
             .map_err(|e| anyhow!("cannot set up Matrix: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "email")]
+    if let Some(mut settings) =
+        hermes_gateway::EmailSettings::from_env(&app.env, media.join("email"))
+            .map_err(|e| anyhow!("cannot set up email: {e}"))?
+    {
+        settings.state_file = Some(app.home.root().join("gateway").join("email_state.json"));
+        // Sending only: SMTP, and the mailbox state is left to the gateway that reads it.
+        let adapter = if listen {
+            hermes_gateway::EmailAdapter::new(settings)
+        } else {
+            hermes_gateway::EmailAdapter::send_only(settings)
+        }
+        .map_err(|e| anyhow!("cannot set up email: {e}"))?;
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]

@@ -115,7 +115,15 @@ pub(crate) async fn run(
         Err(e) => return Ok(dropped(false)(e)),
     };
     let validity = mailbox.uid_validity.unwrap_or(0);
-    let start = mailbox.uid_next.unwrap_or(1).saturating_sub(1);
+    // Where the mailbox ends now: UIDNEXT - 1, or the highest UID when the server gave no
+    // UIDNEXT (so a first start never answers old mail).
+    let start = match mailbox.uid_next {
+        Some(next) => next.saturating_sub(1),
+        None => match session.uid_search("ALL").await {
+            Ok(uids) => uids.into_iter().max().unwrap_or(0),
+            Err(e) => return Ok(dropped(false)(e)),
+        },
+    };
     let reset = adapter.state.with(|st| {
         if st.uid_validity == Some(validity) {
             false

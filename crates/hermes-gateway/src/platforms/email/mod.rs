@@ -363,9 +363,9 @@ impl EmailAdapter {
             .message_id
             .clone()
             .unwrap_or_else(|| format!("uid-{validity}-{uid}"));
-        let thread = self
-            .state
-            .with(|s| s.resolve_thread(&message_id, &mail.in_reply_to, &mail.references));
+        let thread = self.state.with(|s| {
+            s.resolve_thread(&mail.from, &message_id, &mail.in_reply_to, &mail.references)
+        });
         let subject = strip_reply_prefix(&mail.subject).to_string();
         self.state
             .with(|s| s.record(&thread, &mail.from, &subject, &message_id));

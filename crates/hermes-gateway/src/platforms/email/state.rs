@@ -67,11 +67,11 @@ pub struct MailState {
     pub seq: u64,
 }
 
-/// The thread id of a conversation whose first message has `root` as its `Message-ID`:
-/// `t` and 16 hex digits of its SHA-256 (short, and free of the `:` and `@` of raw ids,
-/// since it is part of the session key).
-pub fn thread_id(root: &str) -> String {
-    let digest = sha2::Sha256::digest(root.as_bytes());
+/// The thread id for `key` (the correspondent and the `Message-ID` of the thread's first
+/// message): `t` and 16 hex digits of its SHA-256 (short, and free of the `:` and `@` of raw
+/// ids, since it is part of the session key).
+pub fn thread_id(key: &str) -> String {
+    let digest = sha2::Sha256::digest(key.as_bytes());
     format!("t{}", &hex::encode(digest)[..16])
 }
 
@@ -92,11 +92,14 @@ impl MailState {
         }
     }
 
-    /// The thread a message belongs to: the thread of the first of `related` (its
-    /// `In-Reply-To` and `References`, newest first) that we know, else a new thread rooted at
-    /// the oldest of `references`, else at `in_reply_to`, else at the message's own id.
+    /// The thread a message from `from` belongs to: the thread of the first of its
+    /// `In-Reply-To` and `References` (newest first) that we know as a thread with `from`,
+    /// else a new thread rooted at the oldest of `references`, else at `in_reply_to`, else at
+    /// the message's own id. Threads are per correspondent: someone else naming the ids of a
+    /// thread with Alice gets a thread of their own, never Alice's.
     pub fn resolve_thread(
         &self,
+        from: &str,
         own_id: &str,
         in_reply_to: &[String],
         references: &[String],
@@ -104,16 +107,17 @@ impl MailState {
         let known = in_reply_to
             .iter()
             .chain(references.iter().rev())
-            .find_map(|id| self.ids.get(id).map(|(t, _)| t.clone()));
+            .filter_map(|id| self.ids.get(id).map(|(t, _)| t))
+            .find(|t| self.threads.get(*t).is_some_and(|c| c.address == from));
         if let Some(t) = known {
-            return t;
+            return t.clone();
         }
         let root = references
             .first()
             .or(in_reply_to.first())
             .map(String::as_str)
             .unwrap_or(own_id);
-        thread_id(root)
+        thread_id(&format!("{from}\n{root}"))
     }
 
     /// Records that message `id` (ours or theirs) belongs to `thread` with `address` and
@@ -216,21 +220,32 @@ mod tests {
     #[test]
     fn a_reply_joins_the_thread_of_any_id_it_names_and_new_mail_starts_one() {
         let mut s = MailState::default();
-        let t1 = s.resolve_thread("a@x", &[], &[]);
-        assert_eq!(t1, thread_id("a@x"));
+        let t1 = s.resolve_thread("alice@x", "a@x", &[], &[]);
+        assert_eq!(t1, thread_id("alice@x\na@x"));
         s.record(&t1, "alice@x", "Plans", "a@x");
         s.record(&t1, "alice@x", "", "ours-1@h");
         // A client that keeps only In-Reply-To (our reply's id) stays in the thread.
-        assert_eq!(s.resolve_thread("b@x", &["ours-1@h".into()], &[]), t1);
-        // One that keeps References does too, even when we never saw the newest id.
         assert_eq!(
-            s.resolve_thread("c@x", &["unknown@y".into()], &["a@x".into()]),
+            s.resolve_thread("alice@x", "b@x", &["ours-1@h".into()], &[]),
             t1
         );
+        // One that keeps References does too, even when we never saw the newest id.
+        assert_eq!(
+            s.resolve_thread("alice@x", "c@x", &["unknown@y".into()], &["a@x".into()]),
+            t1
+        );
+        // Someone else naming the thread's ids gets a thread of their own.
+        let other = s.resolve_thread("mallory@y", "e@y", &["ours-1@h".into()], &[]);
+        assert_ne!(other, t1);
         // Unknown ids: rooted at the oldest reference.
         assert_eq!(
-            s.resolve_thread("d@x", &["q@y".into()], &["p@y".into(), "q@y".into()]),
-            thread_id("p@y")
+            s.resolve_thread(
+                "alice@x",
+                "d@x",
+                &["q@y".into()],
+                &["p@y".into(), "q@y".into()]
+            ),
+            thread_id("alice@x\np@y")
         );
         let ctx = &s.threads[&t1];
         assert_eq!(ctx.subject, "Plans", "an empty subject keeps the thread's");
