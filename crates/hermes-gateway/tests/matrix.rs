@@ -470,3 +470,31 @@ async fn a_restart_replays_nothing_and_loses_nothing() {
     assert_eq!(h.user_texts(&key), vec!["one", "two"]);
     assert_eq!(h.mock.requests().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_id_target_opens_one_direct_chat() {
+    let Some(hs) = server().await else { return };
+    let h = Harness::new().await;
+    let alice = hs.user("alice").await;
+    // Sending only (as `hermes send -t matrix:@alice:localhost` does): no sync loop runs.
+    let adapter = MatrixAdapter::new(settings(&hs, &h, &[])).unwrap();
+    let to_alice = hermes_gateway::ChatTarget {
+        chat_id: alice.user_id.clone(),
+        thread_id: None,
+        reply_to: None,
+    };
+    adapter.send(&to_alice, "first").await.unwrap();
+    adapter.send(&to_alice, "second").await.unwrap();
+    // A fresh adapter (another `hermes send`) finds the same room, before and after she
+    // joined it.
+    let again = MatrixAdapter::new(settings(&hs, &h, &[])).unwrap();
+    again.send(&to_alice, "third").await.unwrap();
+    let invites = alice.invites().await;
+    assert_eq!(invites.len(), 1, "one direct chat: {invites:?}");
+    alice.join(&invites[0]).await;
+    let later = MatrixAdapter::new(settings(&hs, &h, &[])).unwrap();
+    later.send(&to_alice, "fourth").await.unwrap();
+    let msgs = alice.messages_from(&invites[0], BOT).await;
+    let texts: Vec<&str> = answers(&msgs).into_iter().map(body).collect();
+    assert_eq!(texts, vec!["first", "second", "third", "fourth"]);
+}

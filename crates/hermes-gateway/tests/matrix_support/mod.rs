@@ -373,6 +373,21 @@ impl Human {
         }
     }
 
+    /// Rooms `self` is invited to (from an initial `/sync`).
+    pub async fn invites(&self) -> Vec<String> {
+        let r = self
+            .call(
+                reqwest::Method::GET,
+                "/_matrix/client/v3/sync?timeout=0",
+                None,
+            )
+            .await;
+        r["rooms"]["invite"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The membership of `user` in `room` (`join`, `invite`, …).
     pub async fn membership(&self, room: &str, user: &str) -> Option<String> {
         let path = format!(

@@ -247,6 +247,92 @@ impl Client {
             .unwrap_or_default())
     }
 
+    /// `GET /directory/room/{alias}`: the room id of `#alias:server`.
+    pub(crate) async fn resolve_alias(
+        &self,
+        token: &str,
+        alias: &str,
+    ) -> Result<String, PlatformError> {
+        let path = format!("/_matrix/client/v3/directory/room/{}", enc(alias));
+        let answer: Value = self
+            .call("directory", self.request(Method::GET, &path, Some(token)))
+            .await?;
+        answer
+            .get("room_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| PlatformError::protocol(PLATFORM, "directory: no room_id"))
+    }
+
+    /// `POST /createRoom` for a direct chat with `user`: the new room's id.
+    pub(crate) async fn create_dm(&self, token: &str, user: &str) -> Result<String, PlatformError> {
+        let body = serde_json::json!({
+            "invite": [user],
+            "is_direct": true,
+            "preset": "trusted_private_chat",
+        });
+        let answer: Value = self
+            .call(
+                "createRoom",
+                self.request(Method::POST, "/_matrix/client/v3/createRoom", Some(token))
+                    .json(&body),
+            )
+            .await?;
+        answer
+            .get("room_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| PlatformError::protocol(PLATFORM, "createRoom: no room_id"))
+    }
+
+    /// The membership (`join`, `invite`, `leave`, …) of `user` in `room`, `None` when there
+    /// is none.
+    pub(crate) async fn membership(
+        &self,
+        token: &str,
+        room: &str,
+        user: &str,
+    ) -> Result<Option<String>, PlatformError> {
+        let path = format!(
+            "/_matrix/client/v3/rooms/{}/state/m.room.member/{}",
+            enc(room),
+            enc(user)
+        );
+        match self
+            .call::<Value>("member", self.request(Method::GET, &path, Some(token)))
+            .await
+        {
+            Ok(v) => Ok(v
+                .get("membership")
+                .and_then(Value::as_str)
+                .map(str::to_owned)),
+            Err(PlatformError::Rejected { detail, .. }) if detail.contains("M_NOT_FOUND") => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /joined_rooms`.
+    pub(crate) async fn joined_rooms(&self, token: &str) -> Result<Vec<String>, PlatformError> {
+        let answer: Value = self
+            .call(
+                "joined_rooms",
+                self.request(Method::GET, "/_matrix/client/v3/joined_rooms", Some(token)),
+            )
+            .await?;
+        Ok(answer
+            .get("joined_rooms")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// `PUT /rooms/{room}/typing/{user}` for `timeout`.
     pub(crate) async fn typing(
         &self,

@@ -334,6 +334,8 @@ pub struct MatrixAdapter {
     session: tokio::sync::Mutex<Option<Session>>,
     rooms: Mutex<HashMap<String, Room>>,
     state: Mutex<state::SyncState>,
+    /// Rooms found for `@user` and `#alias` targets.
+    dm_rooms: Mutex<HashMap<String, String>>,
     connected: AtomicBool,
 }
 
@@ -357,6 +359,7 @@ impl MatrixAdapter {
             session: tokio::sync::Mutex::new(None),
             rooms: Mutex::new(HashMap::new()),
             state: Mutex::new(state),
+            dm_rooms: Mutex::new(HashMap::new()),
             connected: AtomicBool::new(false),
         })
     }
@@ -521,14 +524,10 @@ impl PlatformAdapter for MatrixAdapter {
     }
 
     async fn typing(&self, target: &ChatTarget) -> Result<(), PlatformError> {
+        let room = self.room_of(&target.chat_id).await?;
         let s = self.session().await?;
         self.client
-            .typing(
-                &s.token,
-                &target.chat_id,
-                &s.user_id,
-                Duration::from_secs(10),
-            )
+            .typing(&s.token, &room, &s.user_id, Duration::from_secs(10))
             .await
     }
 

@@ -119,6 +119,46 @@ fn msgtype_of(mime: &str) -> &'static str {
 }
 
 impl MatrixAdapter {
+    /// The room a target names: a room id (`!…`) as it is, an alias (`#…:server`) looked
+    /// up in the directory, a user id (`@…:server`) as the DM with them — an existing room
+    /// of just the two of us, else a new direct chat inviting them (remembered).
+    pub(crate) async fn room_of(&self, chat: &str) -> Result<String, PlatformError> {
+        if !chat.starts_with(['@', '#']) {
+            return Ok(chat.to_string());
+        }
+        if let Some(room) = lock(&self.dm_rooms).get(chat) {
+            return Ok(room.clone());
+        }
+        let s = self.session().await?;
+        let room = if chat.starts_with('#') {
+            self.client.resolve_alias(&s.token, chat).await?
+        } else {
+            let mut found = None;
+            for room in self.client.joined_rooms(&s.token).await? {
+                let members = self.client.joined_members(&s.token, &room).await?;
+                if members.len() > 2 || members.iter().any(|m| m != chat && m != &s.user_id) {
+                    continue;
+                }
+                // Joined, or invited by an earlier send and not yet joined.
+                let theirs = self.client.membership(&s.token, &room, chat).await?;
+                if matches!(theirs.as_deref(), Some("join" | "invite")) {
+                    found = Some(room);
+                    break;
+                }
+            }
+            match found {
+                Some(room) => room,
+                None => {
+                    let room = self.client.create_dm(&s.token, chat).await?;
+                    tracing::info!(platform = PLATFORM, user = %chat, room = %room, "opened a direct chat");
+                    room
+                }
+            }
+        };
+        lock(&self.dm_rooms).insert(chat.to_string(), room.clone());
+        Ok(room)
+    }
+
     /// Sends one event with a fresh transaction id, retrying the same id after a rate limit
     /// (up to 3 times, when the wait is at most `max_rate_limit_wait`) and once after a
     /// network failure. A refused token drops the session (a password login is redone).
@@ -183,13 +223,12 @@ impl MatrixAdapter {
         target: &ChatTarget,
         text: &str,
     ) -> Result<SentMessage, PlatformError> {
+        let room = self.room_of(&target.chat_id).await?;
         let mut content = text_content(text, "m.text");
         relate(&mut content, target);
         self.note_thread(target);
         if fit(&mut content) {
-            let id = self
-                .put_event(&target.chat_id, "m.room.message", &content)
-                .await?;
+            let id = self.put_event(&room, "m.room.message", &content).await?;
             return Ok(SentMessage { message_id: id });
         }
         // Only text far past the chunk size in bytes (emoji, escapes) gets here: cut it.
@@ -201,9 +240,7 @@ impl MatrixAdapter {
         for part in split_bytes(text, MAX_CONTENT_BYTES - 2_000) {
             let mut c = json!({"msgtype": "m.text", "body": part});
             relate(&mut c, target);
-            let id = self
-                .put_event(&target.chat_id, "m.room.message", &c)
-                .await?;
+            let id = self.put_event(&room, "m.room.message", &c).await?;
             first.get_or_insert(id);
         }
         first
@@ -247,7 +284,8 @@ impl MatrixAdapter {
             obj.remove("format");
             obj.remove("formatted_body");
         }
-        self.put_event(&target.chat_id, "m.room.message", &content)
+        let room = self.room_of(&target.chat_id).await?;
+        self.put_event(&room, "m.room.message", &content)
             .await
             .map(|_| ())
     }
@@ -258,6 +296,7 @@ impl MatrixAdapter {
         path: &Path,
         caption: Option<&str>,
     ) -> Result<SentMessage, PlatformError> {
+        let room = self.room_of(&target.chat_id).await?;
         let (bytes, name) = crate::platforms::http::read_upload(PLATFORM, path).await?;
         let mime = mime_of(path);
         let len = bytes.len();
@@ -282,9 +321,7 @@ impl MatrixAdapter {
         relate(&mut content, target);
         self.note_thread(target);
         fit(&mut content);
-        let id = self
-            .put_event(&target.chat_id, "m.room.message", &content)
-            .await?;
+        let id = self.put_event(&room, "m.room.message", &content).await?;
         Ok(SentMessage { message_id: id })
     }
 
