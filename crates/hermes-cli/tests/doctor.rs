@@ -327,3 +327,77 @@ async fn messaging_platforms_are_listed_with_their_access_and_bad_settings_fail(
     let fails = lines_with(&text, "FAIL");
     assert!(fails.len() == 1 && fails[0].contains("IRC_PORT"), "{text}");
 }
+
+/// A loopback homeserver that knows one access token.
+#[cfg(feature = "matrix")]
+async fn fake_homeserver() -> String {
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::get;
+    async fn whoami(headers: HeaderMap) -> (StatusCode, String) {
+        let auth = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if auth == "Bearer syt_good" {
+            (StatusCode::OK, r#"{"user_id":"@bot:fake"}"#.into())
+        } else {
+            (
+                StatusCode::UNAUTHORIZED,
+                r#"{"errcode":"M_UNKNOWN_TOKEN","error":"Invalid access token passed."}"#.into(),
+            )
+        }
+    }
+    let app = axum::Router::new().route("/_matrix/client/v3/account/whoami", get(whoami));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}")
+}
+
+#[cfg(feature = "matrix")]
+#[tokio::test]
+async fn doctor_shows_the_matrix_login_and_fails_on_a_refused_token() {
+    let env = Env::new().await;
+    let url = fake_homeserver().await;
+    let vars = |token: &str| {
+        vec![
+            ("MATRIX_HOMESERVER", url.clone()),
+            ("MATRIX_ACCESS_TOKEN", token.to_string()),
+        ]
+    };
+    let out = env.run_env(&["doctor"], &vars("syt_good")).await;
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("matrix:"))
+        .unwrap_or_else(|| panic!("no matrix line in:\n{text}"));
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(line.contains("logged in as @bot:fake"), "{line}");
+    assert!(line.contains("no sync yet"), "{line}");
+    let out = env.run_env(&["doctor"], &vars("syt_revoked")).await;
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fail = lines_with(&text, "FAIL");
+    assert!(
+        fail.iter()
+            .any(|l| l.contains("matrix:") && l.contains("MATRIX_ACCESS_TOKEN")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("syt_revoked"),
+        "the token is never printed:\n{text}"
+    );
+    // A setting that cannot work is named.
+    let mut bad = vars("syt_good");
+    bad.push(("MATRIX_E2EE_MODE", "required".into()));
+    let out = env.run_env(&["doctor"], &bad).await;
+    assert!(
+        lines_with(&stdout(&out), "FAIL")
+            .iter()
+            .any(|l| l.contains("MATRIX_E2EE_MODE")),
+        "{}",
+        stdout(&out)
+    );
+}

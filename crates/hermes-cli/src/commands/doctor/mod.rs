@@ -1,12 +1,15 @@
 //! `hermes doctor`: checks what a session needs and says what is wrong and how to fix it —
 //! config.yaml, the runtime resolution trace (keys redacted), whether the provider answers
 //! (a GET of its models endpoint, 5 s timeout), the local model, `state.db`
-//! integrity and size, MCP servers, the declarative tools and their health, skills that
+//! integrity and size, MCP servers, the Matrix homeserver when Matrix is set up, the
+//! declarative tools and their health, skills that
 //! failed to load, and the disk use of
 //! HERMES_HOME. Exit code 1 when something is broken, 0 otherwise (warnings included).
 //! `--fix` makes the safe repairs of [`crate::commands::doctor::fix`] and reports what it changed.
 
 pub mod fix;
+#[cfg(feature = "matrix")]
+mod matrix;
 mod pgstore;
 mod platforms;
 
@@ -155,6 +158,8 @@ pub async fn run(profile: Option<&str>, args: &ChatArgs, fix: bool) -> Result<i3
     check_shared_files(&app, &mut report);
     check_mcp(&app, &mut report).await;
     platforms::check_platforms(&app, profile, &mut report).await;
+    #[cfg(feature = "matrix")]
+    matrix::check(&app, &mut report).await;
     check_web(&app, &mut report);
     check_declared_tools(&app, args, &mut report).await;
     let sandbox = crate::assembly::sandbox::settings(

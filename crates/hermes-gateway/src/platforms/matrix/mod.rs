@@ -468,6 +468,42 @@ impl MatrixAdapter {
         Ok(Session { token, user_id })
     }
 
+    /// Checks the settings against the homeserver without side effects, for `hermes doctor`:
+    /// with an access token `whoami` (the bot's user id), with a password only that the
+    /// homeserver answers (logging in would create a session). Also says whether a sync
+    /// token is saved and how many rooms were refused for encryption.
+    ///
+    /// Errors: `Auth` for a refused token, `Transport` when the homeserver cannot be reached.
+    pub async fn probe(&self) -> Result<String, PlatformError> {
+        let who = if self.settings.access_token.is_some() {
+            let s = self.session().await?;
+            format!("logged in as {}", s.user_id)
+        } else {
+            let req = self
+                .client
+                .request(reqwest::Method::GET, "/_matrix/client/versions", None);
+            self.client.call::<Value>("versions", req).await?;
+            format!(
+                "homeserver answers; password login as {} at start",
+                self.settings.user_id.as_deref().unwrap_or("?")
+            )
+        };
+        let st = lock(&self.state).clone();
+        let sync = if st.since.is_some() {
+            "sync token saved"
+        } else {
+            "no sync yet (the first start skips the history)"
+        };
+        let refused = match st.encryption_noticed.len() {
+            0 => String::new(),
+            n => format!(", {n} encrypted room(s) refused"),
+        };
+        Ok(format!(
+            "{who} on {}; {sync}{refused}",
+            self.settings.homeserver
+        ))
+    }
+
     /// Forgets a session whose token the server refused (the next call logs in again when
     /// a password is set).
     pub(crate) async fn drop_session(&self) {
