@@ -1,7 +1,8 @@
 //! The Matrix adapter against a scripted homeserver on loopback, for what a well-behaved
 //! Synapse does not do on demand: a 5xx and a body that is not JSON from `/sync`, malformed
 //! and unknown events in a batch, `M_LIMIT_EXCEEDED` with `retry_after_ms` on a send (the
-//! retry reuses the transaction id, so the message exists once), and a refused token (the
+//! retry reuses the transaction id, so the message exists once), a saved sync token the
+//! server no longer accepts (replaced by a fresh sync), and a refused access token (the
 //! adapter stops with an authentication error instead of retrying forever).
 #![cfg(feature = "matrix")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -270,4 +271,57 @@ async fn a_refused_token_stops_the_adapter_with_an_auth_error() {
     let err = result.unwrap_err();
     assert!(matches!(err, PlatformError::Auth { .. }), "{err}");
     assert!(!err.to_string().contains("syt_fake_token"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_token_the_server_refuses_is_replaced_by_a_fresh_sync() {
+    let fake = Fake {
+        inner: Arc::new(Mutex::new(Inner {
+            token_ok: true,
+            ..Default::default()
+        })),
+    };
+    let stale = json!({"errcode": "M_UNKNOWN", "error": "Invalid stream token"}).to_string();
+    {
+        let mut inner = fake.lock();
+        for _ in 0..3 {
+            inner.syncs.push_back((400, stale.clone()));
+        }
+        inner
+            .syncs
+            .push_back((200, json!({"next_batch": "fresh"}).to_string()));
+        let batch = json!({"next_batch": "fresh2", "rooms": {"join": {ROOM: {"timeline": {"events": [
+            message("$after", json!("are you back?")),
+        ]}}}}});
+        inner.syncs.push_back((200, batch.to_string()));
+    }
+    let url = start(&fake).await;
+    let h = Harness::new().await;
+    let state = h.home.home().root().join("gateway/matrix_state.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::fs::write(&state, r#"{"since": "stale-token"}"#).unwrap();
+    let adapter = MatrixAdapter::new(settings(&url, &h)).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    let task = tokio::spawn(async move { adapter.run(tx, c).await });
+    let msg = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("the message after the fresh sync")
+        .unwrap();
+    assert_eq!(msg.text, "are you back?");
+    let since = fake.lock().since.clone();
+    assert_eq!(
+        &since[..5],
+        &[
+            Some("stale-token".to_string()),
+            Some("stale-token".to_string()),
+            Some("stale-token".to_string()),
+            None,
+            Some("fresh".to_string()),
+        ],
+        "{since:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
 }

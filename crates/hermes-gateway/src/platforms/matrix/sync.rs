@@ -87,6 +87,8 @@ impl MatrixAdapter {
         let settings = &self.settings;
         let mut backoff = Backoff::new(settings.reconnect_base, settings.reconnect_max);
         let filter = filter();
+        // Syncs in a row the homeserver refused (4xx) with the saved token.
+        let mut refused = 0u32;
         loop {
             let session = tokio::select! {
                 s = self.session() => s,
@@ -123,6 +125,7 @@ impl MatrixAdapter {
             match result {
                 Ok(batch) => {
                     backoff.reset();
+                    refused = 0;
                     if !self
                         .connected
                         .swap(true, std::sync::atomic::Ordering::SeqCst)
@@ -159,7 +162,21 @@ impl MatrixAdapter {
                         "the access token was refused; logging in again: {e}"
                     );
                 }
+                Err(e @ PlatformError::Rejected { .. }) if since.is_some() && refused >= 2 => {
+                    // A token the server no longer knows (its database was reset or
+                    // purged): it cannot be resumed, only replaced.
+                    tracing::error!(
+                        platform = PLATFORM,
+                        "the homeserver refused the saved sync token three times ({e}); starting a fresh sync — messages sent since the last sync are not answered"
+                    );
+                    refused = 0;
+                    lock(&self.state).since = None;
+                    self.persist().await;
+                }
                 Err(e) => {
+                    if matches!(e, PlatformError::Rejected { .. }) {
+                        refused += 1;
+                    }
                     let delay = delay_after(&e, &mut backoff);
                     tracing::warn!(
                         platform = PLATFORM,
