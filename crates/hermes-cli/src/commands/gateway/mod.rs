@@ -287,13 +287,18 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "whatsapp")]
-    if let Some(settings) = hermes_gateway::WhatsAppSettings::from_env(
+    if let Some(mut settings) = hermes_gateway::WhatsAppSettings::from_env(
         &app.env,
         media.clone(),
         Some(&app.home.root().join("gateway")),
     )
     .map_err(|e| anyhow!("cannot set up WhatsApp: {e}"))?
     {
+        api_base(
+            app,
+            "WHATSAPP_CLOUD_API_BASE_URL",
+            &mut settings.api_base_url,
+        );
         let path = settings.path.clone();
         let adapter = if listen {
             hermes_gateway::WhatsAppAdapter::bind(settings)
@@ -307,10 +312,11 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "sms")]
-    if let Some(settings) =
+    if let Some(mut settings) =
         hermes_gateway::SmsSettings::from_env(&app.env, Some(&app.home.root().join("gateway")))
             .map_err(|e| anyhow!("cannot set up SMS: {e}"))?
     {
+        api_base(app, "TWILIO_API_BASE_URL", &mut settings.api_base_url);
         let adapter = if listen {
             hermes_gateway::SmsAdapter::bind(settings)
         } else {
