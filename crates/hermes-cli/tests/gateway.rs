@@ -168,6 +168,11 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         ("EMAIL_PASSWORD", "fake-password"),
         ("EMAIL_IMAP_HOST", "imap.example.org"),
         ("EMAIL_SMTP_HOST", "smtp.example.org"),
+        ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "1234567890"),
+        ("WHATSAPP_CLOUD_ACCESS_TOKEN", "fake-wa"),
+        ("TWILIO_ACCOUNT_SID", "ACfake"),
+        ("TWILIO_AUTH_TOKEN", "fake-twilio"),
+        ("TWILIO_PHONE_NUMBER", "+15550001111"),
         ("API_SERVER_ENABLED", "true"),
         ("API_SERVER_KEY", "sk-fake"),
     ];
@@ -183,6 +188,8 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         "irc",
         "matrix",
         "email",
+        "whatsapp_cloud",
+        "sms",
         "api_server",
     ] {
         let line = text

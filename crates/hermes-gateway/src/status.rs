@@ -36,6 +36,21 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
         "matrix",
         &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN|MATRIX_PASSWORD"],
     ),
+    (
+        "whatsapp_cloud",
+        &[
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+            "WHATSAPP_CLOUD_ACCESS_TOKEN",
+        ],
+    ),
+    (
+        "sms",
+        &[
+            "TWILIO_ACCOUNT_SID",
+            "TWILIO_AUTH_TOKEN",
+            "TWILIO_PHONE_NUMBER",
+        ],
+    ),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 
@@ -135,7 +150,7 @@ impl fmt::Display for GatewayStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{:<11} {:<11} {:<16} {:>6} {:>7}",
+            "{:<14} {:<11} {:<16} {:>6} {:>7}",
             "platform", "credentials", "access", "paired", "pending"
         )?;
         for p in &self.platforms {
@@ -154,7 +169,7 @@ impl fmt::Display for GatewayStatus {
             };
             writeln!(
                 f,
-                "{:<11} {:<11} {:<16} {:>6} {:>7}",
+                "{:<14} {:<11} {:<16} {:>6} {:>7}",
                 p.name,
                 if p.credentials { "yes" } else { "no" },
                 access,

@@ -428,3 +428,43 @@ async fn allowed_numbers_get_answers_strangers_pairing_or_nothing_and_restarts_r
     cancel.cancel();
     within("the gateway to stop", task).await.unwrap();
 }
+
+#[tokio::test]
+async fn foreign_hosts_are_refused_and_cron_to_an_opted_out_number_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sms_in(&dir, 10).await;
+    let (mut rx, cancel) = run_alone(&s.adapter);
+    let params = incoming("SM30", USER, "hi");
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(&params)
+        .finish();
+    let foreign = reqwest::Client::new()
+        .post(&s.url)
+        .header("host", "evil.example")
+        .header(SIGNATURE_HEADER, sign(TOKEN, PUBLIC_URL, &params))
+        .body(body)
+        .send();
+    assert_eq!(
+        within("the answer", foreign)
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        421
+    );
+    assert!(rx.try_recv().is_err());
+    assert_eq!(
+        deliver(&s.url, &incoming("SM31", USER, "STOPALL")).await,
+        200
+    );
+    let homes = [("sms".to_string(), target(USER))].into_iter().collect();
+    let outbox =
+        hermes_gateway::Outbox::new(&[s.adapter.clone() as Arc<dyn PlatformAdapter>], homes);
+    let err = outbox
+        .send("sms", None, "Your daily report")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("opted out"), "{err}");
+    assert!(bodies_to(&s.api, USER).is_empty());
+    cancel.cancel();
+}

@@ -588,3 +588,135 @@ async fn strangers_are_paired_without_an_allowlist_and_ignored_with_one() {
         vec![USER]
     );
 }
+
+#[tokio::test]
+async fn a_cron_delivery_outside_the_window_fails_with_the_window_named() {
+    let w = wa().await;
+    let (mut rx, cancel) = run_alone(&w.adapter);
+    let old = notification(json!([text(
+        USER,
+        "wamid.C1",
+        now() - 30 * 3600,
+        "remind me"
+    )]));
+    assert_eq!(deliver(&w.url, &old).await, 200);
+    within("the message", rx.recv()).await.unwrap();
+    let homes = [(
+        "whatsapp_cloud".to_string(),
+        ChatTarget {
+            chat_id: USER.into(),
+            thread_id: None,
+            reply_to: None,
+        },
+    )]
+    .into_iter()
+    .collect();
+    let outbox =
+        hermes_gateway::Outbox::new(&[w.adapter.clone() as Arc<dyn PlatformAdapter>], homes);
+    let err = outbox
+        .send("whatsapp_cloud", None, "Your daily report")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("24-hour customer service window"),
+        "{err}"
+    );
+    assert!(sent_texts(&w.graph, USER).is_empty());
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn read_receipts_mark_the_question_read_and_can_be_turned_off() {
+    let w = wa().await;
+    let (mut rx, cancel) = run_alone(&w.adapter);
+    assert_eq!(
+        deliver(
+            &w.url,
+            &notification(json!([text(USER, "wamid.R1", now(), "hi")]))
+        )
+        .await,
+        200
+    );
+    within("the message", rx.recv()).await.unwrap();
+    w.adapter.typing(&target(USER)).await.unwrap();
+    let receipts: Vec<Value> = w
+        .graph
+        .requests_to("/v20.0/PN1/messages")
+        .iter()
+        .map(Recorded::json)
+        .collect();
+    assert_eq!(
+        receipts,
+        vec![
+            json!({"messaging_product": "whatsapp", "status": "read", "message_id": "wamid.R1", "typing_indicator": {"type": "text"}})
+        ]
+    );
+    // Unknown chats send nothing.
+    w.adapter.typing(&target("4900000")).await.unwrap();
+    assert_eq!(w.graph.requests_to("/v20.0/PN1/messages").len(), 1);
+    cancel.cancel();
+
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let base = Arc::new(Mutex::new(String::new()));
+    let graph = HttpFake::start(graph_fake(base)).await;
+    let mut s = WhatsAppSettings::new(PHONE, TOKEN, dir.path().join("media"));
+    s.app_secret = APP_SECRET.into();
+    s.api_base_url = graph.url.clone();
+    s.bind = ([127, 0, 0, 1], 0).into();
+    s.read_receipts = false;
+    let quiet = Arc::new(WhatsAppAdapter::bind(s).unwrap());
+    let url = format!("http://{}/whatsapp/webhook", quiet.webhook_addr().unwrap());
+    let (mut rx, cancel) = run_alone(&quiet);
+    assert_eq!(
+        deliver(
+            &url,
+            &notification(json!([text(USER, "wamid.R2", now(), "hi")]))
+        )
+        .await,
+        200
+    );
+    within("the message", rx.recv()).await.unwrap();
+    quiet.typing(&target(USER)).await.unwrap();
+    assert!(
+        graph.requests().is_empty(),
+        "no receipt with WHATSAPP_CLOUD_READ_RECEIPTS=false"
+    );
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_oversized_bodies_are_refused_before_the_signature() {
+    let w = wa().await;
+    let (mut rx, cancel) = run_alone(&w.adapter);
+    let body = notification(json!([text(USER, "wamid.H1", now(), "hi")])).to_string();
+    let foreign = reqwest::Client::new()
+        .post(&w.url)
+        .header("host", "evil.example")
+        .header(SIGNATURE_HEADER, sign(APP_SECRET, body.as_bytes()))
+        .body(body.clone())
+        .send();
+    assert_eq!(
+        within("the answer", foreign)
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        421
+    );
+    let big = "x".repeat(3 * 1024 * 1024 + 1);
+    let oversized = reqwest::Client::new()
+        .post(&w.url)
+        .header(SIGNATURE_HEADER, sign(APP_SECRET, big.as_bytes()))
+        .body(big)
+        .send();
+    assert_eq!(
+        within("the answer", oversized)
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        413
+    );
+    assert!(rx.try_recv().is_err());
+    cancel.cancel();
+}

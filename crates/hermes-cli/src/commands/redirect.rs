@@ -37,11 +37,11 @@ const REDIRECTS: &[(&[&str], &str)] = &[
     ),
     (
         &["whatsapp"],
-        "WhatsApp is not supported; the gateway serves Telegram, Discord, Slack, a webhook and the API server (`hermes gateway status`)",
+        "the WhatsApp Web bridge (Baileys) is not supported; WhatsApp through Meta's Business Cloud API is: set WHATSAPP_CLOUD_PHONE_NUMBER_ID, WHATSAPP_CLOUD_ACCESS_TOKEN, WHATSAPP_CLOUD_APP_SECRET and WHATSAPP_CLOUD_VERIFY_TOKEN in .env (README \"WhatsApp\")",
     ),
     (
         &["whatsapp-cloud"],
-        "WhatsApp is not supported; the gateway serves Telegram, Discord, Slack, a webhook and the API server (`hermes gateway status`)",
+        "no setup wizard; set WHATSAPP_CLOUD_PHONE_NUMBER_ID, WHATSAPP_CLOUD_ACCESS_TOKEN, WHATSAPP_CLOUD_APP_SECRET and WHATSAPP_CLOUD_VERIFY_TOKEN in .env (README \"WhatsApp\"); `hermes gateway status` shows what is set",
     ),
     (
         &["slack"],

@@ -331,6 +331,21 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
                 &["EMAIL_SMTP_HOST"][..],
             ][..],
         ),
+        (
+            "whatsapp_cloud",
+            &[
+                &["WHATSAPP_CLOUD_PHONE_NUMBER_ID"][..],
+                &["WHATSAPP_CLOUD_ACCESS_TOKEN"][..],
+            ][..],
+        ),
+        (
+            "sms",
+            &[
+                &["TWILIO_ACCOUNT_SID"][..],
+                &["TWILIO_AUTH_TOKEN"][..],
+                &["TWILIO_PHONE_NUMBER"][..],
+            ][..],
+        ),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

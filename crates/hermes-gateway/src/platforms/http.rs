@@ -64,6 +64,16 @@ pub(crate) async fn send(
 
 /// Reads a file to upload: its bytes and the file name to send (`file` when the path has
 /// none). An unreadable file is `Rejected` (retrying cannot help).
+#[cfg_attr(
+    not(any(
+        feature = "discord",
+        feature = "slack",
+        feature = "telegram",
+        feature = "matrix",
+        feature = "whatsapp"
+    )),
+    allow(dead_code)
+)]
 pub(crate) async fn read_upload(
     platform: &str,
     path: &Path,

@@ -9,9 +9,7 @@
     feature = "webhook",
     feature = "irc",
     feature = "email",
-    feature = "matrix",
-    feature = "whatsapp",
-    feature = "sms"
+    feature = "matrix"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(

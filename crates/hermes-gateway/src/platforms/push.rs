@@ -36,6 +36,15 @@ pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {
 
 /// 503 with `Retry-After: 5`: the gateway is not taking messages now (shutting down), so
 /// the platform keeps the event and delivers it again — to this replica or another.
+#[cfg_attr(
+    not(any(
+        feature = "slack",
+        feature = "telegram",
+        feature = "webhook",
+        feature = "whatsapp"
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn unavailable() -> Response {
     let mut r = json_error(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -51,6 +60,7 @@ pub(crate) fn unavailable() -> Response {
 /// The `Host` name of a public URL (`https://bot.example.com/telegram` →
 /// `bot.example.com`), for [`PushListener::bind`]'s allowed names. `None` when `url` has no
 /// host part.
+#[cfg_attr(not(any(feature = "telegram", feature = "sms")), allow(dead_code))]
 pub(crate) fn url_host(url: &str) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next()?;
@@ -60,6 +70,7 @@ pub(crate) fn url_host(url: &str) -> Option<String> {
 
 /// The path of a public URL (`https://x/telegram?a` → `/telegram`), or `default` when it has
 /// none.
+#[cfg_attr(not(any(feature = "telegram", feature = "sms")), allow(dead_code))]
 pub(crate) fn url_path(url: &str, default: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     match rest.find('/') {

@@ -54,6 +54,9 @@ pub(crate) async fn check_platforms(app: &App, profile: Option<&str>, report: &m
         };
         report.add(Level::Ok, format!("platform {name}: configured; {who}"));
     }
+    for (level, line) in serving_notes(&app.env) {
+        report.add(level, line);
+    }
     if configured == 0 {
         report.add(
             Level::Ok,
@@ -63,5 +66,72 @@ pub(crate) async fn check_platforms(app: &App, profile: Option<&str>, report: &m
     }
     if let Err(e) = crate::commands::gateway::send_adapters(app).await {
         report.add(Level::Broken, format!("{e:#}"));
+    }
+}
+
+/// What a configured WhatsApp or SMS adapter still lacks to receive: WhatsApp refuses every
+/// webhook POST without `WHATSAPP_CLOUD_APP_SECRET` and Meta's handshake fails without
+/// `WHATSAPP_CLOUD_VERIFY_TOKEN` (sending works either way); SMS does not start without
+/// `SMS_WEBHOOK_URL`, the URL Twilio signs, unless signatures are turned off.
+fn serving_notes(env: &std::collections::BTreeMap<String, String>) -> Vec<(Level, String)> {
+    let set = |v: &str| env.get(v).is_some_and(|x| !x.trim().is_empty());
+    let mut out = Vec::new();
+    if set("WHATSAPP_CLOUD_PHONE_NUMBER_ID") && set("WHATSAPP_CLOUD_ACCESS_TOKEN") {
+        if !set("WHATSAPP_CLOUD_APP_SECRET") {
+            out.push((
+                Level::Warn,
+                "platform whatsapp_cloud: WHATSAPP_CLOUD_APP_SECRET not set: incoming messages are refused (their signatures cannot be checked); sending works".to_string(),
+            ));
+        }
+        if !set("WHATSAPP_CLOUD_VERIFY_TOKEN") {
+            out.push((
+                Level::Warn,
+                "platform whatsapp_cloud: WHATSAPP_CLOUD_VERIFY_TOKEN not set: Meta's webhook verification will fail".to_string(),
+            ));
+        }
+    }
+    let insecure = env
+        .get("SMS_INSECURE_NO_SIGNATURE")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if set("TWILIO_ACCOUNT_SID") && set("TWILIO_AUTH_TOKEN") && !set("SMS_WEBHOOK_URL") && !insecure
+    {
+        out.push((
+            Level::Broken,
+            "platform sms: SMS_WEBHOOK_URL not set: `gateway run` refuses to serve SMS without the public URL Twilio signs (README \"SMS (Twilio)\")".to_string(),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whatsapp_and_sms_say_what_they_lack_to_receive() {
+        let env = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        assert!(serving_notes(&env(&[])).is_empty());
+        let wa = serving_notes(&env(&[
+            ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "1"),
+            ("WHATSAPP_CLOUD_ACCESS_TOKEN", "t"),
+        ]));
+        assert_eq!(wa.len(), 2, "{wa:?}");
+        assert!(wa[0].1.contains("WHATSAPP_CLOUD_APP_SECRET"));
+        let sms = serving_notes(&env(&[
+            ("TWILIO_ACCOUNT_SID", "AC"),
+            ("TWILIO_AUTH_TOKEN", "t"),
+        ]));
+        assert!(matches!(sms[0].0, Level::Broken) && sms[0].1.contains("SMS_WEBHOOK_URL"));
+        let fine = serving_notes(&env(&[
+            ("TWILIO_ACCOUNT_SID", "AC"),
+            ("TWILIO_AUTH_TOKEN", "t"),
+            ("SMS_WEBHOOK_URL", "https://x/webhooks/twilio"),
+        ]));
+        assert!(fine.is_empty());
     }
 }

@@ -189,8 +189,10 @@ fn api_base(app: &App, var: &str, base: &mut String) {
 /// (`EMAIL_ADDRESS`, `EMAIL_PASSWORD`, `EMAIL_IMAP_HOST`, `EMAIL_SMTP_HOST`, see
 /// [`hermes_gateway::EmailSettings::from_env`]; its UID cursor and threads in
 /// `HERMES_HOME/gateway/email_state.json`), Slack (see
-/// [`slack_adapter`]), webhook
-/// (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
+/// [`slack_adapter`]), WhatsApp (`WHATSAPP_CLOUD_PHONE_NUMBER_ID` +
+/// `WHATSAPP_CLOUD_ACCESS_TOKEN`, see [`hermes_gateway::WhatsAppSettings::from_env`]), SMS
+/// (`TWILIO_ACCOUNT_SID` + `TWILIO_AUTH_TOKEN`, see [`hermes_gateway::SmsSettings::from_env`]),
+/// webhook (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
 /// only: no push listener is bound (Telegram and Slack as in polling / Socket Mode, the
 /// webhook adapter on a loopback port of its own), so a running gateway keeps its ports.
@@ -282,6 +284,48 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
     }
     #[cfg(feature = "slack")]
     if let Some(adapter) = slack_adapter(app, media.join("slack"), listen)? {
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "whatsapp")]
+    if let Some(mut settings) = hermes_gateway::WhatsAppSettings::from_env(
+        &app.env,
+        media.clone(),
+        Some(&app.home.root().join("gateway")),
+    )
+    .map_err(|e| anyhow!("cannot set up WhatsApp: {e}"))?
+    {
+        api_base(
+            app,
+            "WHATSAPP_CLOUD_API_BASE_URL",
+            &mut settings.api_base_url,
+        );
+        let path = settings.path.clone();
+        let adapter = if listen {
+            hermes_gateway::WhatsAppAdapter::bind(settings)
+        } else {
+            hermes_gateway::WhatsAppAdapter::send_only(settings)
+        }
+        .map_err(|e| anyhow!("cannot set up WhatsApp: {e}"))?;
+        if let Some(addr) = adapter.webhook_addr() {
+            errln!("WhatsApp webhook listening on http://{addr}{path}");
+        }
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "sms")]
+    if let Some(mut settings) =
+        hermes_gateway::SmsSettings::from_env(&app.env, Some(&app.home.root().join("gateway")))
+            .map_err(|e| anyhow!("cannot set up SMS: {e}"))?
+    {
+        api_base(app, "TWILIO_API_BASE_URL", &mut settings.api_base_url);
+        let adapter = if listen {
+            hermes_gateway::SmsAdapter::bind(settings)
+        } else {
+            hermes_gateway::SmsAdapter::send_only(settings)
+        }
+        .map_err(|e| anyhow!("cannot set up SMS: {e}"))?;
+        if let Some(addr) = adapter.webhook_addr() {
+            errln!("SMS (Twilio) webhook listening on http://{addr}/webhooks/twilio");
+        }
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "webhook")]
