@@ -317,7 +317,15 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
             .map_err(|e| anyhow!("cannot set up SMS: {e}"))?
     {
         api_base(app, "TWILIO_API_BASE_URL", &mut settings.api_base_url);
-        let adapter = if listen {
+        // As Python Hermes: without the URL Twilio signs, SMS is not served and the other
+        // platforms still are (sending keeps working).
+        let unsigned = settings.webhook_url.is_none() && !settings.insecure_no_signature;
+        let adapter = if listen && unsigned {
+            errln!(
+                "warning: SMS is not served: SMS_WEBHOOK_URL (the public URL entered at Twilio, e.g. https://example.com/webhooks/twilio) is not set"
+            );
+            hermes_gateway::SmsAdapter::send_only(settings)
+        } else if listen {
             hermes_gateway::SmsAdapter::bind(settings)
         } else {
             hermes_gateway::SmsAdapter::send_only(settings)
