@@ -69,7 +69,8 @@ pub(crate) async fn check_platforms(app: &App, profile: Option<&str>, report: &m
     }
 }
 
-/// What a configured WhatsApp or SMS adapter still lacks to receive: WhatsApp refuses every
+/// What a configured email, WhatsApp or SMS adapter still lacks (email: whose
+/// Authentication-Results to believe); WhatsApp and SMS, to receive: WhatsApp refuses every
 /// webhook POST without `WHATSAPP_CLOUD_APP_SECRET` and Meta's handshake fails without
 /// `WHATSAPP_CLOUD_VERIFY_TOKEN` (sending works either way); SMS is not received without
 /// `SMS_WEBHOOK_URL`, the URL Twilio signs, unless signatures are turned off.
@@ -89,6 +90,17 @@ fn serving_notes(env: &std::collections::BTreeMap<String, String>) -> Vec<(Level
                 "platform whatsapp_cloud: WHATSAPP_CLOUD_VERIFY_TOKEN not set: Meta's webhook verification will fail".to_string(),
             ));
         }
+    }
+    // The topmost Authentication-Results is the receiving server's only when that server
+    // adds one; naming its authserv-id makes a header written by the sender count for nothing.
+    let trusts_from = env
+        .get("EMAIL_TRUST_FROM_HEADER")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if set("EMAIL_ADDRESS") && set("EMAIL_IMAP_HOST") && !set("EMAIL_AUTHSERV_ID") && !trusts_from {
+        out.push((
+            Level::Warn,
+            "platform email: EMAIL_AUTHSERV_ID not set: senders are trusted by the topmost Authentication-Results header; if your mail server adds none, a sender can forge it — set EMAIL_AUTHSERV_ID to your server's authserv-id (README \"Email\")".to_string(),
+        ));
     }
     let insecure = env
         .get("SMS_INSECURE_NO_SIGNATURE")
@@ -116,6 +128,14 @@ mod tests {
                 .collect::<std::collections::BTreeMap<_, _>>()
         };
         assert!(serving_notes(&env(&[])).is_empty());
+        let mail = [
+            ("EMAIL_ADDRESS", "bot@x.org"),
+            ("EMAIL_IMAP_HOST", "imap.x.org"),
+        ];
+        let email = serving_notes(&env(&mail));
+        assert!(email[0].1.contains("EMAIL_AUTHSERV_ID"), "{email:?}");
+        let named = [mail[0], mail[1], ("EMAIL_AUTHSERV_ID", "mx.x.org")];
+        assert!(serving_notes(&env(&named)).is_empty());
         let wa = serving_notes(&env(&[
             ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "1"),
             ("WHATSAPP_CLOUD_ACCESS_TOKEN", "t"),
