@@ -17,7 +17,7 @@ const PYTHON_FLAGS: &[(&str, &str)] = &[
     ),
     (
         "chat",
-        "--image --no-restore-cwd -w --worktree --accept-hooks --checkpoints --pass-session-id \
+        "--no-restore-cwd -w --worktree --accept-hooks --checkpoints --pass-session-id \
          --ignore-user-config --ignore-rules --safe-mode --source --tui --cli --dev",
     ),
     (
@@ -92,11 +92,6 @@ const ANSWERS: &[(&str, &str, &str)] = &[
         "",
         "--oneshot",
         "use `hermes chat -q \"…\"` for one prompt and its answer",
-    ),
-    (
-        "chat",
-        "--image",
-        "images cannot be attached from the command line yet; a message can name a file for the file tools to read",
     ),
     (
         "setup",
@@ -232,9 +227,9 @@ mod tests {
 
     #[test]
     fn python_flags_get_one_line_and_others_keep_claps_error() {
-        let line = line_for("chat --image cat.png -q hi").unwrap();
+        let line = line_for("--oneshot hi").unwrap();
         assert!(
-            line.starts_with("`hermes chat --image` is a Python Hermes flag: images"),
+            line.contains("is a Python Hermes flag: use `hermes chat -q"),
             "{line}"
         );
         let line = line_for("-p work setup --reset").unwrap();
