@@ -46,7 +46,9 @@ impl Backoff {
             feature = "slack",
             feature = "telegram",
             feature = "irc",
-            feature = "matrix"
+            feature = "matrix",
+            feature = "signal",
+            feature = "mattermost"
         )),
         allow(dead_code)
     )]
@@ -56,7 +58,13 @@ impl Backoff {
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(any(feature = "telegram", feature = "irc", feature = "matrix"))]
+#[cfg(any(
+    feature = "telegram",
+    feature = "irc",
+    feature = "matrix",
+    feature = "signal",
+    feature = "mattermost"
+))]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,

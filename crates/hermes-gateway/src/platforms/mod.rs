@@ -9,7 +9,9 @@
     feature = "webhook",
     feature = "irc",
     feature = "email",
-    feature = "matrix"
+    feature = "matrix",
+    feature = "signal",
+    feature = "mattermost"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(
@@ -18,14 +20,18 @@ pub(crate) mod backoff;
     feature = "telegram",
     feature = "matrix",
     feature = "whatsapp",
-    feature = "sms"
+    feature = "sms",
+    feature = "signal",
+    feature = "mattermost"
 ))]
 pub(crate) mod http;
 #[cfg(any(
     feature = "discord",
     feature = "slack",
     feature = "matrix",
-    feature = "whatsapp"
+    feature = "whatsapp",
+    feature = "signal",
+    feature = "mattermost"
 ))]
 pub(crate) mod media;
 #[cfg(any(
@@ -47,6 +53,10 @@ pub mod email;
 pub mod irc;
 #[cfg(feature = "matrix")]
 pub mod matrix;
+#[cfg(feature = "mattermost")]
+pub mod mattermost;
+#[cfg(feature = "signal")]
+pub mod signal;
 #[cfg(feature = "slack")]
 pub mod slack;
 #[cfg(feature = "sms")]
