@@ -2,7 +2,7 @@
 //!
 //! Owns the messaging gateway (FEATURES §1 Gateway): the [`PlatformAdapter`] trait every
 //! platform implements (Telegram, Discord, Slack, webhook, IRC, email, Matrix, WhatsApp, SMS,
-//! Signal, Mattermost;
+//! Signal, Mattermost, Home Assistant;
 //! each a cargo feature, on by default), the OpenAI-compatible HTTP API server, session keys
 //! and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
@@ -54,6 +54,8 @@ pub use platform::{
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 #[cfg(feature = "email")]
 pub use platforms::email::{EmailAdapter, EmailSettings};
+#[cfg(feature = "homeassistant")]
+pub use platforms::homeassistant::{HomeAssistantAdapter, HomeAssistantSettings};
 #[cfg(feature = "irc")]
 pub use platforms::irc::{IrcAdapter, IrcSettings};
 #[cfg(feature = "matrix")]

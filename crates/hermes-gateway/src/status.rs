@@ -53,6 +53,7 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
     ),
     ("signal", &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"]),
     ("mattermost", &["MATTERMOST_URL", "MATTERMOST_TOKEN"]),
+    ("homeassistant", &["HASS_TOKEN"]),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 

@@ -354,6 +354,7 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
             "mattermost",
             &[&["MATTERMOST_URL"][..], &["MATTERMOST_TOKEN"][..]][..],
         ),
+        ("homeassistant", &[&["HASS_TOKEN"][..]][..]),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

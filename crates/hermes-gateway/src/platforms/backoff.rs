@@ -48,7 +48,8 @@ impl Backoff {
             feature = "irc",
             feature = "matrix",
             feature = "signal",
-            feature = "mattermost"
+            feature = "mattermost",
+            feature = "homeassistant"
         )),
         allow(dead_code)
     )]
@@ -63,7 +64,8 @@ impl Backoff {
     feature = "irc",
     feature = "matrix",
     feature = "signal",
-    feature = "mattermost"
+    feature = "mattermost",
+    feature = "homeassistant"
 ))]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,

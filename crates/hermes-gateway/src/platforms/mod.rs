@@ -11,7 +11,8 @@
     feature = "email",
     feature = "matrix",
     feature = "signal",
-    feature = "mattermost"
+    feature = "mattermost",
+    feature = "homeassistant"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(
@@ -49,6 +50,8 @@ pub(crate) mod state;
 pub mod discord;
 #[cfg(feature = "email")]
 pub mod email;
+#[cfg(feature = "homeassistant")]
+pub mod homeassistant;
 #[cfg(feature = "irc")]
 pub mod irc;
 #[cfg(feature = "matrix")]
