@@ -173,6 +173,11 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         ("TWILIO_ACCOUNT_SID", "ACfake"),
         ("TWILIO_AUTH_TOKEN", "fake-twilio"),
         ("TWILIO_PHONE_NUMBER", "+15550001111"),
+        ("SIGNAL_HTTP_URL", "http://127.0.0.1:9"),
+        ("SIGNAL_ACCOUNT", "+15550001111"),
+        ("MATTERMOST_URL", "https://mm.example.com"),
+        ("MATTERMOST_TOKEN", "fake-mm-token"),
+        ("HASS_TOKEN", "fake-ha-token"),
         ("API_SERVER_ENABLED", "true"),
         ("API_SERVER_KEY", "sk-fake"),
     ];
@@ -190,6 +195,9 @@ async fn gateway_status_shows_every_platform_configured_from_env() {
         "email",
         "whatsapp_cloud",
         "sms",
+        "signal",
+        "mattermost",
+        "homeassistant",
         "api_server",
     ] {
         let line = text

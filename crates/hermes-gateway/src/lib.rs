@@ -1,7 +1,8 @@
 //! # hermes-gateway
 //!
 //! Owns the messaging gateway (FEATURES §1 Gateway): the [`PlatformAdapter`] trait every
-//! platform implements (Telegram, Discord, Slack, webhook, IRC, email, Matrix, WhatsApp, SMS;
+//! platform implements (Telegram, Discord, Slack, webhook, IRC, email, Matrix, WhatsApp, SMS,
+//! Signal, Mattermost, Home Assistant;
 //! each a cargo feature, on by default), the OpenAI-compatible HTTP API server, session keys
 //! and the persisted
 //! key→session routing, authorization (allowlists, DM pairing), per-session turn concurrency
@@ -53,10 +54,16 @@ pub use platform::{
 pub use platforms::discord::{DiscordAdapter, DiscordSettings};
 #[cfg(feature = "email")]
 pub use platforms::email::{EmailAdapter, EmailSettings};
+#[cfg(feature = "homeassistant")]
+pub use platforms::homeassistant::{HomeAssistantAdapter, HomeAssistantSettings};
 #[cfg(feature = "irc")]
 pub use platforms::irc::{IrcAdapter, IrcSettings};
 #[cfg(feature = "matrix")]
 pub use platforms::matrix::{MatrixAdapter, MatrixSettings};
+#[cfg(feature = "mattermost")]
+pub use platforms::mattermost::{MattermostAdapter, MattermostSettings};
+#[cfg(feature = "signal")]
+pub use platforms::signal::{SignalAdapter, SignalSettings};
 #[cfg(feature = "slack")]
 pub use platforms::slack::{SlackAdapter, SlackSettings};
 #[cfg(feature = "sms")]

@@ -51,6 +51,9 @@ pub const PLATFORM_CREDENTIALS: &[(&str, &[&str])] = &[
             "TWILIO_PHONE_NUMBER",
         ],
     ),
+    ("signal", &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"]),
+    ("mattermost", &["MATTERMOST_URL", "MATTERMOST_TOKEN"]),
+    ("homeassistant", &["HASS_TOKEN"]),
     ("api_server", &["API_SERVER_ENABLED"]),
 ];
 

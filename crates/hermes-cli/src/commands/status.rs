@@ -346,6 +346,15 @@ pub async fn run(profile: Option<&str>, chat: &ChatArgs, args: &StatusArgs) -> R
                 &["TWILIO_PHONE_NUMBER"][..],
             ][..],
         ),
+        (
+            "signal",
+            &[&["SIGNAL_HTTP_URL"][..], &["SIGNAL_ACCOUNT"][..]][..],
+        ),
+        (
+            "mattermost",
+            &[&["MATTERMOST_URL"][..], &["MATTERMOST_TOKEN"][..]][..],
+        ),
+        ("homeassistant", &[&["HASS_TOKEN"][..]][..]),
     ]
     .iter()
     .filter(|(_, groups)| groups.iter().all(|g| g.iter().any(|v| set(v))))

@@ -50,6 +50,15 @@ impl Authorizer {
         let Some(user) = src.user_id.as_deref().filter(|u| !u.is_empty()) else {
             return false;
         };
+        // Home Assistant's state changes are system-generated (its adapter is their only
+        // source, over a websocket authenticated with HASS_TOKEN): let through as Python
+        // Hermes does (gateway/authz_mixin.py).
+        #[cfg(feature = "homeassistant")]
+        if src.platform == crate::platforms::homeassistant::PLATFORM
+            && user == crate::platforms::homeassistant::SYSTEM_USER
+        {
+            return true;
+        }
         let access = self.config.access(&src.platform);
         if access.allow_all || access.allowed_users.iter().any(|a| a == user) {
             return true;

@@ -46,7 +46,10 @@ impl Backoff {
             feature = "slack",
             feature = "telegram",
             feature = "irc",
-            feature = "matrix"
+            feature = "matrix",
+            feature = "signal",
+            feature = "mattermost",
+            feature = "homeassistant"
         )),
         allow(dead_code)
     )]
@@ -56,7 +59,14 @@ impl Backoff {
 }
 
 /// Sleeps for `delay` unless `cancel` fires first; returns `false` when cancelled.
-#[cfg(any(feature = "telegram", feature = "irc", feature = "matrix"))]
+#[cfg(any(
+    feature = "telegram",
+    feature = "irc",
+    feature = "matrix",
+    feature = "signal",
+    feature = "mattermost",
+    feature = "homeassistant"
+))]
 pub(crate) async fn sleep_or_cancel(
     delay: Duration,
     cancel: &tokio_util::sync::CancellationToken,

@@ -83,9 +83,15 @@ fn failed(name: &str) -> Saved {
 
 /// The note for an attachment that could not be fetched at all (`name` is the sender's
 /// file name).
-#[cfg(feature = "matrix")]
+#[cfg(any(feature = "matrix", feature = "signal"))]
 pub(crate) fn failed_note(name: &str) -> Saved {
     failed(name)
+}
+
+/// The note for an attachment of `size` bytes over the cap of `max` bytes.
+#[cfg(feature = "signal")]
+pub(crate) fn too_large_note(name: &str, size: u64, max: u64) -> Saved {
+    too_large(name, size, max)
 }
 
 /// Downloads `file` with `request` into `<policy.dir>/<platform>/`, stopping (and removing

@@ -9,7 +9,10 @@
     feature = "webhook",
     feature = "irc",
     feature = "email",
-    feature = "matrix"
+    feature = "matrix",
+    feature = "signal",
+    feature = "mattermost",
+    feature = "homeassistant"
 ))]
 pub(crate) mod backoff;
 #[cfg(any(
@@ -18,14 +21,18 @@ pub(crate) mod backoff;
     feature = "telegram",
     feature = "matrix",
     feature = "whatsapp",
-    feature = "sms"
+    feature = "sms",
+    feature = "signal",
+    feature = "mattermost"
 ))]
 pub(crate) mod http;
 #[cfg(any(
     feature = "discord",
     feature = "slack",
     feature = "matrix",
-    feature = "whatsapp"
+    feature = "whatsapp",
+    feature = "signal",
+    feature = "mattermost"
 ))]
 pub(crate) mod media;
 #[cfg(any(
@@ -43,10 +50,16 @@ pub(crate) mod state;
 pub mod discord;
 #[cfg(feature = "email")]
 pub mod email;
+#[cfg(feature = "homeassistant")]
+pub mod homeassistant;
 #[cfg(feature = "irc")]
 pub mod irc;
 #[cfg(feature = "matrix")]
 pub mod matrix;
+#[cfg(feature = "mattermost")]
+pub mod mattermost;
+#[cfg(feature = "signal")]
+pub mod signal;
 #[cfg(feature = "slack")]
 pub mod slack;
 #[cfg(feature = "sms")]

@@ -192,6 +192,11 @@ fn api_base(app: &App, var: &str, base: &mut String) {
 /// [`slack_adapter`]), WhatsApp (`WHATSAPP_CLOUD_PHONE_NUMBER_ID` +
 /// `WHATSAPP_CLOUD_ACCESS_TOKEN`, see [`hermes_gateway::WhatsAppSettings::from_env`]), SMS
 /// (`TWILIO_ACCOUNT_SID` + `TWILIO_AUTH_TOKEN`, see [`hermes_gateway::SmsSettings::from_env`]),
+/// Signal (`SIGNAL_HTTP_URL` + `SIGNAL_ACCOUNT`, see
+/// [`hermes_gateway::SignalSettings::from_env`]), Mattermost (`MATTERMOST_URL` +
+/// `MATTERMOST_TOKEN`, see [`hermes_gateway::MattermostSettings::from_env`]), Home Assistant
+/// (`HASS_TOKEN`, `HASS_URL`; filters from config.yaml, see
+/// [`hermes_gateway::HomeAssistantSettings::apply_config`]),
 /// webhook (`WEBHOOK_SECRET`, see [`webhook_settings`]). Inbound files are saved under
 /// `HERMES_HOME/cache/media/<platform>/`. With `listen` false the adapters are for sending
 /// only: no push listener is bound (Telegram and Slack as in polling / Socket Mode, the
@@ -280,6 +285,41 @@ async fn build_adapters(app: &App, listen: bool) -> Result<Vec<Arc<dyn PlatformA
             hermes_gateway::EmailAdapter::send_only(settings)
         }
         .map_err(|e| anyhow!("cannot set up email: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "signal")]
+    if let Some(settings) =
+        hermes_gateway::SignalSettings::from_env(&app.env, &media.join("signal"))
+            .map_err(|e| anyhow!("cannot set up Signal: {e}"))?
+    {
+        let adapter = hermes_gateway::SignalAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Signal: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "mattermost")]
+    if let Some(settings) =
+        hermes_gateway::MattermostSettings::from_env(&app.env, &media.join("mattermost"))
+            .map_err(|e| anyhow!("cannot set up Mattermost: {e}"))?
+    {
+        let adapter = hermes_gateway::MattermostAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Mattermost: {e}"))?;
+        out.push(Arc::new(adapter));
+    }
+    #[cfg(feature = "homeassistant")]
+    if let Some(mut settings) = hermes_gateway::HomeAssistantSettings::from_env(&app.env)
+        .map_err(|e| anyhow!("cannot set up Home Assistant: {e}"))?
+    {
+        // The filters are config.yaml's `platforms.homeassistant.extra` (Python Hermes').
+        let path = app.home.config_file();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let doc: yaml_serde::Value = yaml_serde::from_str(&text)
+                .map_err(|e| anyhow!("cannot set up Home Assistant: {}: {e}", path.display()))?;
+            settings
+                .apply_config(&doc)
+                .map_err(|e| anyhow!("cannot set up Home Assistant: {e}"))?;
+        }
+        let adapter = hermes_gateway::HomeAssistantAdapter::new(settings)
+            .map_err(|e| anyhow!("cannot set up Home Assistant: {e}"))?;
         out.push(Arc::new(adapter));
     }
     #[cfg(feature = "slack")]
